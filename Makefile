@@ -1,0 +1,77 @@
+# Downpour — one Makefile. `make` builds build/downpour; `make test` runs every test and
+# ends with "N passed, N failed"; `make asan` does the same under ASan+UBSan; `make bench`
+# writes bench/RESULTS.md; `make demo` runs the main job; `make deps` installs packages.
+
+CC      ?= cc
+BUILD   ?= build
+CSTD     = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+OPT     ?= -O2 -g
+PKGS     = openblas jansson libzstd zlib
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS  += $(CSTD) $(WARN) $(OPT) -MMD -MP -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS  += $(PKG_LIBS) -lev -lm -lpthread $(EXTRA_LDLIBS)
+
+LIB_SRC  := $(wildcard common/*.c events/*.c cluster/*.c runtime/*.c sim/*.c)
+CLI_SRC  := $(wildcard cli/*.c)
+TEST_SRC := $(wildcard tests/test_*.c)
+BENCH_SRC:= $(wildcard bench/bench_*.c)
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+LIB      := $(BUILD)/libdownpour.a
+
+.PHONY: all test asan bench demo deps clean check-deps
+all: $(BUILD)/downpour $(TEST_BIN) $(BENCH_BIN)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/downpour: $(CLI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB)
+	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
+	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
+
+# deps: installs the Debian packages when something is missing (root), or prints the
+# exact command and stops.
+check-deps:
+	@./scripts/deps.sh --check-only >/dev/null 2>&1 || ./scripts/deps.sh
+
+deps:
+	@./scripts/deps.sh
+
+test: check-deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) ./tests/run.sh
+
+asan: check-deps
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	    EXTRA_LDLIBS="-fsanitize=address,undefined" all
+	@BUILD=build-asan ASAN_OPTIONS=detect_leaks=1 ./tests/run.sh
+
+bench: check-deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) ./bench/run.sh
+
+demo: check-deps
+	@$(MAKE) --no-print-directory $(BUILD)/downpour
+	./$(BUILD)/downpour cluster --ps 1 --workers 2 --mode sync --model mlp \
+	    --optimizer momentum --lr 0.05 --steps 600 --eval-every 200 --log-device-placement
+
+clean:
+	rm -rf build build-asan
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(BENCH_BIN:=.d)

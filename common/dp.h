@@ -1,0 +1,72 @@
+/* dp.h — what every Downpour module shares: the error enum, allocation wrappers that
+ * abort on out-of-memory, error-message helpers, logging, a monotonic clock and a small
+ * seeded RNG. Depends only on libc. The only mutable global is the log level. */
+#ifndef DP_H
+#define DP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+/* Project-wide return codes: 0 on success, one of these (negative) on failure. */
+enum dp_err {
+    DP_OK = 0,
+    DP_ERR = -1,      /* generic failure, see message */
+    DP_EINVAL = -2,   /* bad input: flag, file, frame */
+    DP_EIO = -3,      /* system call failed */
+    DP_EPROTO = -4,   /* peer broke the protocol */
+    DP_ETIMEDOUT = -5,
+    DP_ECLOSED = -6,  /* peer closed the connection */
+    DP_ECORRUPT = -7, /* damaged file */
+    DP_ENOTFOUND = -8
+};
+
+/* Size of the caller-supplied error buffers passed as `char err[DP_ERRLEN]`. */
+#define DP_ERRLEN 512
+
+#define DP_UNUSED(x) ((void)(x))
+#define DP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define dp_container_of(ptr, type, member) \
+    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/* Allocation that aborts with a message on out-of-memory; never returns NULL
+ * (xmalloc(0) returns a unique pointer). Free with free(). */
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+/* Formats a message into err (DP_ERRLEN bytes) when err is not NULL; returns `code`
+ * so that failure paths can be written `return dp_fail(err, DP_EINVAL, "...")`. */
+int dp_fail(char *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Log levels; dp_log_level is the one mutable global besides signal flags. */
+enum { DP_LOG_ERROR = 0, DP_LOG_WARN = 1, DP_LOG_INFO = 2, DP_LOG_DEBUG = 3 };
+extern int dp_log_level;
+/* Prints "downpour: <prefix>: message" to stderr when level <= dp_log_level. */
+void dp_log(int level, const char *prefix, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Monotonic nanoseconds (CLOCK_MONOTONIC) and wall-clock nanoseconds (CLOCK_REALTIME). */
+uint64_t dp_now_ns(void);
+uint64_t dp_wall_ns(void);
+
+/* A small deterministic RNG (xoshiro256**, seeded through splitmix64). Embedded by
+ * value in whatever owns it; no global state. */
+typedef struct dp_rng { uint64_t s[4]; } dp_rng;
+void dp_rng_seed(dp_rng *r, uint64_t seed);
+uint64_t dp_rng_next(dp_rng *r);
+/* Uniform double in [0, 1). */
+double dp_rng_uniform(dp_rng *r);
+/* Standard normal (Box-Muller, no cached state). */
+double dp_rng_normal(dp_rng *r);
+/* Uniform integer in [0, n) without modulo bias; n > 0. */
+uint64_t dp_rng_below(dp_rng *r, uint64_t n);
+
+/* Parses a decimal integer / double from the whole of s (no trailing junk, no
+ * overflow) into *out; returns 0 or DP_EINVAL. */
+int dp_parse_int(const char *s, long long *out);
+int dp_parse_double(const char *s, double *out);
+
+#endif

@@ -1,0 +1,70 @@
+/* data.h — training data: Fashion-MNIST from gzip IDX files (read with zlib; every header
+ * validated), or a seeded synthetic, learnable data set for fast tests; and the batch
+ * order shared by all workers (one seeded permutation per epoch; global batch k is
+ * W*b consecutive samples of it, worker i takes slice i), so that W workers x batch b
+ * in sync see exactly what 1 worker x batch W*b sees. */
+#ifndef RUNTIME_DATA_H
+#define RUNTIME_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DATA_DEFAULT_DIR "/usr/share/datasets/fashion-mnist"
+#define DATA_FEATURES 784
+#define DATA_CLASSES 10
+
+/* n samples of 784 floats in [0,1] (row-major, n x 784) and labels 0..9. */
+typedef struct dataset {
+    int n;
+    float *x;     /* owned */
+    uint8_t *y;   /* owned */
+} dataset;
+
+/* Reads an IDX image file (magic 0x00000803, gzip or plain), dims n x rows x cols with
+ * rows*cols == 784, pixels scaled to [0,1]. *x is malloc'd (caller frees). Errors
+ * (DP_EINVAL/DP_EIO/DP_ECORRUPT, message names the file and the byte offset): cannot
+ * open, bad gzip, bad magic, wrong number of dimensions, dimensions not 28x28 or zero,
+ * count over 10,000,000, truncated data, trailing bytes. */
+int idx_read_images(const char *path, float **x, int *n, char *err);
+
+/* Reads an IDX label file (magic 0x00000801); labels must be 0..9 (a bad one is an
+ * error naming its index). *y is malloc'd (caller frees). */
+int idx_read_labels(const char *path, uint8_t **y, int *n, char *err);
+
+/* Loads dir/train-images-idx3-ubyte.gz + dir/train-labels-idx1-ubyte.gz (train=1) or
+ * the t10k-* pair (train=0); also accepts the names without ".gz". Image and label
+ * counts must agree. Release with dataset_release(). */
+int dataset_load(dataset *ds, const char *dir, int train, char *err);
+
+/* Generates a seeded, learnable synthetic set of n samples: 10 class prototypes (from
+ * `seed`), each sample a noisy copy of its class prototype (noise from seed and train,
+ * so train and test differ but share prototypes). A softmax model reaches > 90%. */
+void dataset_synthetic(dataset *ds, int n, uint64_t seed, int train);
+
+void dataset_release(dataset *ds);
+
+/* The batch order. */
+typedef struct batch_order {
+    int n;            /* samples in the data set */
+    int n_workers;
+    int batch;        /* per worker */
+    uint64_t seed;
+    int epoch;        /* epoch whose permutation is in perm, -1 none */
+    int *perm;        /* owned, n entries */
+} batch_order;
+
+/* Initialises; n_workers * batch must be <= n (DP_EINVAL otherwise). Release with
+ * batch_order_release(). */
+int batch_order_init(batch_order *o, int n, int n_workers, int batch, uint64_t seed, char *err);
+void batch_order_release(batch_order *o);
+
+/* Writes the sample indices of worker `worker`'s batch at its local step `step`
+ * (0-based) into idx (batch entries). Global batch k = step covers positions
+ * [k*W*b, (k+1)*W*b) of the concatenation of per-epoch permutations, where an epoch
+ * holds floor(n / (W*b)) global batches (the tail of each permutation is skipped). */
+void batch_order_indices(batch_order *o, int worker, int64_t step, int *idx);
+
+/* Gathers rows idx[0..count) of ds into x (count x 784) and y. */
+void dataset_gather(const dataset *ds, const int *idx, int count, float *x, uint8_t *y);
+
+#endif
