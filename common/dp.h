@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdarg.h>
+#include <assert.h>
 
 /* Project-wide return codes: 0 on success, one of these (negative) on failure. */
 enum dp_err {
@@ -25,6 +26,8 @@ enum dp_err {
 #define DP_ERRLEN 512
 
 #define DP_UNUSED(x) ((void)(x))
+/* An assert that carries its reason, libev style: dp_assert("shard out of range", i < n). */
+#define dp_assert(why, cond) assert(((void)(why), (cond)))
 #define DP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define dp_container_of(ptr, type, member) \
     ((type *)(void *)((char *)(ptr) - offsetof(type, member)))

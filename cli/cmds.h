@@ -1,0 +1,12 @@
+/* cmds.h — the `downpour` subcommands. Each takes (argc, argv) with argv[0] the
+ * subcommand's name, supports --help, and returns the process exit status. */
+#ifndef CLI_CMDS_H
+#define CLI_CMDS_H
+
+int cmd_cluster(int argc, char **argv);
+int cmd_task(int argc, char **argv);
+int cmd_hub(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
+
+#endif

@@ -1,0 +1,44 @@
+/* main.c — the `downpour` command: git-style dispatch to subcommands, nothing else. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmds.h"
+
+typedef struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"cluster", cmd_cluster, "run a real local cluster (ps and worker processes on loopback)"},
+    {"task", cmd_task, "run one task of a cluster, TensorFlow style (--job_name, --task_index)"},
+    {"hub", cmd_hub, "collect events from tasks, record a trace, serve viewers"},
+    {"trace", cmd_trace, "info | validate | export --chrome: work with recorded traces"},
+    {"checkpoint", cmd_checkpoint, "inspect or compare checkpoints (like inspect_checkpoint)"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: downpour <command> [flags]   (downpour <command> --help for its flags)\n\n"
+               "Downpour re-creates TensorFlow's parameter-server training runtime so that you can\n"
+               "watch distributed training happen.\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "downpour: unknown command \"%s\" (see downpour --help)\n", argv[1]);
+    return 2;
+}

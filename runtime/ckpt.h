@@ -1,0 +1,43 @@
+/* ckpt.h — checkpoints of the model's (unpartitioned) tensors and the global step, as
+ * TensorFlow's Saver does: DIR/model.ckpt-<step> plus DIR/checkpoint naming the latest.
+ * Written atomically (temporary file, fsync, rename) so a crash never leaves a torn
+ * checkpoint. File: "DPCKPT01", u32 version, i64 global step, u32 tensor count, then per
+ * tensor u16 name length, name, u64 float count, floats; then a CRC32 of all before. */
+#ifndef RUNTIME_CKPT_H
+#define RUNTIME_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CKPT_MAX_TENSORS 64
+
+typedef struct ckpt_tensor {
+    const char *name;
+    float *data;      /* borrowed */
+    size_t count;
+} ckpt_tensor;
+
+/* Writes tensors and global_step into dir (created if missing). Returns 0 or a dp_err;
+ * path_out (may be NULL, 1024 bytes) receives the file written. */
+int ckpt_save(const char *dir, int64_t global_step, const ckpt_tensor *t, int n, char *path_out,
+              char *err);
+
+/* Finds the latest checkpoint in dir: 1 found (path in path_out, 1024 bytes), 0 none. */
+int ckpt_latest(const char *dir, char *path_out, char *err);
+
+/* Reads a checkpoint into t[0..n) whose names and counts must match exactly (errors name
+ * the file and the mismatch). Returns 0 or a dp_err. */
+int ckpt_load(const char *path, int64_t *global_step, const ckpt_tensor *t, int n, char *err);
+
+/* Reads any checkpoint: allocates names and data (free with ckpt_free_loaded). */
+typedef struct ckpt_loaded {
+    int64_t global_step;
+    int n;
+    char *names[CKPT_MAX_TENSORS];
+    float *data[CKPT_MAX_TENSORS];
+    size_t count[CKPT_MAX_TENSORS];
+} ckpt_loaded;
+int ckpt_read(const char *path, ckpt_loaded *out, char *err);
+void ckpt_free_loaded(ckpt_loaded *l);
+
+#endif

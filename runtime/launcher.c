@@ -1,0 +1,354 @@
+/* launcher.c — the local-cluster launcher (see launcher.h). One libev loop watches the
+ * children (ev_child), their stdout pipes (each task ends with one JSON statistics line)
+ * and SIGINT/SIGTERM. Children inherit stderr, so their progress lines stream through. */
+#include "runtime/launcher.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <ev.h>
+#include <jansson.h>
+
+#include "cluster/spec.h"
+#include "common/dp.h"
+#include "runtime/conn.h"
+
+typedef struct child {
+    struct launcher *l;
+    pid_t pid;
+    dp_job job;
+    int index;               /* -1 for the hub */
+    char name[64];
+    ev_child cw;
+    ev_io out_w;
+    int out_fd;
+    char line[4096];
+    size_t line_len;
+    json_t *stats;           /* last JSON line it printed */
+    int exited, status;
+} child;
+
+typedef struct launcher {
+    struct ev_loop *loop;
+    const rt_config *cfg;
+    child *kids;
+    int n_kids;
+    int alive, open_pipes;
+    int workers_left;
+    int stopping;            /* we are killing the rest */
+    int interrupted;
+    char failure[DP_ERRLEN];
+    ev_signal sigint_w, sigterm_w;
+    ev_timer grace_w;
+} launcher;
+
+static void kill_all(launcher *l, int sig)
+{
+    for (int i = 0; i < l->n_kids; i++)
+        if (!l->kids[i].exited && l->kids[i].pid > 0) kill(l->kids[i].pid, sig);
+}
+
+static void maybe_done(launcher *l)
+{
+    if (l->alive == 0 && l->open_pipes == 0) ev_break(l->loop, EVBREAK_ALL);
+}
+
+static void on_grace(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    launcher *l = dp_container_of(w, launcher, grace_w);
+    /* Tasks that outlive the run (a ps waiting for a lost worker, the hub) are told to go. */
+    kill_all(l, SIGTERM);
+}
+
+static void on_child(struct ev_loop *loop, ev_child *w, int revents)
+{
+    DP_UNUSED(revents);
+    child *c = dp_container_of(w, child, cw);
+    launcher *l = c->l;
+    ev_child_stop(loop, w);
+    c->exited = 1;
+    c->status = w->rstatus;
+    l->alive--;
+    int clean = WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0;
+    int by_us = l->stopping && WIFSIGNALED(c->status) && WTERMSIG(c->status) == SIGTERM;
+    int ps_after_run = c->job == JOB_PS && l->workers_left == 0;
+    if (!clean && !by_us && !ps_after_run && !l->interrupted && !l->failure[0]) {
+        if (WIFSIGNALED(c->status))
+            snprintf(l->failure, sizeof l->failure, "task %s died: killed by signal %d (%s)", c->name,
+                     WTERMSIG(c->status), strsignal(WTERMSIG(c->status)));
+        else
+            snprintf(l->failure, sizeof l->failure, "task %s died: exit status %d", c->name,
+                     WEXITSTATUS(c->status));
+        dp_log(DP_LOG_ERROR, "cluster", "%s; stopping the other tasks", l->failure);
+        l->stopping = 1;
+        kill_all(l, SIGTERM);
+    }
+    if (c->job == JOB_WORKER && c->index >= 0 && --l->workers_left == 0 && !l->stopping) {
+        /* Every worker is done; ps tasks exit on their own once all said DONE. */
+        l->stopping = 1;
+        ev_timer_start(loop, &l->grace_w);
+    }
+    maybe_done(l);
+}
+
+static void take_line(child *c)
+{
+    c->line[c->line_len] = 0;
+    if (c->line[0] == '{') {
+        json_error_t je;
+        json_t *j = json_loads(c->line, 0, &je);
+        if (j) {
+            json_decref(c->stats);
+            c->stats = j;
+        }
+    } else if (c->line_len) {
+        fprintf(stdout, "%s\n", c->line); /* pass through anything else */
+    }
+    c->line_len = 0;
+}
+
+static void on_out(struct ev_loop *loop, ev_io *w, int revents)
+{
+    DP_UNUSED(revents);
+    child *c = dp_container_of(w, child, out_w);
+    char buf[4096];
+    ssize_t r = read(c->out_fd, buf, sizeof buf);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (r <= 0) {
+        if (c->line_len) take_line(c);
+        ev_io_stop(loop, w);
+        close(c->out_fd);
+        c->out_fd = -1;
+        c->l->open_pipes--;
+        maybe_done(c->l);
+        return;
+    }
+    for (ssize_t i = 0; i < r; i++) {
+        if (buf[i] == '\n') take_line(c);
+        else if (c->line_len < sizeof c->line - 1) c->line[c->line_len++] = buf[i];
+    }
+}
+
+static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    launcher *l = dp_container_of(w, launcher, sigint_w);
+    if (w->signum == SIGTERM) l = dp_container_of(w, launcher, sigterm_w);
+    if (!l->interrupted) dp_log(DP_LOG_WARN, "cluster", "interrupted; stopping every task");
+    l->interrupted = 1;
+    l->stopping = 1;
+    kill_all(l, SIGTERM);
+}
+
+/* Starts argv as a child with stdout on a pipe we read. */
+static int spawn(launcher *l, child *c, char **argv, char *err)
+{
+    int fds[2];
+    if (pipe(fds) < 0) return dp_fail(err, DP_EIO, "pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return dp_fail(err, DP_EIO, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        execv(argv[0], argv);
+        fprintf(stderr, "downpour: cluster: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    c->l = l;
+    c->pid = pid;
+    c->out_fd = fds[0];
+    ev_child_init(&c->cw, on_child, pid, 0);
+    ev_child_start(l->loop, &c->cw);
+    ev_io_init(&c->out_w, on_out, fds[0], EV_READ);
+    ev_io_start(l->loop, &c->out_w);
+    l->alive++;
+    l->open_pipes++;
+    return DP_OK;
+}
+
+static char *hosts_list(int n, const int *ports)
+{
+    char *s = xmalloc((size_t)n * 24 + 1);
+    s[0] = 0;
+    size_t off = 0;
+    for (int i = 0; i < n; i++)
+        off += (size_t)sprintf(s + off, "%s127.0.0.1:%d", i ? "," : "", ports[i]);
+    return s;
+}
+
+static double jnum(json_t *o, const char *key)
+{
+    json_t *v = o ? json_object_get(o, key) : NULL;
+    return v && json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+static void print_summary(launcher *l, double wall_s)
+{
+    const rt_config *cfg = l->cfg;
+    double samples = 0, train_s = 0, pulled = 0, pushed = 0, loss_sum = 0, mean_step = 0;
+    double stale_n = 0, stale_sum = 0, stale_max = 0, drops = 0, gs = 0, acc = -1;
+    int n_loss = 0;
+    for (int i = 0; i < l->n_kids; i++) {
+        child *c = &l->kids[i];
+        json_t *s = c->stats;
+        if (!s || c->index < 0) continue;
+        if (c->job == JOB_WORKER) {
+            samples += jnum(s, "samples");
+            if (jnum(s, "train_s") > train_s) train_s = jnum(s, "train_s");
+            pulled += jnum(s, "bytes_pulled");
+            pushed += jnum(s, "bytes_pushed");
+            json_t *fl = json_object_get(s, "final_loss");
+            if (fl && json_is_number(fl) && jnum(s, "local_steps") > 0) {
+                loss_sum += json_number_value(fl);
+                n_loss++;
+            }
+            if (c->index == 0) {
+                gs = jnum(s, "global_step");
+                if (json_object_get(s, "test_accuracy")) acc = jnum(s, "test_accuracy");
+            }
+        } else {
+            stale_n += jnum(s, "stale_n");
+            stale_sum += jnum(s, "stale_sum");
+            if (jnum(s, "stale_max") > stale_max) stale_max = jnum(s, "stale_max");
+            drops += jnum(s, "drops");
+            if (jnum(s, "holds_step") != 0) mean_step = jnum(s, "mean_step_s");
+        }
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "engine", json_string("real"));
+    json_object_set_new(o, "mode", json_string(update_mode_name(cfg->mode)));
+    json_object_set_new(o, "ps", json_integer(cfg->n_ps));
+    json_object_set_new(o, "workers", json_integer(cfg->n_workers));
+    json_object_set_new(o, "steps", json_integer(cfg->steps));
+    json_object_set_new(o, "global_step", json_integer((json_int_t)gs));
+    json_object_set_new(o, "wall_s", json_real(wall_s));
+    json_object_set_new(o, "mean_step_s", json_real(mean_step));
+    json_object_set_new(o, "samples_per_s", json_real(train_s > 0 ? samples / train_s : 0));
+    json_object_set_new(o, "final_loss", n_loss ? json_real(loss_sum / n_loss) : json_null());
+    json_object_set_new(o, "test_accuracy", acc >= 0 ? json_real(acc) : json_null());
+    json_object_set_new(o, "mean_staleness", json_real(stale_n > 0 ? stale_sum / stale_n : 0));
+    json_object_set_new(o, "max_staleness", json_integer((json_int_t)stale_max));
+    json_object_set_new(o, "dropped_gradients", json_integer((json_int_t)drops));
+    json_object_set_new(o, "bytes_pulled", json_integer((json_int_t)pulled));
+    json_object_set_new(o, "bytes_pushed", json_integer((json_int_t)pushed));
+    json_object_set_new(o, "events", json_integer(0));
+    json_object_set_new(o, "events_dropped", json_integer(0));
+    json_object_set_new(o, "trace", cfg->trace[0] ? json_string(cfg->trace) : json_null());
+    json_object_set_new(o, "model", json_string(model_name(cfg->model)));
+    json_object_set_new(o, "optimizer", json_string(optim_name(cfg->optimizer)));
+    json_object_set_new(o, "batch", json_integer(cfg->batch));
+    json_object_set_new(o, "backup_workers", json_integer(cfg->backup_workers));
+    if (cfg->mode == MODE_SSP) json_object_set_new(o, "staleness_bound", json_integer(cfg->staleness));
+    char *line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    printf("%s\n", line);
+    fflush(stdout);
+    if (cfg->summary[0]) {
+        FILE *f = fopen(cfg->summary, "w");
+        if (f) {
+            fprintf(f, "%s\n", line);
+            fclose(f);
+        } else {
+            dp_log(DP_LOG_ERROR, "cluster", "--summary %s: %s", cfg->summary, strerror(errno));
+        }
+    }
+    free(line);
+    json_decref(o);
+}
+
+int launcher_run(const rt_config *cfg, const char *self, char *err)
+{
+    launcher l;
+    memset(&l, 0, sizeof l);
+    l.cfg = cfg;
+    int n_tasks = cfg->n_ps + cfg->n_workers;
+    int *ports = xmalloc((size_t)n_tasks * sizeof *ports);
+    char *ps_hosts = NULL, *worker_hosts = NULL;
+    int rc = DP_OK;
+    for (int i = 0; i < n_tasks; i++) {
+        ports[i] = net_free_port(err);
+        if (ports[i] < 0) {
+            rc = ports[i];
+            free(ports);
+            return rc;
+        }
+    }
+    ps_hosts = hosts_list(cfg->n_ps, ports);
+    worker_hosts = hosts_list(cfg->n_workers, ports + cfg->n_ps);
+    signal(SIGPIPE, SIG_IGN);
+    l.loop = ev_default_loop(EVFLAG_AUTO);
+    l.kids = xcalloc((size_t)n_tasks, sizeof *l.kids);
+    l.workers_left = cfg->n_workers;
+    ev_signal_init(&l.sigint_w, on_signal, SIGINT);
+    ev_signal_init(&l.sigterm_w, on_signal, SIGTERM);
+    ev_signal_start(l.loop, &l.sigint_w);
+    ev_signal_start(l.loop, &l.sigterm_w);
+    ev_timer_init(&l.grace_w, on_grace, 10.0, 0.);
+
+    char *train_argv[RT_CONFIG_MAX_ARGS];
+    int n_train = rt_config_to_argv(cfg, train_argv);
+    dp_log(DP_LOG_INFO, "cluster", "starting %d ps and %d workers on 127.0.0.1 (%s mode)", cfg->n_ps,
+           cfg->n_workers, update_mode_name(cfg->mode));
+    uint64_t t0 = dp_now_ns();
+    for (int t = 0; t < n_tasks && !rc; t++) {
+        child *c = &l.kids[l.n_kids];
+        c->job = t < cfg->n_ps ? JOB_PS : JOB_WORKER;
+        c->index = t < cfg->n_ps ? t : t - cfg->n_ps;
+        c->out_fd = -1;
+        spec_task_name(c->name, sizeof c->name, c->job, c->index);
+        char a_job[64], a_idx[64];
+        char *a_ps = xmalloc(strlen(ps_hosts) + 16), *a_wk = xmalloc(strlen(worker_hosts) + 20);
+        snprintf(a_job, sizeof a_job, "--job_name=%s", spec_job_name(c->job));
+        snprintf(a_idx, sizeof a_idx, "--task_index=%d", c->index);
+        sprintf(a_ps, "--ps_hosts=%s", ps_hosts);
+        sprintf(a_wk, "--worker_hosts=%s", worker_hosts);
+        char *argv[RT_CONFIG_MAX_ARGS + 8];
+        int n = 0;
+        argv[n++] = (char *)self;
+        argv[n++] = "task";
+        argv[n++] = a_job;
+        argv[n++] = a_idx;
+        argv[n++] = a_ps;
+        argv[n++] = a_wk;
+        for (int i = 0; i < n_train; i++) argv[n++] = train_argv[i];
+        argv[n] = NULL;
+        rc = spawn(&l, c, argv, err);
+        free(a_ps);
+        free(a_wk);
+        if (!rc) l.n_kids++;
+    }
+    for (int i = 0; i < n_train; i++) free(train_argv[i]);
+    if (rc) {
+        l.stopping = 1;
+        kill_all(&l, SIGTERM);
+    }
+    ev_run(l.loop, 0);
+    double wall_s = (double)(dp_now_ns() - t0) / 1e9;
+    if (!rc && l.failure[0]) rc = dp_fail(err, DP_ERR, "%s", l.failure);
+    else if (!rc && l.interrupted) rc = dp_fail(err, DP_ECLOSED, "interrupted");
+    if (!rc) print_summary(&l, wall_s);
+    for (int i = 0; i < l.n_kids; i++) json_decref(l.kids[i].stats);
+    free(l.kids);
+    free(ports);
+    free(ps_hosts);
+    free(worker_hosts);
+    return rc;
+}

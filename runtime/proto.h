@@ -1,0 +1,64 @@
+/* proto.h — the ps/worker wire protocol. Every message is a 32-byte little-endian header
+ * followed by `length` payload bytes (float32 tensors or UTF-8 text):
+ *
+ *   u32 magic "DPWR" | u16 version | u16 type | u32 length | u32 var | i64 arg0 | i64 arg1
+ *
+ * Tensor payloads are raw floats, so they are read straight into their destination
+ * (a worker's parameter buffer, a ps connection's gradient buffer) with no staging copy.
+ * A header is validated before any payload is read or allocated: magic, version, known
+ * type, length <= PROTO_MAX_PAYLOAD and what the type allows. Pure encoding, no I/O. */
+#ifndef RUNTIME_PROTO_H
+#define RUNTIME_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROTO_MAGIC 0x52575044u /* "DPWR" little-endian */
+#define PROTO_VERSION 1
+#define PROTO_HEADER_SIZE 32
+#define PROTO_MAX_PAYLOAD (64u << 20) /* 64 MiB: the largest variable we allow */
+#define PROTO_MAX_TEXT 4096
+
+/* Message types. Field use:
+ *   HELLO     w->ps  var=worker index, arg0=config hash, arg1=n_workers
+ *   HELLO_OK  ps->w  var=ps index, arg0=config hash
+ *   INIT      chief->ps var, arg0=global step to start from, payload=floats
+ *   INIT_OK   ps->chief var
+ *   PULL      w->ps  var, arg0=worker local step            (answered once var is initialised)
+ *   PULL_RESP ps->w  var, arg0=version, payload=floats
+ *   PUSH      w->ps  var, arg0=version read, arg1=worker clock (steps completed), payload=gradient
+ *   PUSH_ACK  ps->w  var, arg0=version after, arg1=status | staleness << 8
+ *   SSP_WAIT  w->ps  arg0=step the worker wants to start   (answered when the bound allows)
+ *   SSP_GO    ps->w  arg0=step, arg1=slowest clock
+ *   DONE      w->ps  arg0=steps completed
+ *   ERROR     either payload=text; the sender closes after it */
+enum proto_type {
+    MSG_HELLO = 1, MSG_HELLO_OK, MSG_INIT, MSG_INIT_OK, MSG_PULL, MSG_PULL_RESP,
+    MSG_PUSH, MSG_PUSH_ACK, MSG_SSP_WAIT, MSG_SSP_GO, MSG_DONE, MSG_ERROR,
+    MSG_TYPE_COUNT
+};
+
+enum { ACK_APPLIED = 0, ACK_ACCUMULATED = 1, ACK_DROPPED = 2 };
+
+typedef struct proto_header {
+    uint16_t version;
+    uint16_t type;
+    uint32_t length;
+    uint32_t var;
+    int64_t arg0;
+    int64_t arg1;
+} proto_header;
+
+/* Writes h (with PROTO_MAGIC) into buf[PROTO_HEADER_SIZE]. */
+void proto_encode(const proto_header *h, uint8_t *buf);
+
+/* Decodes and validates buf[PROTO_HEADER_SIZE]. Returns 0, or DP_EPROTO with a reason in
+ * err ("bad magic 0x...", "protocol version 2, expected 1", "unknown message type 99",
+ * "payload of 70000000 bytes exceeds limit 67108864", "HELLO carries 12 payload bytes,
+ * expected 0"). */
+int proto_decode(const uint8_t *buf, proto_header *h, char *err);
+
+/* "PULL", "PUSH_ACK", ... or "?" */
+const char *proto_type_name(int type);
+
+#endif

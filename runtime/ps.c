@@ -1,0 +1,470 @@
+/* ps.c — a parameter-server task: one libev loop serving every worker. It holds the
+ * variables the placement gave it (and global_step when placed here), applies pushed
+ * gradients with the optimizer under the configured update rule, answers pulls with a
+ * snapshot of the variable, and defers answers that must wait (pulls of variables the
+ * chief has not initialised yet; sync pushes until their step is complete; SSP starts
+ * beyond the staleness bound). Single-threaded: only the loop touches this state. */
+#include "runtime/task.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "cluster/optim.h"
+#include "cluster/update.h"
+#include "cluster/vars.h"
+#include "common/dp.h"
+#include "runtime/conn.h"
+
+volatile int rt_stop_requested;
+
+typedef struct ps_server ps_server;
+
+typedef struct ps_var {
+    const var_def *def;
+    int id;              /* catalogue index */
+    float *data;
+    float *slot;
+    float *mean;         /* sync: the mean gradient being applied */
+    int initialised;
+    sync_acc *acc;       /* sync mode */
+    async_var av;        /* async / ssp mode */
+    int *waiting_pulls;  /* worker indices whose pull waits for INIT */
+    int n_waiting;
+} ps_var;
+
+typedef struct ps_client {
+    ps_server *ps;
+    net_conn *conn;
+    int worker;          /* -1 until HELLO */
+    float *grad;         /* receive buffer for pushes, sized for the largest local var */
+    int done;
+} ps_client;
+
+typedef struct ssp_waiter { int worker; int64_t step; } ssp_waiter;
+
+struct ps_server {
+    struct ev_loop *loop;
+    const rt_config *cfg;
+    const cluster_spec *spec;
+    int index;
+    char name[64];
+    var_catalog cat;
+    ps_var *vars;        /* indexed by catalogue index; only local ones are used */
+    size_t max_count;
+    int lfd;
+    ev_io accept_w;
+    ev_signal sigint_w, sigterm_w;
+    ev_timer stop_check;
+    ps_client **clients; /* by worker index */
+    int n_done;
+    optim_conf opt;
+    ssp_gate *gate;
+    ssp_waiter *ssp_waiting;
+    int n_ssp_waiting;
+    int *released;       /* scratch: workers released by a sync take */
+    int holds_step;      /* global_step lives here */
+    /* statistics */
+    uint64_t applies, drops, pulls;
+    stale_stats stale;
+    uint64_t gs_first_ns, gs_last_ns, gs_advances;
+};
+
+static ps_var *local_var(ps_server *ps, uint32_t id)
+{
+    if (id >= (uint32_t)ps->cat.n) return NULL;
+    if (ps->cat.v[id].ps != ps->index) return NULL;
+    return &ps->vars[id];
+}
+
+static int64_t var_version(const ps_server *ps, const ps_var *v)
+{
+    return ps->cfg->mode == MODE_SYNC ? sync_acc_step(v->acc) : v->av.version;
+}
+
+static void send_pull(ps_server *ps, ps_client *cl, ps_var *v)
+{
+    proto_header h = {.type = MSG_PULL_RESP, .var = (uint32_t)v->id, .arg0 = var_version(ps, v)};
+    /* A snapshot: the variable may change before the frame is fully written. */
+    net_conn_send(cl->conn, h, v->data, v->def->count * sizeof(float), 1);
+    ps->pulls++;
+}
+
+static void send_ack(ps_client *cl, uint32_t var, int64_t version, int status, int64_t staleness)
+{
+    if (!cl) return;
+    proto_header h = {.type = MSG_PUSH_ACK, .var = var, .arg0 = version,
+                      .arg1 = status | (staleness << 8)};
+    net_conn_send(cl->conn, h, NULL, 0, 0);
+}
+
+static void global_step_advanced(ps_server *ps, int64_t gs)
+{
+    uint64_t now = dp_now_ns();
+    if (!ps->gs_advances) ps->gs_first_ns = now;
+    ps->gs_last_ns = now;
+    ps->gs_advances++;
+    DP_UNUSED(gs);
+}
+
+static void ssp_release_waiters(ps_server *ps)
+{
+    int k = 0;
+    for (int i = 0; i < ps->n_ssp_waiting; i++) {
+        ssp_waiter w = ps->ssp_waiting[i];
+        if (ssp_gate_may_start(ps->gate, w.step)) {
+            proto_header h = {.type = MSG_SSP_GO, .arg0 = w.step, .arg1 = ssp_gate_min(ps->gate)};
+            if (ps->clients[w.worker]) net_conn_send(ps->clients[w.worker]->conn, h, NULL, 0, 0);
+        } else {
+            ps->ssp_waiting[k++] = w;
+        }
+    }
+    ps->n_ssp_waiting = k;
+}
+
+static void handle_push(ps_server *ps, ps_client *cl, const proto_header *h, const float *g)
+{
+    ps_var *v = local_var(ps, h->var);
+    int64_t read = h->arg0;
+    if (ps->cfg->mode == MODE_SYNC) {
+        int64_t cur = sync_acc_step(v->acc);
+        if (read > cur) {
+            char msg[320];
+            snprintf(msg, sizeof msg, "%s: push for step %lld of %s is ahead of step %lld",
+                     ps->name, (long long)read, v->def->name, (long long)cur);
+            net_conn_send_error(cl->conn, msg);
+            return;
+        }
+        int r = sync_acc_offer(v->acc, cl->worker, read, g);
+        if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
+            if (v->def->trainable) ps->drops++;
+            send_ack(cl, h->var, cur, ACK_DROPPED, cur - read);
+            return;
+        }
+        if (r != SYNC_READY) return; /* the ack waits for the step to complete */
+        int n = sync_acc_take(v->acc, v->mean, ps->released);
+        if (v->def->trainable) optim_apply(&ps->opt, v->data, v->slot, v->mean, v->def->count);
+        int64_t now = sync_acc_step(v->acc);
+        if (v->def->trainable) ps->applies += (uint64_t)n;
+        for (int i = 0; i < n; i++) {
+            if (v->def->trainable) stale_stats_add(&ps->stale, 0);
+            ps_client *c = ps->clients[ps->released[i]];
+            send_ack(c, h->var, now, ACK_APPLIED, 0);
+        }
+        if (!v->def->trainable) global_step_advanced(ps, now);
+        return;
+    }
+    int64_t staleness = async_apply(&v->av, read);
+    if (staleness < 0) staleness = 0;
+    if (v->def->trainable) optim_apply(&ps->opt, v->data, v->slot, g, v->def->count);
+    if (v->def->trainable) {
+        ps->applies++;
+        stale_stats_add(&ps->stale, staleness);
+    }
+    send_ack(cl, h->var, v->av.version, ACK_APPLIED, staleness);
+    if (!v->def->trainable) {
+        global_step_advanced(ps, v->av.version);
+        if (ps->gate) {
+            ssp_gate_clock(ps->gate, cl->worker, h->arg1);
+            ssp_release_waiters(ps);
+        }
+    }
+}
+
+static void handle_init(ps_server *ps, ps_client *cl, const proto_header *h)
+{
+    ps_var *v = local_var(ps, h->var);
+    if (!v->initialised) {
+        v->initialised = 1;
+        if (ps->cfg->mode == MODE_SYNC) {
+            sync_acc_free(v->acc);
+            int r = ps->cfg->n_workers - ps->cfg->backup_workers;
+            v->acc = sync_acc_new(ps->cfg->n_workers, r, v->def->count, h->arg0);
+        } else {
+            v->av.version = h->arg0;
+        }
+        for (int i = 0; i < v->n_waiting; i++) {
+            ps_client *c = ps->clients[v->waiting_pulls[i]];
+            if (c) send_pull(ps, c, v);
+        }
+        v->n_waiting = 0;
+    }
+    proto_header ok = {.type = MSG_INIT_OK, .var = h->var};
+    net_conn_send(cl->conn, ok, NULL, 0, 0);
+}
+
+static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err, int *reject)
+{
+    DP_UNUSED(c);
+    ps_client *cl = ctx;
+    ps_server *ps = cl->ps;
+    if (h->type != MSG_PUSH && h->type != MSG_INIT) return NULL;
+    ps_var *v = local_var(ps, h->var);
+    if (!v) {
+        *reject = 1;
+        snprintf(err, DP_ERRLEN, "%s for variable id %u, which is not on %s", proto_type_name(h->type),
+                 h->var, ps->name);
+        return NULL;
+    }
+    if (h->length != v->def->count * sizeof(float)) {
+        *reject = 1;
+        snprintf(err, DP_ERRLEN, "%s of %s carries %u bytes, expected %zu", proto_type_name(h->type),
+                 v->def->name, h->length, v->def->count * sizeof(float));
+        return NULL;
+    }
+    if (h->type == MSG_INIT) return v->initialised ? NULL : v->data;
+    return cl->grad;
+}
+
+static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ctx)
+{
+    ps_client *cl = ctx;
+    ps_server *ps = cl->ps;
+    char msg[256];
+    if (h->type == MSG_HELLO) {
+        uint64_t want = rt_config_hash(ps->cfg);
+        if (h->var >= (uint32_t)ps->cfg->n_workers) {
+            snprintf(msg, sizeof msg, "%s: worker index %u outside 0..%d", ps->name, h->var,
+                     ps->cfg->n_workers - 1);
+        } else if ((uint64_t)h->arg0 != want) {
+            snprintf(msg, sizeof msg, "%s: worker %u runs with different training flags "
+                     "(config hash %016llx, expected %016llx)", ps->name, h->var,
+                     (unsigned long long)h->arg0, (unsigned long long)want);
+        } else if (ps->clients[h->var]) {
+            snprintf(msg, sizeof msg, "%s: worker %u is already connected", ps->name, h->var);
+        } else {
+            cl->worker = (int)h->var;
+            ps->clients[cl->worker] = cl;
+            proto_header ok = {.type = MSG_HELLO_OK, .var = (uint32_t)ps->index, .arg0 = (int64_t)want};
+            net_conn_send(c, ok, NULL, 0, 0);
+            return;
+        }
+        dp_log(DP_LOG_WARN, ps->name, "%s", msg);
+        net_conn_send_error(c, msg);
+        return;
+    }
+    if (cl->worker < 0) {
+        snprintf(msg, sizeof msg, "%s: %s before HELLO", ps->name, proto_type_name(h->type));
+        net_conn_send_error(c, msg);
+        return;
+    }
+    switch (h->type) {
+    case MSG_INIT:
+        handle_init(ps, cl, h);
+        return;
+    case MSG_PULL: {
+        ps_var *v = local_var(ps, h->var);
+        if (!v) break;
+        if (!v->initialised) {
+            int seen = 0;
+            for (int i = 0; i < v->n_waiting; i++) seen |= v->waiting_pulls[i] == cl->worker;
+            if (!seen) v->waiting_pulls[v->n_waiting++] = cl->worker;
+            return;
+        }
+        send_pull(ps, cl, v);
+        return;
+    }
+    case MSG_PUSH: {
+        ps_var *v = local_var(ps, h->var);
+        if (!v->initialised) {
+            snprintf(msg, sizeof msg, "%s: push to %s before it was initialised", ps->name, v->def->name);
+            net_conn_send_error(c, msg);
+            return;
+        }
+        handle_push(ps, cl, h, payload);
+        return;
+    }
+    case MSG_SSP_WAIT:
+        if (!ps->gate) break;
+        if (ssp_gate_may_start(ps->gate, h->arg0)) {
+            proto_header go = {.type = MSG_SSP_GO, .arg0 = h->arg0, .arg1 = ssp_gate_min(ps->gate)};
+            net_conn_send(c, go, NULL, 0, 0);
+        } else {
+            int i = 0;
+            while (i < ps->n_ssp_waiting && ps->ssp_waiting[i].worker != cl->worker) i++;
+            ps->ssp_waiting[i] = (ssp_waiter){cl->worker, h->arg0};
+            if (i == ps->n_ssp_waiting) ps->n_ssp_waiting++;
+        }
+        return;
+    case MSG_DONE:
+        if (!cl->done) {
+            cl->done = 1;
+            ps->n_done++;
+            if (ps->gate) {
+                ssp_gate_retire(ps->gate, cl->worker);
+                ssp_release_waiters(ps);
+            }
+        }
+        return;
+    case MSG_ERROR:
+        dp_log(DP_LOG_WARN, ps->name, "worker %d reported: %.*s", cl->worker, (int)h->length,
+               (const char *)payload);
+        net_conn_close(c, "peer reported an error");
+        return;
+    default:
+        break;
+    }
+    snprintf(msg, sizeof msg, "%s: unexpected %s (var %u) from worker %d", ps->name,
+             proto_type_name(h->type), h->var, cl->worker);
+    dp_log(DP_LOG_WARN, ps->name, "%s", msg);
+    net_conn_send_error(c, msg);
+}
+
+static void on_close(net_conn *c, const char *reason, void *ctx)
+{
+    DP_UNUSED(c);
+    ps_client *cl = ctx;
+    ps_server *ps = cl->ps;
+    if (cl->worker >= 0 && ps->clients[cl->worker] == cl) {
+        ps->clients[cl->worker] = NULL;
+        if (!cl->done)
+            dp_log(DP_LOG_WARN, ps->name, "lost /job:worker/replica:0/task:%d: %s", cl->worker, reason);
+    } else if (cl->worker < 0) {
+        dp_log(DP_LOG_WARN, ps->name, "dropped connection from %s: %s", net_conn_peer(c), reason);
+    }
+    free(cl->grad);
+    free(cl);
+}
+
+static const net_handler ps_handler = {on_header, on_frame, on_close};
+
+static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
+{
+    DP_UNUSED(revents);
+    ps_server *ps = dp_container_of(w, ps_server, accept_w);
+    for (;;) {
+        char peer[96];
+        int fd = net_accept(ps->lfd, peer, sizeof peer);
+        if (fd < 0) return;
+        ps_client *cl = xcalloc(1, sizeof *cl);
+        cl->ps = ps;
+        cl->worker = -1;
+        cl->grad = xmalloc((ps->max_count ? ps->max_count : 1) * sizeof(float));
+        cl->conn = net_conn_new(loop, fd, &ps_handler, cl, peer);
+    }
+}
+
+static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    DP_UNUSED(w);
+    DP_UNUSED(revents);
+    rt_stop_requested = 1;
+    ev_break(loop, EVBREAK_ALL);
+}
+
+static void on_stop_check(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(revents);
+    ps_server *ps = dp_container_of(w, ps_server, stop_check);
+    if (ps->n_done < ps->cfg->n_workers) return;
+    /* Every worker is done: stop once our answers have left. */
+    for (int i = 0; i < ps->cfg->n_workers; i++)
+        if (ps->clients[i] && net_conn_pending(ps->clients[i]->conn)) return;
+    ev_break(loop, EVBREAK_ALL);
+}
+
+static void print_stats(const ps_server *ps)
+{
+    double mean_step = ps->gs_advances > 1
+        ? (double)(ps->gs_last_ns - ps->gs_first_ns) / 1e9 / (double)(ps->gs_advances - 1) : 0;
+    printf("{\"task\":\"ps\",\"index\":%d,\"applies\":%llu,\"drops\":%llu,\"pulls\":%llu,"
+           "\"stale_n\":%llu,\"stale_sum\":%llu,\"stale_max\":%lld,\"holds_step\":%d,"
+           "\"gs_advances\":%llu,\"mean_step_s\":%.9f}\n",
+           ps->index, (unsigned long long)ps->applies, (unsigned long long)ps->drops,
+           (unsigned long long)ps->pulls, (unsigned long long)ps->stale.n,
+           (unsigned long long)ps->stale.sum, (long long)ps->stale.max, ps->holds_step,
+           (unsigned long long)ps->gs_advances, mean_step);
+    fflush(stdout);
+}
+
+int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
+{
+    ps_server ps;
+    memset(&ps, 0, sizeof ps);
+    ps.cfg = cfg;
+    ps.spec = spec;
+    ps.index = index;
+    ps.lfd = -1;
+    spec_task_name(ps.name, sizeof ps.name, JOB_PS, index);
+    int rc = catalog_build(&ps.cat, cfg->model, cfg->hidden, cfg->partition, err);
+    if (rc) return rc;
+    rc = catalog_place(&ps.cat, spec->n_ps, cfg->placement, err);
+    if (rc) goto fail;
+    optim_conf_init(&ps.opt, cfg->optimizer, (float)cfg->lr);
+    int r = cfg->n_workers - cfg->backup_workers;
+    ps.vars = xcalloc((size_t)ps.cat.n, sizeof *ps.vars);
+    for (int i = 0; i < ps.cat.n; i++) {
+        const var_def *d = &ps.cat.v[i];
+        ps_var *v = &ps.vars[i];
+        v->def = d;
+        v->id = i;
+        if (d->ps != index) continue;
+        if (!d->trainable) ps.holds_step = 1;
+        v->data = xcalloc(d->count ? d->count : 1, sizeof(float));
+        if (optim_slot_width(cfg->optimizer)) {
+            v->slot = xmalloc((d->count ? d->count : 1) * sizeof(float));
+            optim_slot_init(&ps.opt, v->slot, d->count);
+        }
+        v->mean = xmalloc((d->count ? d->count : 1) * sizeof(float));
+        v->waiting_pulls = xmalloc((size_t)cfg->n_workers * sizeof(int));
+        if (cfg->mode == MODE_SYNC) v->acc = sync_acc_new(cfg->n_workers, r, d->count, 0);
+        if (d->count > ps.max_count) ps.max_count = d->count;
+    }
+    ps.clients = xcalloc((size_t)cfg->n_workers, sizeof *ps.clients);
+    ps.released = xmalloc((size_t)cfg->n_workers * sizeof(int));
+    if (cfg->mode == MODE_SSP && ps.holds_step) {
+        ps.gate = ssp_gate_new(cfg->n_workers, cfg->staleness);
+        ps.ssp_waiting = xmalloc((size_t)cfg->n_workers * sizeof *ps.ssp_waiting);
+    }
+    const dp_addr *me = &spec->ps[index];
+    ps.lfd = net_listen(me->host, me->port, NULL, err);
+    if (ps.lfd < 0) {
+        rc = ps.lfd;
+        goto fail;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    ps.loop = ev_loop_new(EVFLAG_AUTO);
+    ev_io_init(&ps.accept_w, on_accept, ps.lfd, EV_READ);
+    ev_io_start(ps.loop, &ps.accept_w);
+    ev_signal_init(&ps.sigint_w, on_signal, SIGINT);
+    ev_signal_init(&ps.sigterm_w, on_signal, SIGTERM);
+    ev_signal_start(ps.loop, &ps.sigint_w);
+    ev_signal_start(ps.loop, &ps.sigterm_w);
+    ev_timer_init(&ps.stop_check, on_stop_check, 0.01, 0.01);
+    ev_timer_start(ps.loop, &ps.stop_check);
+    size_t bytes = catalog_ps_bytes(&ps.cat, index);
+    dp_log(DP_LOG_INFO, ps.name, "serving %zu bytes of variables on %s:%d (%s, %s)", bytes,
+           me->host, me->port, update_mode_name(cfg->mode), optim_name(cfg->optimizer));
+    ev_run(ps.loop, 0);
+    print_stats(&ps);
+    if (rt_stop_requested && ps.n_done < cfg->n_workers)
+        dp_log(DP_LOG_INFO, ps.name, "stopped by signal");
+    /* Close the remaining connections: their on_close frees the clients. */
+    for (int i = 0; i < cfg->n_workers; i++)
+        if (ps.clients[i]) net_conn_close(ps.clients[i]->conn, "ps shutting down");
+    ev_loop_destroy(ps.loop);
+    rc = DP_OK;
+fail:
+    if (ps.lfd >= 0) close(ps.lfd);
+    if (ps.vars) {
+        for (int i = 0; i < ps.cat.n; i++) {
+            free(ps.vars[i].data);
+            free(ps.vars[i].slot);
+            free(ps.vars[i].mean);
+            free(ps.vars[i].waiting_pulls);
+            sync_acc_free(ps.vars[i].acc);
+        }
+        free(ps.vars);
+    }
+    free(ps.clients);
+    free(ps.released);
+    free(ps.ssp_waiting);
+    ssp_gate_free(ps.gate);
+    catalog_release(&ps.cat);
+    return rc;
+}

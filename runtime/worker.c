@@ -1,0 +1,467 @@
+/* worker.c — a worker task: connect to every ps, then loop { [ssp: wait for the bound]
+ * pull every variable (all ps in parallel), stop when the global step has reached
+ * --steps, compute loss and gradients on its batch, push every gradient (all ps in
+ * parallel) and wait for the acknowledgements (in sync mode that wait is the barrier) }.
+ * Worker 0 is the chief: it initialises or restores the variables, evaluates on the
+ * test set and writes checkpoints. The worker's libev loop runs only while it waits for
+ * answers; pulled tensors are read straight into the parameter buffers. */
+#include "runtime/task.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "cluster/vars.h"
+#include "common/dp.h"
+#include "runtime/ckpt.h"
+#include "runtime/conn.h"
+#include "runtime/data.h"
+#include "runtime/nn.h"
+
+#define LOSS_WINDOW 20
+
+typedef struct wk_ps {
+    struct worker *wk;
+    int index;
+    net_conn *conn;
+    char name[64];
+} wk_ps;
+
+typedef struct worker {
+    struct ev_loop *loop;
+    const rt_config *cfg;
+    const cluster_spec *spec;
+    int index;
+    int chief;
+    char name[64];
+    var_catalog cat;
+    int step_var;               /* catalogue index of global_step */
+    nn_net *net, *eval_net;
+    int n_tensors;
+    float *params[8], *grads[8];
+    wk_ps *ps;
+    int outstanding;            /* answers still awaited */
+    int failed;
+    char fail_msg[DP_ERRLEN];
+    int finishing;
+    int64_t *version;           /* per variable: version read at the last pull */
+    int64_t gs;                 /* global step read at the last pull */
+    int64_t gs_after;           /* global step from the last global_step ack */
+    int drops_seen;
+    uint64_t bytes_pulled, bytes_pushed;
+    double losses[LOSS_WINDOW];
+    int n_losses;
+} worker;
+
+static float *var_slot(const var_def *d, float *const *tensors)
+{
+    return tensors[d->base_index] + (size_t)d->row_offset * (size_t)d->cols;
+}
+
+static void fail(worker *wk, const char *msg)
+{
+    if (wk->failed) return;
+    wk->failed = 1;
+    size_t n = strlen(msg);
+    if (n >= sizeof wk->fail_msg) n = sizeof wk->fail_msg - 1;
+    memcpy(wk->fail_msg, msg, n);
+    wk->fail_msg[n] = 0;
+}
+
+static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err, int *reject)
+{
+    DP_UNUSED(c);
+    wk_ps *p = ctx;
+    worker *wk = p->wk;
+    if (h->type != MSG_PULL_RESP) return NULL;
+    if (h->var >= (uint32_t)wk->cat.n || wk->cat.v[h->var].ps != p->index) {
+        *reject = 1;
+        snprintf(err, DP_ERRLEN, "PULL_RESP for variable id %u, which %s does not hold", h->var, p->name);
+        return NULL;
+    }
+    const var_def *d = &wk->cat.v[h->var];
+    if (h->length != d->count * sizeof(float)) {
+        *reject = 1;
+        snprintf(err, DP_ERRLEN, "PULL_RESP of %s carries %u bytes, expected %zu", d->name, h->length,
+                 d->count * sizeof(float));
+        return NULL;
+    }
+    return var_slot(d, wk->params);
+}
+
+static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ctx)
+{
+    wk_ps *p = ctx;
+    worker *wk = p->wk;
+    char msg[DP_ERRLEN + 64];
+    switch (h->type) {
+    case MSG_HELLO_OK:
+    case MSG_INIT_OK:
+    case MSG_SSP_GO:
+        wk->outstanding--;
+        return;
+    case MSG_PULL_RESP:
+        wk->version[h->var] = h->arg0;
+        if ((int)h->var == wk->step_var) wk->gs = h->arg0;
+        wk->bytes_pulled += h->length;
+        wk->outstanding--;
+        return;
+    case MSG_PUSH_ACK:
+        if (h->var >= (uint32_t)wk->cat.n) break;
+        if ((h->arg1 & 0xff) == ACK_DROPPED && wk->cat.v[h->var].trainable) wk->drops_seen++;
+        if ((int)h->var == wk->step_var) wk->gs_after = h->arg0;
+        wk->outstanding--;
+        return;
+    case MSG_ERROR:
+        snprintf(msg, sizeof msg, "%s reported: %.*s", p->name, (int)h->length, (const char *)payload);
+        fail(wk, msg);
+        net_conn_close(c, "peer reported an error");
+        return;
+    default:
+        break;
+    }
+    snprintf(msg, sizeof msg, "unexpected %s from %s", proto_type_name(h->type), p->name);
+    fail(wk, msg);
+    net_conn_close(c, msg);
+}
+
+static void on_close(net_conn *c, const char *reason, void *ctx)
+{
+    DP_UNUSED(c);
+    wk_ps *p = ctx;
+    p->conn = NULL;
+    if (!p->wk->finishing) {
+        char msg[DP_ERRLEN + 64];
+        snprintf(msg, sizeof msg, "lost connection to %s: %s", p->name, reason);
+        fail(p->wk, msg);
+    }
+}
+
+static const net_handler wk_handler = {on_header, on_frame, on_close};
+
+/* Runs the loop until every awaited answer has come, a connection fails, or a signal
+ * asks us to stop. */
+static int wait_all(worker *wk)
+{
+    while (wk->outstanding > 0 && !wk->failed && !rt_stop_requested) ev_run(wk->loop, EVRUN_ONCE);
+    if (wk->failed) return DP_EPROTO;
+    if (rt_stop_requested) return DP_ECLOSED;
+    return DP_OK;
+}
+
+static void send(worker *wk, int ps, proto_header h, const void *payload, size_t len)
+{
+    if (!wk->ps[ps].conn) return;
+    if (net_conn_send(wk->ps[ps].conn, h, payload, len, 0) == DP_OK) wk->outstanding++;
+}
+
+static int connect_all(worker *wk, char *err)
+{
+    for (int i = 0; i < wk->spec->n_ps; i++) {
+        const dp_addr *a = &wk->spec->ps[i];
+        wk_ps *p = &wk->ps[i];
+        uint64_t start = dp_now_ns(), last_log = 0;
+        double backoff = 0.05;
+        for (;;) {
+            char why[DP_ERRLEN];
+            int fd = net_connect(a->host, a->port, why);
+            if (fd >= 0) {
+                p->conn = net_conn_new(wk->loop, fd, &wk_handler, p, p->name);
+                break;
+            }
+            if (fd == DP_EINVAL) return dp_fail(err, fd, "%s: %s", p->name, why);
+            uint64_t now = dp_now_ns();
+            double waited = (double)(now - start) / 1e9;
+            if (rt_stop_requested) return dp_fail(err, DP_ECLOSED, "stopped while connecting");
+            if (waited >= wk->cfg->connect_timeout)
+                return dp_fail(err, DP_ETIMEDOUT, "%s at %s:%d did not answer within %d s (%s)",
+                               p->name, a->host, a->port, wk->cfg->connect_timeout, why);
+            if (!last_log || now - last_log >= 2000000000ull) {
+                dp_log(DP_LOG_INFO, wk->name, "still waiting for response from %s at %s:%d (%s)",
+                       p->name, a->host, a->port, why);
+                last_log = now;
+            }
+            struct timespec ts = {0, (long)(backoff * 1e9)};
+            nanosleep(&ts, NULL);
+            backoff = backoff * 2 > 1.0 ? 1.0 : backoff * 2;
+        }
+        proto_header h = {.type = MSG_HELLO, .var = (uint32_t)wk->index,
+                          .arg0 = (int64_t)rt_config_hash(wk->cfg), .arg1 = wk->cfg->n_workers};
+        send(wk, i, h, NULL, 0);
+    }
+    if (wait_all(wk)) return dp_fail(err, DP_EPROTO, "%s", wk->failed ? wk->fail_msg : "stopped");
+    return DP_OK;
+}
+
+static int pull_all(worker *wk)
+{
+    for (int v = 0; v < wk->cat.n; v++) {
+        proto_header h = {.type = MSG_PULL, .var = (uint32_t)v, .arg0 = wk->gs};
+        send(wk, wk->cat.v[v].ps, h, NULL, 0);
+    }
+    return wait_all(wk);
+}
+
+static int push_all(worker *wk, int64_t clock)
+{
+    for (int v = 0; v < wk->cat.n; v++) {
+        const var_def *d = &wk->cat.v[v];
+        proto_header h = {.type = MSG_PUSH, .var = (uint32_t)v, .arg0 = wk->version[v], .arg1 = clock};
+        /* Borrowed: the gradient buffers stay untouched until every ack is in. */
+        size_t len = d->count * sizeof(float);
+        send(wk, d->ps, h, d->count ? var_slot(d, wk->grads) : NULL, len);
+        wk->bytes_pushed += len;
+    }
+    return wait_all(wk);
+}
+
+static ckpt_tensor *tensors_of(worker *wk, ckpt_tensor *t)
+{
+    for (int i = 0; i < wk->n_tensors; i++) {
+        t[i].name = nn_tensor_name(wk->net, i);
+        t[i].data = wk->params[i];
+        t[i].count = nn_tensor_size(wk->net, i);
+    }
+    return t;
+}
+
+/* Chief: restore from the latest checkpoint or initialise from the seed, then send every
+ * variable to its ps. */
+static int chief_init(worker *wk, char *err)
+{
+    int64_t gs0 = 0;
+    ckpt_tensor t[8];
+    int restored = 0;
+    if (wk->cfg->checkpoint_dir[0]) {
+        char path[1024];
+        int rc = ckpt_latest(wk->cfg->checkpoint_dir, path, err);
+        if (rc < 0) return rc;
+        if (rc == 1) {
+            rc = ckpt_load(path, &gs0, tensors_of(wk, t), wk->n_tensors, err);
+            if (rc) return rc;
+            restored = 1;
+            dp_log(DP_LOG_INFO, wk->name, "restored %s (global step %lld)", path, (long long)gs0);
+        }
+    }
+    if (!restored) nn_init_params(wk->net, wk->params, (uint64_t)wk->cfg->seed);
+    for (int v = 0; v < wk->cat.n; v++) {
+        const var_def *d = &wk->cat.v[v];
+        proto_header h = {.type = MSG_INIT, .var = (uint32_t)v, .arg0 = gs0};
+        send(wk, d->ps, h, d->count ? var_slot(d, wk->params) : NULL, d->count * sizeof(float));
+    }
+    if (wait_all(wk)) return dp_fail(err, DP_EPROTO, "%s", wk->failed ? wk->fail_msg : "stopped");
+    return DP_OK;
+}
+
+static double mean_recent_loss(const worker *wk)
+{
+    int n = wk->n_losses < LOSS_WINDOW ? wk->n_losses : LOSS_WINDOW;
+    double s = 0;
+    for (int i = 0; i < n; i++) s += wk->losses[i];
+    return n ? s / n : NAN;
+}
+
+static uint64_t params_checksum(const worker *wk)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < wk->n_tensors; i++) {
+        const uint8_t *p = (const uint8_t *)wk->params[i];
+        size_t n = nn_tensor_size(wk->net, i) * sizeof(float);
+        for (size_t k = 0; k < n; k++) h = (h ^ p[k]) * 1099511628211ull;
+    }
+    return h;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !rt_stop_requested) {}
+}
+
+static int load_data(worker *wk, dataset *train, dataset *test, char *err)
+{
+    const rt_config *cfg = wk->cfg;
+    if (!strcmp(cfg->data, "synthetic")) {
+        dataset_synthetic(train, cfg->synthetic_n, (uint64_t)cfg->seed, 1);
+        if (wk->chief) dataset_synthetic(test, 2000, (uint64_t)cfg->seed, 0);
+        return DP_OK;
+    }
+    int rc = dataset_load(train, cfg->data, 1, err);
+    if (rc == DP_OK && wk->chief) rc = dataset_load(test, cfg->data, 0, err);
+    return rc;
+}
+
+int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
+{
+    worker wk_, *wk = &wk_;
+    memset(wk, 0, sizeof *wk);
+    dataset train = {0}, test = {0};
+    batch_order order = {0};
+    int *idx = NULL;
+    float *bx = NULL;
+    uint8_t *by = NULL;
+    wk->cfg = cfg;
+    wk->spec = spec;
+    wk->index = index;
+    wk->chief = index == 0;
+    snprintf(wk->name, sizeof wk->name, "Worker %d", index);
+    signal(SIGPIPE, SIG_IGN);
+    wk->loop = ev_loop_new(EVFLAG_AUTO);
+    int rc = catalog_build(&wk->cat, cfg->model, cfg->hidden, cfg->partition, err);
+    if (rc) goto out;
+    rc = catalog_place(&wk->cat, spec->n_ps, cfg->placement, err);
+    if (rc) goto out;
+    wk->step_var = catalog_find(&wk->cat, "global_step");
+    if (cfg->log_placement && wk->chief) catalog_log_placement(stderr, &wk->cat, spec->n_ps, spec->n_workers);
+    wk->version = xcalloc((size_t)wk->cat.n, sizeof *wk->version);
+    wk->ps = xcalloc((size_t)spec->n_ps, sizeof *wk->ps);
+    for (int i = 0; i < spec->n_ps; i++) {
+        wk->ps[i].wk = wk;
+        wk->ps[i].index = i;
+        spec_task_name(wk->ps[i].name, sizeof wk->ps[i].name, JOB_PS, i);
+    }
+    wk->net = nn_new(cfg->model, cfg->hidden, cfg->batch);
+    wk->n_tensors = nn_tensors(wk->net);
+    for (int i = 0; i < wk->n_tensors; i++) {
+        size_t n = nn_tensor_size(wk->net, i);
+        wk->params[i] = xcalloc(n, sizeof(float));
+        wk->grads[i] = xcalloc(n, sizeof(float));
+    }
+    rc = load_data(wk, &train, &test, err);
+    if (rc) goto out;
+    rc = batch_order_init(&order, train.n, cfg->n_workers, cfg->batch, (uint64_t)cfg->seed, err);
+    if (rc) goto out;
+    idx = xmalloc((size_t)cfg->batch * sizeof *idx);
+    bx = xmalloc((size_t)cfg->batch * DATA_FEATURES * sizeof *bx);
+    by = xmalloc((size_t)cfg->batch);
+    if (wk->chief) wk->eval_net = nn_new(cfg->model, cfg->hidden, 1000);
+
+    rc = connect_all(wk, err);
+    if (rc) goto out;
+    if (wk->chief) {
+        rc = chief_init(wk, err);
+        if (rc) goto out;
+    }
+    int slow_index;
+    double slow_factor;
+    rt_config_slow_worker(cfg, &slow_index, &slow_factor);
+    if (slow_index != index) slow_factor = 1.0;
+
+    uint64_t t_start = dp_now_ns(), t_compute = 0, t_wait = 0;
+    int64_t local = 0, last_eval = -1;
+    double accuracy = NAN, test_loss = NAN;
+    for (;;) {
+        if (cfg->mode == MODE_SSP) {
+            int step_ps = wk->cat.v[wk->step_var].ps;
+            proto_header h = {.type = MSG_SSP_WAIT, .arg0 = local};
+            send(wk, step_ps, h, NULL, 0);
+            if ((rc = wait_all(wk))) break;
+        }
+        if ((rc = pull_all(wk))) break;
+        if (wk->gs >= cfg->steps) break;
+        if (wk->chief && cfg->eval_every > 0 && wk->gs > 0 && wk->gs / cfg->eval_every != last_eval &&
+            wk->gs % cfg->eval_every < (cfg->mode == MODE_SYNC ? 1 : cfg->n_workers)) {
+            last_eval = wk->gs / cfg->eval_every;
+            accuracy = nn_evaluate(wk->eval_net, wk->params, test.x, test.y, test.n, &test_loss);
+            dp_log(DP_LOG_INFO, wk->name, "evaluation at global step %lld: accuracy %.4f, loss %.4f",
+                   (long long)wk->gs, accuracy, test_loss);
+        }
+        /* Sync workers train on the global batch of the step they read; async and ssp
+         * workers walk their own shard. */
+        int64_t data_step = cfg->mode == MODE_SYNC ? wk->gs : local;
+        batch_order_indices(&order, index, data_step, idx);
+        dataset_gather(&train, idx, cfg->batch, bx, by);
+        uint64_t c0 = dp_now_ns();
+        float loss = nn_train_step(wk->net, wk->params, wk->grads, bx, by, cfg->batch);
+        uint64_t c1 = dp_now_ns();
+        if (slow_factor > 1.0) sleep_ns((uint64_t)((double)(c1 - c0) * (slow_factor - 1.0)));
+        t_compute += dp_now_ns() - c0;
+        if (!isfinite(loss)) {
+            rc = dp_fail(err, DP_ERR, "%s: loss became %f at global step %lld (learning rate too high?)",
+                         wk->name, (double)loss, (long long)wk->gs);
+            break;
+        }
+        wk->losses[wk->n_losses++ % LOSS_WINDOW] = loss;
+        uint64_t w0 = dp_now_ns();
+        if ((rc = push_all(wk, local + 1))) break;
+        t_wait += dp_now_ns() - w0;
+        local++;
+        if (!cfg->quiet && local % cfg->log_every == 0)
+            dp_log(DP_LOG_INFO, NULL, "%s: training step %lld done (global step: %lld), loss %.4f",
+                   wk->name, (long long)local, (long long)wk->gs_after, mean_recent_loss(wk));
+    }
+    if (rc) {
+        if (rc == DP_EPROTO) dp_fail(err, rc, "%s: %s", wk->name, wk->fail_msg);
+        else if (rc == DP_ECLOSED) dp_fail(err, rc, "%s: stopped by signal", wk->name);
+        goto out;
+    }
+    double train_s = (double)(dp_now_ns() - t_start) / 1e9;
+    char ckpt_path[1024] = "";
+    if (wk->chief) {
+        accuracy = nn_evaluate(wk->eval_net, wk->params, test.x, test.y, test.n, &test_loss);
+        dp_log(DP_LOG_INFO, wk->name, "final evaluation at global step %lld: accuracy %.4f, loss %.4f",
+               (long long)wk->gs, accuracy, test_loss);
+        if (cfg->checkpoint_dir[0]) {
+            ckpt_tensor t[8];
+            rc = ckpt_save(cfg->checkpoint_dir, wk->gs, tensors_of(wk, t), wk->n_tensors, ckpt_path, err);
+            if (rc) goto out;
+            dp_log(DP_LOG_INFO, wk->name, "saved checkpoint %s", ckpt_path);
+        }
+    }
+    /* Tell every ps we are done, and let the frames leave before closing. */
+    wk->finishing = 1;
+    for (int i = 0; i < spec->n_ps; i++) {
+        proto_header h = {.type = MSG_DONE, .arg0 = local};
+        if (wk->ps[i].conn) net_conn_send(wk->ps[i].conn, h, NULL, 0, 0);
+    }
+    for (int spins = 0; spins < 1000; spins++) {
+        int pending = 0;
+        for (int i = 0; i < spec->n_ps; i++)
+            if (wk->ps[i].conn && net_conn_pending(wk->ps[i].conn)) pending = 1;
+        if (!pending) break;
+        ev_run(wk->loop, EVRUN_ONCE);
+    }
+    printf("{\"task\":\"worker\",\"index\":%d,\"local_steps\":%lld,\"samples\":%lld,"
+           "\"bytes_pulled\":%llu,\"bytes_pushed\":%llu,\"final_loss\":%.6f,\"global_step\":%lld,"
+           "\"drops_seen\":%d,\"train_s\":%.6f,\"compute_s\":%.6f,\"wait_s\":%.6f",
+           index, (long long)local, (long long)local * cfg->batch,
+           (unsigned long long)wk->bytes_pulled, (unsigned long long)wk->bytes_pushed,
+           mean_recent_loss(wk), (long long)wk->gs, wk->drops_seen, train_s, (double)t_compute / 1e9,
+           (double)t_wait / 1e9);
+    if (wk->chief)
+        printf(",\"test_accuracy\":%.6f,\"test_loss\":%.6f,\"param_checksum\":\"%016llx\"", accuracy,
+               test_loss, (unsigned long long)params_checksum(wk));
+    printf("}\n");
+    fflush(stdout);
+    rc = DP_OK;
+out:
+    wk->finishing = 1;
+    if (wk->ps) {
+        for (int i = 0; i < spec->n_ps; i++)
+            if (wk->ps[i].conn) net_conn_close(wk->ps[i].conn, "worker exiting");
+        free(wk->ps);
+    }
+    ev_loop_destroy(wk->loop);
+    for (int i = 0; i < wk->n_tensors; i++) {
+        free(wk->params[i]);
+        free(wk->grads[i]);
+    }
+    nn_free(wk->net);
+    nn_free(wk->eval_net);
+    free(wk->version);
+    free(idx);
+    free(bx);
+    free(by);
+    batch_order_release(&order);
+    dataset_release(&train);
+    dataset_release(&test);
+    catalog_release(&wk->cat);
+    return rc;
+}
