@@ -3,7 +3,8 @@
  * blocks the caller: when full, events are dropped and counted) and the hub's subscriber
  * client (viewers and test clients). Wire format: framed messages (magic, version, type,
  * length) carrying encoded records and string definitions; every length from a peer is
- * bounded before allocation. */
+ * bounded before allocation (events/wire.h, docs/stream-protocol.md). The emitter is in
+ * stream.c, the subscriber client in sub.c, the hub in hub.h. */
 #ifndef EVENTS_STREAM_H
 #define EVENTS_STREAM_H
 
@@ -34,7 +35,60 @@ uint64_t evt_emitter_dropped(const evt_emitter *em);
 /* The emitter's clock, ns (monotonic + an injected skew for tests). */
 int64_t evt_emitter_now(const evt_emitter *em);
 /* Test hook: adds skew_ns to this emitter's clock (so the hub's offset estimate can be
- * checked). */
+ * checked). Thread-safe; when already connected, the emitter reconnects so that the
+ * hub estimates the offset again. */
 void evt_emitter_set_skew(evt_emitter *em, int64_t skew_ns);
+
+/* 1 while the emitter holds a synchronised connection to the hub (handshake and clock
+ * probes done, events flowing), else 0 (also for NULL). Thread-safe. */
+int evt_emitter_connected(const evt_emitter *em);
+/* Waits up to timeout_ms for evt_emitter_connected(); returns 1 connected, 0 not.
+ * For tests and launchers; training code never needs it. */
+int evt_emitter_wait_connected(const evt_emitter *em, int timeout_ms);
+
+/* ---- subscriber client (viewers, tests) -----------------------------------------
+ * One connection to the hub's subscription side. After connecting, the hub first
+ * sends the state needed to draw (all string definitions, the cluster / task / device
+ * / variable / placement events so far and the latest global step), then the live,
+ * time-ordered stream. Records carry string ids of the hub's table, resolved with
+ * evt_sub_string(). Not thread-safe: use one evt_sub from one thread. The socket is
+ * non-blocking: either poll evt_sub_fd() in your own loop and call evt_sub_pump(s, 0,
+ * ...) when readable, or use the blocking-with-timeout evt_sub_read(). */
+typedef struct evt_sub evt_sub;
+
+/* Connects to the hub at "host:port" within timeout_ms and subscribes. Returns NULL
+ * with err filled on failure. Close with evt_sub_close(). */
+evt_sub *evt_sub_connect(const char *hub_addr, int timeout_ms, char *err);
+void evt_sub_close(evt_sub *s);
+
+/* The socket, for readiness polling in another loop (read interest only). */
+int evt_sub_fd(const evt_sub *s);
+
+/* Waits up to timeout_ms (0 = do not wait, -1 = forever) for data, then reads all that
+ * is available and decodes it. Returns the number of records newly queued (>= 0),
+ * DP_ECLOSED when the hub closed the stream, or DP_EPROTO / DP_EIO with err filled. */
+int evt_sub_pump(evt_sub *s, int timeout_ms, char *err);
+
+/* Pops the next queued record into *e: 1, or 0 when none is queued. */
+int evt_sub_next(evt_sub *s, evt_record *e);
+
+/* Next record, waiting up to timeout_ms: 1 got one, 0 timed out, or a negative dp_err
+ * (DP_ECLOSED at the end of the stream, once every queued record has been read). */
+int evt_sub_read(evt_sub *s, evt_record *e, int timeout_ms, char *err);
+
+/* String for a hub id ("" unknown); borrowed until evt_sub_close(). */
+const char *evt_sub_string(const evt_sub *s, uint32_t id);
+/* The hub's string table as received so far; borrowed until evt_sub_close(). */
+const evt_strtab *evt_sub_strings(const evt_sub *s);
+
+/* 1 once the initial state has been received (the first evt_sub_state_count() records
+ * popped are that state; everything after is live). */
+int evt_sub_synced(const evt_sub *s);
+uint64_t evt_sub_state_count(const evt_sub *s);
+/* The hub's clock origin (its monotonic ns at trace start), from the welcome frame. */
+int64_t evt_sub_hub_t0(const evt_sub *s);
+/* Events the hub has dropped for this subscriber because it read too slowly, as last
+ * reported by the hub (cumulative). */
+uint64_t evt_sub_dropped(const evt_sub *s);
 
 #endif

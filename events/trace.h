@@ -8,6 +8,7 @@
 #ifndef EVENTS_TRACE_H
 #define EVENTS_TRACE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -55,8 +56,22 @@ void trace_reader_close(trace_reader *r);
 
 /* Metadata JSON (final if present, else the header's); borrowed. */
 const char *trace_reader_metadata(const trace_reader *r);
-/* NULL when undamaged; otherwise a one-line description; borrowed. */
+/* NULL when undamaged; otherwise a one-line description; borrowed. When there are
+ * several problems the line describes the first and counts the others. */
 const char *trace_reader_damage(const trace_reader *r);
+/* File offset of the first problem, or -1 when undamaged. */
+int64_t trace_reader_damage_offset(const trace_reader *r);
+
+/* The readable blocks, in file order (damaged ones are not listed). */
+typedef struct trace_block_info {
+    uint64_t offset;       /* of the block header in the file */
+    uint32_t bytes;        /* header + compressed payload */
+    uint32_t events;
+    int64_t t_min, t_max;
+} trace_block_info;
+size_t trace_reader_block_count(const trace_reader *r);
+/* Fills *out for block i; DP_EINVAL when i is out of range. */
+int trace_reader_block_info(const trace_reader *r, size_t i, trace_block_info *out);
 
 uint64_t trace_reader_count(const trace_reader *r);   /* events readable */
 int64_t trace_reader_t0(const trace_reader *r);       /* first event time */
@@ -66,7 +81,9 @@ int64_t trace_reader_t1(const trace_reader *r);       /* last event time */
 const char *trace_reader_string(const trace_reader *r, uint32_t id);
 
 /* Positions the cursor at the first event with time >= t (O(log blocks) + one
- * block decode). */
+ * block decode). Within a block events are ordered by (t, arrival); across blocks in
+ * file order, and the search uses each block's running maximum time, so for a trace
+ * with slightly late events this is the first event >= t in reader order. */
 int trace_reader_seek(trace_reader *r, int64_t t);
 /* Positions at the first event. */
 int trace_reader_rewind(trace_reader *r);

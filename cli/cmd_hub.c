@@ -1,0 +1,115 @@
+/* cmd_hub.c — `downpour hub`: the instrumentation collector. Listens for task streams
+ * and viewer subscriptions on one port, records a trace, runs until SIGINT/SIGTERM (or,
+ * with --exit-when-idle, until its tasks have come and gone). The bound address goes to
+ * stdout as "hub listening on HOST:PORT" so launchers can pass port 0; progress and
+ * statistics go to stderr. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmds.h"
+#include "common/dp.h"
+#include "events/hub.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: downpour hub [--listen ADDR] [--trace FILE] [--exit-when-idle MS]\n"
+            "                    [--reorder-ms MS] [--quiet]\n\n"
+            "Collects the events of every task (`--hub ADDR` on task/cluster), aligns their\n"
+            "clocks, merges them in time order, records them to FILE and serves them live to\n"
+            "viewers (`downpour view --connect ADDR`), which may attach at any time.\n\n"
+            "  --listen ADDR         host:port to listen on (default %s; port 0 picks a\n"
+            "                        free one); only loopback unless an address is given\n"
+            "  --trace FILE          record the merged stream to FILE\n"
+            "  --exit-when-idle MS   stop once tasks have connected and all have been gone\n"
+            "                        for MS milliseconds (for launchers)\n"
+            "  --reorder-ms MS       how long events are held to merge in order (default 50)\n"
+            "  --quiet               no periodic statistics on stderr\n\n"
+            "Prints \"hub listening on HOST:PORT\" on stdout once bound. SIGINT/SIGTERM stop it\n"
+            "cleanly (the trace is closed properly).\n",
+            EVT_HUB_DEFAULT_ADDR);
+}
+
+/* "--flag VALUE" or "--flag=VALUE"; returns the value or NULL (i advanced). */
+static const char *flag_value(int argc, char **argv, int *i, const char *name, int *bad)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n)) return NULL;
+    if (argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (argv[*i][n]) return NULL;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "downpour: hub: %s needs a value\n", name);
+        *bad = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static int parse_ms(const char *flag, const char *s, int *out)
+{
+    long long v;
+    if (dp_parse_int(s, &v) || v < 0 || v > 86400000) {
+        fprintf(stderr, "downpour: hub: %s '%s' is not a number of milliseconds\n", flag, s);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int cmd_hub(int argc, char **argv)
+{
+    evt_hub_options opt;
+    evt_hub_options_init(&opt);
+    opt.handle_signals = 1;
+    opt.progress_ms = 5000;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int bad = 0;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--quiet")) {
+            opt.progress_ms = 0;
+        } else if ((v = flag_value(argc, argv, &i, "--listen", &bad))) {
+            opt.listen = v;
+        } else if ((v = flag_value(argc, argv, &i, "--trace", &bad))) {
+            opt.trace_path = v;
+        } else if ((v = flag_value(argc, argv, &i, "--exit-when-idle", &bad))) {
+            if (parse_ms("--exit-when-idle", v, &opt.exit_when_idle_ms)) return 2;
+        } else if ((v = flag_value(argc, argv, &i, "--reorder-ms", &bad))) {
+            if (parse_ms("--reorder-ms", v, &opt.reorder_ms)) return 2;
+        } else {
+            if (!bad) fprintf(stderr, "downpour: hub: unknown argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+        if (bad) return 2;
+    }
+
+    signal(SIGPIPE, SIG_IGN);
+    char err[DP_ERRLEN];
+    evt_hub *h = evt_hub_new(&opt, err);
+    if (!h) {
+        fprintf(stderr, "downpour: hub: %s\n", err);
+        return 1;
+    }
+    printf("hub listening on %s\n", evt_hub_address(h));
+    fflush(stdout);
+    if (opt.trace_path) fprintf(stderr, "hub: recording to %s\n", opt.trace_path);
+    int rc = evt_hub_run(h, err);
+    evt_hub_stats st;
+    evt_hub_get_stats(h, &st);
+    fprintf(stderr, "hub: done: %llu tasks, %llu viewers, %llu events merged, %llu late, "
+            "%llu dropped for viewers, %llu dropped by tasks, %llu bad connections\n",
+            (unsigned long long)st.tasks_total, (unsigned long long)st.subs_total,
+            (unsigned long long)st.events_out, (unsigned long long)st.events_late,
+            (unsigned long long)st.sub_dropped, (unsigned long long)st.task_dropped,
+            (unsigned long long)st.bad_conns);
+    evt_hub_free(h);
+    if (rc) {
+        fprintf(stderr, "downpour: hub: %s\n", err);
+        return 1;
+    }
+    return 0;
+}

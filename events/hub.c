@@ -1,0 +1,637 @@
+/* hub.c — the hub's loop and connections: accept, the first-frame role switch (task or
+ * subscriber), clock probes and the offset estimate (NTP-style: of several round trips
+ * the one with the smallest RTT wins, offset = task_ns - (hub_send + rtt/2)), string
+ * remapping into the global table, frame validation (a bad frame closes only its
+ * connection, with a logged reason), output queues with write interest on only while
+ * non-empty, and shutdown. The merge (reorder window, recording, state for late
+ * subscribers, fan-out with drop-and-count) is in hub_merge.c. Everything here runs on
+ * the hub's one thread except the functions hub.h marks as thread-safe. */
+#include "events/hub_internal.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HUB_READ_CHUNK (64u << 10)
+#define HUB_READ_BUDGET (1u << 20)   /* per callback, so one busy task cannot starve others */
+#define HUB_HELLO_NS 10000000000ll   /* a connection must say who it is within 10 s */
+#define HUB_TICK_S 0.010
+
+void evt_hub_options_init(evt_hub_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->listen = EVT_HUB_DEFAULT_ADDR;
+    o->reorder_ms = 50;
+    o->probes = 8;
+    o->sub_queue_bytes = 8u << 20;
+}
+
+int64_t hub_now(const evt_hub *h)
+{
+    return (int64_t)dp_now_ns() - h->t0;
+}
+
+/* ---- connections ---------------------------------------------------------------- */
+
+static void conn_free(hub_conn *c)
+{
+    evt_buf_release(&c->in);
+    evt_buf_release(&c->out);
+    free(c->map);
+    free(c);
+}
+
+static void conn_unlink(evt_hub *h, hub_conn *c)
+{
+    if (c->prev) c->prev->next = c->next;
+    else h->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+
+/* Closes c now and queues it for freeing after the current callback (a connection
+ * is never freed inside its own callback). */
+void hub_conn_close(evt_hub *h, hub_conn *c, const char *why, int bad)
+{
+    if (c->dead) return;
+    if (bad) {
+        /* Tell the peer why, best effort, without waiting. */
+        evt_buf b = { 0 };
+        evt_frame_put(&b, EVT_F_ERROR, why, strlen(why) > 1024 ? 1024 : strlen(why));
+        ssize_t n = send(c->fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        DP_UNUSED(n);
+        evt_buf_release(&b);
+        h->st.bad_conns++;
+        dp_log(DP_LOG_WARN, "hub", "dropping %s %s: %s", c->name, c->peer, why);
+    } else {
+        dp_log(DP_LOG_INFO, "hub", "%s %s disconnected%s%s", c->name, c->peer,
+               why ? ": " : "", why ? why : "");
+    }
+    ev_io_stop(h->loop, &c->rio);
+    ev_io_stop(h->loop, &c->wio);
+    close(c->fd);
+    c->fd = -1;
+    c->dead = 1;
+    if (c->role == HC_TASK) h->st.tasks_now--;
+    if (c->role == HC_SUB) {
+        h->st.subs_now--;
+        if (c->dropped)
+            dp_log(DP_LOG_INFO, "hub", "%s %s had %llu events dropped (too slow)", c->name,
+                   c->peer, (unsigned long long)c->dropped);
+    }
+    conn_unlink(h, c);
+    c->next = h->dead;
+    h->dead = c;
+}
+
+static void hub_free_dead(evt_hub *h)
+{
+    while (h->dead) {
+        hub_conn *c = h->dead;
+        h->dead = c->next;
+        conn_free(c);
+    }
+}
+
+/* Writes what c has queued; write interest stays on only while something remains. */
+void hub_conn_flush(evt_hub *h, hub_conn *c)
+{
+    while (!c->dead && evt_buf_pending(&c->out)) {
+        ssize_t n = send(c->fd, c->out.data + c->out.off, evt_buf_pending(&c->out),
+                         MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            char why[128];
+            snprintf(why, sizeof why, "send: %s", strerror(errno));
+            hub_conn_close(h, c, why, 0);
+            return;
+        }
+        evt_buf_consume(&c->out, (size_t)n);
+    }
+    if (c->dead) return;
+    if (evt_buf_pending(&c->out)) ev_io_start(h->loop, &c->wio);
+    else ev_io_stop(h->loop, &c->wio);
+}
+
+static void hub_send_probe(evt_hub *h, hub_conn *c)
+{
+    uint8_t p[16];
+    c->probe_seq++;
+    evt_put_u64(p, c->probe_seq);
+    evt_put_u64(p + 8, (uint64_t)dp_now_ns());
+    evt_frame_put(&c->out, EVT_F_PROBE, p, sizeof p);
+    hub_conn_flush(h, c);
+}
+
+static hub_offset *hub_offset_slot(evt_hub *h, int job, int task)
+{
+    for (size_t i = 0; i < h->noffsets; i++)
+        if (h->offsets[i].job == job && h->offsets[i].task == task) return &h->offsets[i];
+    if (h->noffsets == h->offsets_cap) {
+        h->offsets_cap = h->offsets_cap ? h->offsets_cap * 2 : 16;
+        h->offsets = xrealloc(h->offsets, h->offsets_cap * sizeof *h->offsets);
+    }
+    hub_offset *o = &h->offsets[h->noffsets++];
+    memset(o, 0, sizeof *o);
+    o->job = job;
+    o->task = task;
+    return o;
+}
+
+static void hub_task_synced(evt_hub *h, hub_conn *c)
+{
+    uint8_t p[16];
+    evt_put_u64(p, (uint64_t)c->offset);
+    evt_put_u64(p + 8, (uint64_t)c->best_rtt);
+    evt_frame_put(&c->out, EVT_F_READY, p, sizeof p);
+    c->synced = 1;
+    hub_conn_flush(h, c);
+    pthread_mutex_lock(&h->mu);
+    hub_offset *o = hub_offset_slot(h, c->job, c->task);
+    o->offset = c->offset;
+    o->rtt = c->best_rtt;
+    o->synced = 1;
+    pthread_mutex_unlock(&h->mu);
+    evt_record r;
+    evt_init(&r, EVT_CLOCK_SYNC, c->job, c->task);
+    r.t = hub_now(h);
+    r.value = (double)c->offset;
+    r.value2 = (double)c->best_rtt;
+    hub_merge_push(h, &r);
+    dp_log(DP_LOG_INFO, "hub", "%s %s connected: clock offset %+.3f ms (rtt %.1f us)", c->name,
+           c->peer, (double)c->offset / 1e6, (double)c->best_rtt / 1e3);
+}
+
+static int hub_define_string(void *ctx, uint32_t id, const char *s, size_t len)
+{
+    hub_conn *c = ctx;
+    DP_UNUSED(len);
+    if (id != c->map_len + 1) return DP_EPROTO;
+    if (c->map_len == c->map_cap) {
+        c->map_cap = c->map_cap ? c->map_cap * 2 : 64;
+        c->map = xrealloc(c->map, c->map_cap * sizeof *c->map);
+    }
+    c->map[c->map_len++] = hub_intern(c->hub, s);
+    return 0;
+}
+
+static int hub_remap(const hub_conn *c, uint32_t *id)
+{
+    if (*id == 0) return 0;
+    if (*id > c->map_len) return -1;
+    *id = c->map[*id - 1];
+    return 0;
+}
+
+/* Handles one frame; returns 0, or a negative code with why filled (caller closes). */
+static int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
+                            const uint8_t *p, char *why)
+{
+    if (c->role == HC_NEW) {
+        if (fh->type == EVT_F_HELLO_TASK) {
+            if (fh->length != 12) return dp_fail(why, DP_EPROTO, "hello_task length %u", fh->length);
+            uint32_t job = evt_get_u32(p);
+            int32_t task = (int32_t)evt_get_u32(p + 4);
+            if (job > EVT_JOB_HUB || task < 0)
+                return dp_fail(why, DP_EPROTO, "hello_task: bad job %u / task %d", job, task);
+            c->role = HC_TASK;
+            c->job = (int)job;
+            c->task = task;
+            static const char *jobs[] = { "ps", "worker", "client", "hub" };
+            snprintf(c->name, sizeof c->name, "task %s:%d", jobs[job], task);
+            h->st.tasks_now++;
+            h->st.tasks_total++;
+            h->had_tasks = 1;
+            c->best_rtt = INT64_MAX;
+            hub_send_probe(h, c);
+            return 0;
+        }
+        if (fh->type == EVT_F_HELLO_SUB) {
+            if (fh->length != 4) return dp_fail(why, DP_EPROTO, "hello_sub length %u", fh->length);
+            /* Whatever merged output is still pending predates this subscriber's
+             * state snapshot: send it to the others first so nothing is doubled. */
+            hub_merge_fan_out(h);
+            c->role = HC_SUB;
+            snprintf(c->name, sizeof c->name, "subscriber");
+            h->st.subs_now++;
+            h->st.subs_total++;
+            if (h->opt.sub_sndbuf > 0)
+                setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &h->opt.sub_sndbuf,
+                           sizeof h->opt.sub_sndbuf);
+            dp_log(DP_LOG_INFO, "hub", "subscriber %s attached", c->peer);
+            hub_merge_send_state(h, c);
+            return 0;
+        }
+        return dp_fail(why, DP_EPROTO, "first frame is %s, not a hello",
+                       evt_wire_type_name(fh->type));
+    }
+    if (c->role == HC_SUB)
+        return dp_fail(why, DP_EPROTO, "unexpected %s frame from a subscriber",
+                       evt_wire_type_name(fh->type));
+
+    switch (fh->type) {
+    case EVT_F_PROBE_REPLY: {
+        if (fh->length != 24) return dp_fail(why, DP_EPROTO, "probe_reply length %u", fh->length);
+        int64_t t3 = (int64_t)dp_now_ns();
+        uint64_t seq = evt_get_u64(p);
+        int64_t t1 = (int64_t)evt_get_u64(p + 8), t2 = (int64_t)evt_get_u64(p + 16);
+        if (c->synced || seq != c->probe_seq || t1 > t3)
+            return dp_fail(why, DP_EPROTO, "probe_reply %llu does not answer probe %llu",
+                           (unsigned long long)seq, (unsigned long long)c->probe_seq);
+        int64_t rtt = t3 - t1;
+        if (rtt < c->best_rtt) {
+            c->best_rtt = rtt;
+            c->offset = t2 - (t1 + rtt / 2);
+        }
+        if ((int)c->probe_seq < h->opt.probes) hub_send_probe(h, c);
+        else hub_task_synced(h, c);
+        return 0;
+    }
+    case EVT_F_STRINGS: {
+        int rc = evt_wire_each_string(p, fh->length, hub_define_string, c, why);
+        if (rc == DP_EPROTO && !why[0])
+            dp_fail(why, DP_EPROTO, "string definitions out of order (have %u)", c->map_len);
+        return rc;
+    }
+    case EVT_F_EVENTS: {
+        if (!c->synced) return dp_fail(why, DP_EPROTO, "events before clock sync");
+        h->nscratch = 0;
+        int n = evt_wire_get_events(p, fh->length, &h->scratch, &h->nscratch,
+                                    &h->scratch_cap, why);
+        if (n < 0) return n;
+        for (size_t i = 0; i < h->nscratch; i++) {
+            evt_record *e = &h->scratch[i];
+            if (hub_remap(c, &e->device) || hub_remap(c, &e->var) || hub_remap(c, &e->str))
+                return dp_fail(why, DP_EPROTO, "record %zu uses an undefined string id", i);
+        }
+        for (size_t i = 0; i < h->nscratch; i++) {
+            evt_record *e = &h->scratch[i];
+            e->t = e->t - c->offset - h->t0;
+            if (e->kind == EVT_EVENTS_DROPPED) {
+                pthread_mutex_lock(&h->mu);
+                hub_offset_slot(h, c->job, c->task)->dropped = (uint64_t)e->bytes;
+                pthread_mutex_unlock(&h->mu);
+            }
+            hub_merge_push(h, e);
+        }
+        h->st.events_in += h->nscratch;
+        return 0;
+    }
+    default:
+        return dp_fail(why, DP_EPROTO, "unexpected %s frame from a task",
+                       evt_wire_type_name(fh->type));
+    }
+}
+
+static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    hub_conn *c = dp_container_of(w, hub_conn, rio);
+    evt_hub *h = c->hub;
+    size_t budget = 0;
+    while (!c->dead && budget < HUB_READ_BUDGET) {
+        uint8_t *dst = evt_buf_reserve(&c->in, HUB_READ_CHUNK);
+        ssize_t n = recv(c->fd, dst, HUB_READ_CHUNK, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+        if (n <= 0) {
+            hub_conn_close(h, c, n == 0 ? NULL : strerror(errno), 0);
+            return;
+        }
+        c->in.len += (size_t)n;
+        budget += (size_t)n;
+        h->st.bytes_in += (uint64_t)n;
+        evt_wire_header fh;
+        const uint8_t *p;
+        char why[DP_ERRLEN];
+        int rc;
+        while (!c->dead) {
+            why[0] = 0;
+            rc = evt_frame_next(&c->in, &fh, &p, why);
+            if (rc == 0) break;
+            if (rc > 0) rc = hub_handle_frame(h, c, &fh, p, why);
+            if (rc < 0) {
+                hub_conn_close(h, c, why[0] ? why : "protocol error", 1);
+                return;
+            }
+            if (!c->dead) evt_buf_consume(&c->in, EVT_WIRE_HEADER + fh.length);
+        }
+    }
+}
+
+static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    hub_conn *c = dp_container_of(w, hub_conn, wio);
+    hub_conn_flush(c->hub, c);
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    DP_UNUSED(revents);
+    evt_hub *h = dp_container_of(w, evt_hub, accept_w);
+    for (;;) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        int fd = accept(h->lfd, (struct sockaddr *)&ss, &len);
+        if (fd < 0) {
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                dp_log(DP_LOG_WARN, "hub", "accept: %s", strerror(errno));
+            return;
+        }
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        hub_conn *c = xcalloc(1, sizeof *c);
+        c->hub = h;
+        c->fd = fd;
+        c->role = HC_NEW;
+        c->born = hub_now(h);
+        evt_wire_addr_text((struct sockaddr *)&ss, c->peer, sizeof c->peer);
+        snprintf(c->name, sizeof c->name, "connection");
+        ev_io_init(&c->rio, conn_read_cb, fd, EV_READ);
+        ev_io_init(&c->wio, conn_write_cb, fd, EV_WRITE);
+        ev_io_start(loop, &c->rio);
+        c->next = h->conns;
+        if (h->conns) h->conns->prev = c;
+        h->conns = c;
+    }
+}
+
+/* ---- loop-level watchers ------------------------------------------------------ */
+
+static void hub_publish(evt_hub *h)
+{
+    pthread_mutex_lock(&h->mu);
+    h->snap = h->st;
+    h->snap.task_dropped = 0;
+    for (size_t i = 0; i < h->noffsets; i++) h->snap.task_dropped += h->offsets[i].dropped;
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(revents);
+    evt_hub *h = dp_container_of(w, evt_hub, tick);
+    int64_t now = hub_now(h);
+    hub_merge_emit(h, now - (int64_t)h->opt.reorder_ms * 1000000);
+    for (hub_conn *c = h->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->role == HC_NEW && now - c->born > HUB_HELLO_NS)
+            hub_conn_close(h, c, "no hello within 10 s", 1);
+        else if (c->role == HC_TASK && !c->synced && now - c->born > HUB_HELLO_NS)
+            hub_conn_close(h, c, "clock probes unanswered within 10 s", 1);
+    }
+    hub_free_dead(h);
+    hub_publish(h);
+    if (h->opt.exit_when_idle_ms > 0 && h->had_tasks && h->st.tasks_now == 0) {
+        if (!h->idle_since) h->idle_since = now ? now : 1;
+        if (now - h->idle_since >= (int64_t)h->opt.exit_when_idle_ms * 1000000) {
+            dp_log(DP_LOG_INFO, "hub", "all tasks gone for %d ms: stopping",
+                   h->opt.exit_when_idle_ms);
+            ev_break(loop, EVBREAK_ALL);
+        }
+    } else {
+        h->idle_since = 0;
+    }
+    if (h->opt.progress_ms > 0 && now - h->last_progress >= (int64_t)h->opt.progress_ms * 1000000) {
+        double dt = (double)(now - h->last_progress) / 1e9;
+        fprintf(stderr, "hub: %llu tasks, %llu viewers, %llu events (%.0f/s), %llu late, "
+                "%llu dropped for viewers, %llu dropped by tasks\n",
+                (unsigned long long)h->st.tasks_now, (unsigned long long)h->st.subs_now,
+                (unsigned long long)h->st.events_out,
+                (double)(h->st.events_out - h->last_progress_events) / (dt > 0 ? dt : 1),
+                (unsigned long long)h->st.events_late, (unsigned long long)h->st.sub_dropped,
+                (unsigned long long)h->snap.task_dropped);
+        h->last_progress = now;
+        h->last_progress_events = h->st.events_out;
+    }
+}
+
+static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+    DP_UNUSED(w);
+    DP_UNUSED(revents);
+    ev_break(loop, EVBREAK_ALL);
+}
+
+static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    DP_UNUSED(revents);
+    dp_log(DP_LOG_INFO, "hub", "%s: stopping", w->signum == SIGINT ? "SIGINT" : "SIGTERM");
+    ev_break(loop, EVBREAK_ALL);
+}
+
+/* ---- public API ------------------------------------------------------------------ */
+
+evt_hub *evt_hub_new(const evt_hub_options *opt, char *err)
+{
+    evt_hub_options defaults;
+    evt_hub_options_init(&defaults);
+    if (!opt) opt = &defaults;
+    evt_hub *h = xcalloc(1, sizeof *h);
+    h->opt = *opt;
+    h->lfd = -1;
+    pthread_mutex_init(&h->mu, NULL);
+    if (!h->opt.listen) h->opt.listen = EVT_HUB_DEFAULT_ADDR;
+    if (h->opt.reorder_ms < 0) h->opt.reorder_ms = 0;
+    if (h->opt.probes <= 0) h->opt.probes = 8;
+    if (!h->opt.sub_queue_bytes) h->opt.sub_queue_bytes = 8u << 20;
+    h->opt.listen = NULL;   /* not kept: borrowed from the caller */
+    h->opt.trace_path = NULL;
+    h->opt.metadata_json = NULL;
+    h->strings = evt_strtab_new();
+    h->t0 = (int64_t)dp_now_ns();
+    h->last_out_t = INT64_MIN;
+
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    const char *listen_addr = opt->listen ? opt->listen : EVT_HUB_DEFAULT_ADDR;
+    if (evt_wire_parse_addr(listen_addr, 1, &ss, &sslen, err)) goto fail;
+    h->lfd = evt_wire_socket(ss.ss_family, err);
+    if (h->lfd < 0) goto fail;
+    int one = 1;
+    setsockopt(h->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(h->lfd, (struct sockaddr *)&ss, sslen) < 0) {
+        dp_fail(err, DP_EIO, "hub: bind %s: %s", listen_addr, strerror(errno));
+        goto fail;
+    }
+    if (listen(h->lfd, 128) < 0) {
+        dp_fail(err, DP_EIO, "hub: listen %s: %s", listen_addr, strerror(errno));
+        goto fail;
+    }
+    sslen = sizeof ss;
+    getsockname(h->lfd, (struct sockaddr *)&ss, &sslen);
+    evt_wire_addr_text((struct sockaddr *)&ss, h->address, sizeof h->address);
+    h->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                       : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+
+    if (opt->trace_path) {
+        char meta[512];
+        const char *m = opt->metadata_json;
+        if (!m) {
+            snprintf(meta, sizeof meta,
+                     "{\"engine\":\"real\",\"source\":\"hub\",\"listen\":\"%s\","
+                     "\"start_wall_ns\":%llu}",
+                     h->address, (unsigned long long)dp_wall_ns());
+            m = meta;
+        }
+        h->trace = trace_writer_open(opt->trace_path, m, err);
+        if (!h->trace) goto fail;
+    }
+
+    h->loop = ev_loop_new(EVFLAG_AUTO);
+    if (!h->loop) {
+        dp_fail(err, DP_EIO, "hub: cannot create an event loop");
+        goto fail;
+    }
+    ev_io_init(&h->accept_w, accept_cb, h->lfd, EV_READ);
+    ev_io_start(h->loop, &h->accept_w);
+    ev_async_init(&h->stop_w, stop_cb);
+    ev_async_start(h->loop, &h->stop_w);
+    ev_timer_init(&h->tick, tick_cb, HUB_TICK_S, HUB_TICK_S);
+    ev_timer_start(h->loop, &h->tick);
+    if (h->opt.handle_signals) {
+        ev_signal_init(&h->sigint_w, signal_cb, SIGINT);
+        ev_signal_init(&h->sigterm_w, signal_cb, SIGTERM);
+        ev_signal_start(h->loop, &h->sigint_w);
+        ev_signal_start(h->loop, &h->sigterm_w);
+    }
+    return h;
+fail:
+    if (h->trace) trace_writer_close(h->trace, NULL);
+    h->trace = NULL;
+    evt_hub_free(h);
+    return NULL;
+}
+
+void evt_hub_free(evt_hub *h)
+{
+    if (!h) return;
+    dp_assert("hub: freed while running", !h->running);
+    while (h->conns) {
+        hub_conn *c = h->conns;
+        conn_unlink(h, c);
+        if (c->fd >= 0) close(c->fd);
+        conn_free(c);
+    }
+    hub_free_dead(h);
+    if (h->trace) trace_writer_close(h->trace, NULL);
+    if (h->lfd >= 0) close(h->lfd);
+    if (h->loop) ev_loop_destroy(h->loop);
+    hub_merge_release(h);
+    evt_strtab_free(h->strings);
+    free(h->scratch);
+    free(h->offsets);
+    free(h->final_meta);
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+}
+
+const char *evt_hub_address(const evt_hub *h) { return h->address; }
+int evt_hub_port(const evt_hub *h) { return h->port; }
+
+int evt_hub_run(evt_hub *h, char *err)
+{
+    dp_assert("hub: evt_hub_run called twice", !h->ran);
+    h->ran = 1;
+    h->running = 1;
+    ev_run(h->loop, 0);
+
+    /* Out: everything held goes out in order, then connections and trace close. */
+    hub_merge_emit(h, INT64_MAX);
+    while (h->conns) hub_conn_close(h, h->conns, "hub stopping", 0);
+    hub_free_dead(h);
+    ev_io_stop(h->loop, &h->accept_w);
+    close(h->lfd);
+    h->lfd = -1;
+    int rc = 0;
+    if (h->trace) {
+        pthread_mutex_lock(&h->mu);
+        if (h->final_meta) trace_writer_set_final_metadata(h->trace, h->final_meta);
+        pthread_mutex_unlock(&h->mu);
+        rc = trace_writer_close(h->trace, err);
+        h->trace = NULL;
+    }
+    hub_publish(h);
+    dp_log(DP_LOG_INFO, "hub", "stopped: %llu events merged, %llu late, %llu dropped for viewers",
+           (unsigned long long)h->st.events_out, (unsigned long long)h->st.events_late,
+           (unsigned long long)h->st.sub_dropped);
+    h->running = 0;
+    return rc;
+}
+
+void evt_hub_stop(evt_hub *h)
+{
+    if (h) ev_async_send(h->loop, &h->stop_w);
+}
+
+static void *hub_thread(void *arg)
+{
+    evt_hub *h = arg;
+    h->thread_rc = evt_hub_run(h, h->thread_err);
+    return NULL;
+}
+
+int evt_hub_start_thread(evt_hub *h, char *err)
+{
+    int rc = pthread_create(&h->thread, NULL, hub_thread, h);
+    if (rc) {
+        return dp_fail(err, DP_EIO, "hub: pthread_create: %s", strerror(rc));
+    }
+    h->has_thread = 1;
+    return 0;
+}
+
+int evt_hub_join(evt_hub *h, char *err)
+{
+    if (!h->has_thread) return 0;
+    evt_hub_stop(h);
+    pthread_join(h->thread, NULL);
+    h->has_thread = 0;
+    if (h->thread_rc && err) snprintf(err, DP_ERRLEN, "%s", h->thread_err);
+    return h->thread_rc;
+}
+
+void evt_hub_get_stats(evt_hub *h, evt_hub_stats *st)
+{
+    pthread_mutex_lock(&h->mu);
+    *st = h->snap;
+    pthread_mutex_unlock(&h->mu);
+}
+
+int evt_hub_task_offset(evt_hub *h, int job, int task, int64_t *offset_ns, int64_t *rtt_ns)
+{
+    int rc = DP_ENOTFOUND;
+    pthread_mutex_lock(&h->mu);
+    for (size_t i = 0; i < h->noffsets; i++) {
+        hub_offset *o = &h->offsets[i];
+        if (o->job == job && o->task == task && o->synced) {
+            if (offset_ns) *offset_ns = o->offset;
+            if (rtt_ns) *rtt_ns = o->rtt;
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+void evt_hub_set_final_metadata(evt_hub *h, const char *json)
+{
+    pthread_mutex_lock(&h->mu);
+    free(h->final_meta);
+    h->final_meta = json ? xstrdup(json) : NULL;
+    pthread_mutex_unlock(&h->mu);
+}

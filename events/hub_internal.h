@@ -1,0 +1,110 @@
+/* hub_internal.h — the hub's private structures, shared by hub.c (loop, connections,
+ * protocol) and hub_merge.c (reorder window, recording, late-subscriber state, fan-out).
+ * Not for use outside events/. All of it belongs to the hub's loop thread, except the
+ * fields marked "under mu". */
+#ifndef EVENTS_HUB_INTERNAL_H
+#define EVENTS_HUB_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <ev.h>
+
+#include "common/dp.h"
+#include "events/event.h"
+#include "events/hub.h"
+#include "events/trace.h"
+#include "events/wire.h"
+
+enum { HC_NEW, HC_TASK, HC_SUB };
+
+typedef struct hub_conn {
+    ev_io rio, wio;
+    struct evt_hub *hub;
+    struct hub_conn *prev, *next;   /* live list; `next` links the dead list after close */
+    int fd, role, dead;
+    int64_t born;                   /* hub time of accept */
+    char peer[64], name[32];
+    evt_buf in, out;
+    /* task */
+    int job, task, synced;
+    uint64_t probe_seq;
+    int64_t best_rtt, offset;       /* offset = task clock - hub clock */
+    uint32_t *map;                  /* task string id i+1 -> global id */
+    uint32_t map_len, map_cap;
+    /* subscriber */
+    uint32_t defs_sent;             /* global ids 1..defs_sent already sent */
+    uint64_t dropped, dropped_sent;
+} hub_conn;
+
+typedef struct hub_offset {
+    int job, task, synced;
+    int64_t offset, rtt;
+    uint64_t dropped;               /* the task's latest EVENTS_DROPPED count */
+} hub_offset;
+
+typedef struct hub_item {
+    evt_record e;
+    uint64_t seq;                   /* arrival order, breaks time ties */
+} hub_item;
+
+struct evt_hub {
+    evt_hub_options opt;            /* string fields cleared: not kept */
+    char address[128];
+    int port, lfd, ran, running, has_thread, thread_rc, had_tasks, trace_failed;
+    pthread_t thread;
+    char thread_err[DP_ERRLEN];
+    struct ev_loop *loop;
+    ev_io accept_w;
+    ev_async stop_w;
+    ev_timer tick;
+    ev_signal sigint_w, sigterm_w;
+    int64_t t0;                     /* hub monotonic ns at start = trace time 0 */
+    int64_t idle_since, last_progress;
+    uint64_t last_progress_events;
+    hub_conn *conns, *dead;
+    evt_strtab *strings;            /* global table */
+    trace_writer *trace;
+    uint32_t *trace_ids;            /* global id -> trace id */
+    uint32_t ntrace_ids, trace_ids_cap;
+    evt_record *scratch;            /* decode buffer */
+    size_t nscratch, scratch_cap;
+    /* merge */
+    hub_item *heap;
+    size_t nheap, heap_cap;
+    uint64_t seq;
+    int64_t last_out_t;
+    evt_record out[EVT_WIRE_MAX_BATCH];
+    size_t nout;
+    evt_buf frame;
+    evt_record *state;              /* what a late subscriber needs to draw */
+    size_t nstate, state_cap;
+    evt_record gstep;
+    int have_gstep;
+    evt_hub_stats st;
+    /* under mu */
+    pthread_mutex_t mu;
+    evt_hub_stats snap;
+    hub_offset *offsets;
+    size_t noffsets, offsets_cap;
+    char *final_meta;
+};
+
+int64_t hub_now(const evt_hub *h);
+void hub_conn_close(evt_hub *h, hub_conn *c, const char *why, int bad);
+void hub_conn_flush(evt_hub *h, hub_conn *c);
+
+/* hub_merge.c */
+uint32_t hub_intern(evt_hub *h, const char *s);
+/* Takes a copy of e (aligned hub time, global string ids) into the reorder window. */
+void hub_merge_push(evt_hub *h, const evt_record *e);
+/* Emits, in time order, every held event with t <= cutoff: recorded, remembered as
+ * state where it matters, and fanned out. */
+void hub_merge_emit(evt_hub *h, int64_t cutoff);
+/* Sends merged-but-unsent output to the subscribers now. */
+void hub_merge_fan_out(evt_hub *h);
+/* Queues the state snapshot for a new subscriber c and flushes. */
+void hub_merge_send_state(evt_hub *h, hub_conn *c);
+void hub_merge_release(evt_hub *h);
+
+#endif

@@ -1,0 +1,570 @@
+/* stream.c — the per-task event emitter. Producers (any thread) copy records into a
+ * bounded ring under a mutex and return at once: when the ring is full the record is
+ * dropped and counted, nothing ever waits on I/O. An instrumentation thread runs its own
+ * libev loop: it connects to the hub (non-blocking, retrying with backoff), answers the
+ * hub's clock probes immediately, and after READY drains the ring every ~20 ms (or
+ * when a batch fills: evt_emit wakes it with ev_async_send) into STRINGS + EVENTS
+ * frames. String definitions go out before first use on each connection (all are resent
+ * after a reconnect). Events lost to a full ring or a broken connection are counted and
+ * reported to the hub as EVT_EVENTS_DROPPED (cumulative) when it is reachable.
+ * Threading: ring, string table and counters under `mu`; everything else belongs to the
+ * I/O thread. */
+#include "events/stream.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "common/dp.h"
+#include "events/wire.h"
+
+#define EM_BATCH 1024                /* records per drain step; also the wake threshold */
+#define EM_FLUSH_S 0.020             /* batch period */
+#define EM_OUT_LIMIT (512u << 10)    /* stop draining while this much is unsent */
+#define EM_BACKOFF_MIN_S 0.05
+#define EM_BACKOFF_MAX_S 1.0
+#define EM_HANDSHAKE_S 5.0           /* READY must come within this */
+#define EM_DROP_REPORT_NS 1000000000ll
+#define EM_STOP_FLUSH_S 1.0
+
+enum em_state { EM_IDLE, EM_CONNECTING, EM_HANDSHAKE, EM_READY };
+
+/* One EVENTS frame in the output buffer: how many records it carries and the
+ * absolute output position (bytes since connect) where it ends, so that a broken
+ * connection can count what never left as dropped. */
+typedef struct em_frame { uint64_t end; uint32_t n; } em_frame;
+
+struct evt_emitter {
+    /* shared with producers, under mu */
+    pthread_mutex_t mu;
+    evt_record *ring;
+    size_t cap, head, count;
+    evt_strtab *strings;
+    uint64_t queued, dropped;
+    _Atomic int64_t skew;
+    atomic_int ready;
+    atomic_int stop_requested;
+    atomic_int resync;              /* skew changed: re-run the clock handshake */
+
+    int job, task;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    char addr_text[128];
+
+    /* I/O thread only */
+    pthread_t thread;
+    struct ev_loop *loop;
+    ev_async wake;
+    ev_timer flush_timer, retry_timer, handshake_timer, stop_timer;
+    ev_io rio, wio;
+    int fd, state, stopping, warned;
+    double backoff;
+    evt_buf in, out;
+    uint64_t out_written;           /* bytes sent on this connection */
+    em_frame *frames;
+    size_t nframes, frames_cap;
+    uint32_t defs_sent;
+    uint64_t dropped_reported;
+    int64_t last_drop_report;
+    evt_record batch[EM_BATCH];
+};
+
+static int64_t em_clock(const evt_emitter *em)
+{
+    return (int64_t)dp_now_ns() + atomic_load(&em->skew);
+}
+
+/* ---- output ------------------------------------------------------------------ */
+
+static void em_disconnect(evt_emitter *em, const char *why);
+
+/* Called right after an EVENTS frame of n records was appended to out. */
+static void em_note_frame(evt_emitter *em, uint32_t n)
+{
+    if (em->nframes == em->frames_cap) {
+        em->frames_cap = em->frames_cap ? em->frames_cap * 2 : 64;
+        em->frames = xrealloc(em->frames, em->frames_cap * sizeof *em->frames);
+    }
+    em->frames[em->nframes++] = (em_frame){ em->out_written + evt_buf_pending(&em->out), n };
+}
+
+static size_t em_ring_count(evt_emitter *em)
+{
+    pthread_mutex_lock(&em->mu);
+    size_t n = em->count;
+    pthread_mutex_unlock(&em->mu);
+    return n;
+}
+
+/* While stopping: done once everything queued has left. */
+static void em_maybe_finish(evt_emitter *em)
+{
+    if (em->stopping && em->state == EM_READY && !evt_buf_pending(&em->out) &&
+        !em_ring_count(em))
+        ev_break(em->loop, EVBREAK_ALL);
+}
+
+static void em_try_write(evt_emitter *em)
+{
+    while (evt_buf_pending(&em->out)) {
+        ssize_t n = send(em->fd, em->out.data + em->out.off, evt_buf_pending(&em->out),
+                         MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            char why[128];
+            snprintf(why, sizeof why, "send: %s", strerror(errno));
+            em_disconnect(em, why);
+            return;
+        }
+        evt_buf_consume(&em->out, (size_t)n);
+        em->out_written += (uint64_t)n;
+    }
+    size_t done = 0;
+    while (done < em->nframes && em->frames[done].end <= em->out_written) done++;
+    if (done) {
+        memmove(em->frames, em->frames + done, (em->nframes - done) * sizeof *em->frames);
+        em->nframes -= done;
+    }
+    /* Write interest only while something is queued. */
+    if (evt_buf_pending(&em->out)) ev_io_start(em->loop, &em->wio);
+    else ev_io_stop(em->loop, &em->wio);
+}
+
+static void em_put_drop_report(evt_emitter *em, uint64_t dropped)
+{
+    evt_record r;
+    evt_init(&r, EVT_EVENTS_DROPPED, em->job, em->task);
+    r.t = em_clock(em);
+    r.bytes = (int64_t)dropped;
+    evt_wire_put_events(&em->out, &r, 1);
+    em->dropped_reported = dropped;
+    em->last_drop_report = (int64_t)dp_now_ns();
+}
+
+/* Moves queued records into frames while connected and the hub keeps up; `all`
+ * ignores the output limit (final flush). */
+static void em_drain(evt_emitter *em, int all)
+{
+    if (em->state != EM_READY) return;
+    for (;;) {
+        if (!all && evt_buf_pending(&em->out) >= EM_OUT_LIMIT) break;
+        size_t n = 0;
+        uint64_t dropped;
+        pthread_mutex_lock(&em->mu);
+        while (n < EM_BATCH && em->count) {
+            em->batch[n++] = em->ring[em->head];
+            em->head = (em->head + 1) % em->cap;
+            em->count--;
+        }
+        /* Every id in the popped records was interned before it was queued, so
+         * defining everything up to the current count covers them. */
+        uint32_t nstr = evt_strtab_count(em->strings);
+        if (nstr > em->defs_sent) {
+            evt_wire_put_strings(&em->out, em->strings, em->defs_sent + 1, nstr);
+            em->defs_sent = nstr;
+        }
+        dropped = em->dropped;
+        pthread_mutex_unlock(&em->mu);
+        if (n) {
+            evt_wire_put_events(&em->out, em->batch, n);
+            em_note_frame(em, (uint32_t)n);
+        }
+        int64_t now = (int64_t)dp_now_ns();
+        if (dropped > em->dropped_reported &&
+            (all || em->dropped_reported == 0 || now - em->last_drop_report >= EM_DROP_REPORT_NS))
+            em_put_drop_report(em, dropped);
+        if (n < EM_BATCH) break;
+    }
+    em_try_write(em);
+    if (em->fd >= 0) em_maybe_finish(em);
+}
+
+/* ---- connection --------------------------------------------------------------- */
+
+static void em_schedule_retry(evt_emitter *em)
+{
+    if (em->stopping) {
+        ev_break(em->loop, EVBREAK_ALL);
+        return;
+    }
+    ev_timer_set(&em->retry_timer, em->backoff, 0.);
+    ev_timer_start(em->loop, &em->retry_timer);
+    em->backoff = em->backoff * 2 > EM_BACKOFF_MAX_S ? EM_BACKOFF_MAX_S : em->backoff * 2;
+}
+
+static void em_disconnect(evt_emitter *em, const char *why)
+{
+    if (em->fd < 0) return;
+    if (em->state == EM_READY || !em->warned) {
+        dp_log(em->state == EM_READY ? DP_LOG_WARN : DP_LOG_DEBUG, "emitter",
+               "hub %s: %s; retrying", em->addr_text, why);
+        em->warned = 1;
+    }
+    ev_io_stop(em->loop, &em->rio);
+    ev_io_stop(em->loop, &em->wio);
+    ev_timer_stop(em->loop, &em->handshake_timer);
+    close(em->fd);
+    em->fd = -1;
+    em->state = EM_IDLE;
+    atomic_store(&em->ready, 0);
+    /* Records in frames that never fully left are lost: count them. */
+    uint64_t lost = 0;
+    for (size_t i = 0; i < em->nframes; i++) lost += em->frames[i].n;
+    em->nframes = 0;
+    em->out_written = 0;
+    em->out.off = em->out.len = 0;
+    em->in.off = em->in.len = 0;
+    if (lost) {
+        pthread_mutex_lock(&em->mu);
+        em->dropped += lost;
+        pthread_mutex_unlock(&em->mu);
+    }
+    em_schedule_retry(em);
+}
+
+static void em_handle_frame(evt_emitter *em, const evt_wire_header *h, const uint8_t *p)
+{
+    char why[DP_ERRLEN];
+    switch (h->type) {
+    case EVT_F_PROBE: {
+        if (h->length != 16) goto bad_len;
+        /* Answer at once: the reply's task time must be taken as close as possible
+         * to the probe's arrival for the hub's offset estimate. */
+        uint8_t r[24];
+        memcpy(r, p, 16);
+        evt_put_u64(r + 16, (uint64_t)em_clock(em));
+        evt_frame_put(&em->out, EVT_F_PROBE_REPLY, r, sizeof r);
+        em_try_write(em);
+        return;
+    }
+    case EVT_F_READY:
+        if (h->length != 16) goto bad_len;
+        if (em->state != EM_HANDSHAKE) {
+            em_disconnect(em, "unexpected ready frame");
+            return;
+        }
+        ev_timer_stop(em->loop, &em->handshake_timer);
+        em->state = EM_READY;
+        em->defs_sent = 0;   /* new connection: every definition again */
+        em->backoff = EM_BACKOFF_MIN_S;
+        em->warned = 0;
+        em->last_drop_report = 0;   /* report drops at once after a reconnect */
+        atomic_store(&em->ready, 1);
+        dp_log(DP_LOG_DEBUG, "emitter", "hub %s: synchronised, offset %.3f ms",
+               em->addr_text, (double)(int64_t)evt_get_u64(p) / 1e6);
+        em_drain(em, em->stopping);
+        return;
+    case EVT_F_ERROR: {
+        int n = h->length > 200 ? 200 : (int)h->length;
+        snprintf(why, sizeof why, "hub refused: %.*s", n, (const char *)p);
+        em_disconnect(em, why);
+        return;
+    }
+    default:
+        snprintf(why, sizeof why, "unexpected %s frame from hub", evt_wire_type_name(h->type));
+        em_disconnect(em, why);
+        return;
+    }
+bad_len:
+    snprintf(why, sizeof why, "%s frame with length %u", evt_wire_type_name(h->type), h->length);
+    em_disconnect(em, why);
+}
+
+static void em_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    evt_emitter *em = dp_container_of(w, evt_emitter, rio);
+    for (;;) {
+        uint8_t *dst = evt_buf_reserve(&em->in, 4096);
+        ssize_t n = recv(em->fd, dst, 4096, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (n <= 0) {
+            char why[128];
+            snprintf(why, sizeof why, "%s", n == 0 ? "hub closed the connection" : strerror(errno));
+            em_disconnect(em, why);
+            return;
+        }
+        em->in.len += (size_t)n;
+        evt_wire_header h;
+        const uint8_t *p;
+        char err[DP_ERRLEN];
+        int rc;
+        while ((rc = evt_frame_next(&em->in, &h, &p, err)) == 1) {
+            int fd = em->fd;
+            em_handle_frame(em, &h, p);
+            if (em->fd != fd || em->fd < 0) return;   /* disconnected inside */
+            evt_buf_consume(&em->in, EVT_WIRE_HEADER + h.length);
+        }
+        if (rc < 0) {
+            em_disconnect(em, err);
+            return;
+        }
+    }
+}
+
+static void em_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    evt_emitter *em = dp_container_of(w, evt_emitter, wio);
+    if (em->state == EM_CONNECTING) {
+        int soerr = 0;
+        socklen_t len = sizeof soerr;
+        getsockopt(em->fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+        if (soerr) {
+            em_disconnect(em, strerror(soerr));
+            return;
+        }
+        em->state = EM_HANDSHAKE;
+        ev_io_start(em->loop, &em->rio);
+        ev_timer_set(&em->handshake_timer, EM_HANDSHAKE_S, 0.);
+        ev_timer_start(em->loop, &em->handshake_timer);
+    }
+    em_try_write(em);
+    if (em->fd >= 0) em_maybe_finish(em);
+}
+
+static void em_connect(evt_emitter *em)
+{
+    char err[DP_ERRLEN];
+    em->fd = evt_wire_socket(em->addr.ss_family, err);
+    if (em->fd < 0) {
+        dp_log(DP_LOG_WARN, "emitter", "%s", err);
+        em_schedule_retry(em);
+        return;
+    }
+    em->state = EM_CONNECTING;
+    ev_io_set(&em->rio, em->fd, EV_READ);
+    ev_io_set(&em->wio, em->fd, EV_WRITE);
+    /* HELLO is queued now and leaves as soon as the connection completes. */
+    uint8_t hello[12];
+    evt_put_u32(hello, (uint32_t)em->job);
+    evt_put_u32(hello + 4, (uint32_t)em->task);
+    evt_put_u32(hello + 8, (uint32_t)getpid());
+    evt_frame_put(&em->out, EVT_F_HELLO_TASK, hello, sizeof hello);
+    int rc = connect(em->fd, (struct sockaddr *)&em->addr, em->addrlen);
+    if (rc < 0 && errno != EINPROGRESS) {
+        em_disconnect(em, strerror(errno));
+        return;
+    }
+    ev_io_start(em->loop, &em->wio);   /* completion (or failure) shows as writable */
+}
+
+static void em_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    em_connect(dp_container_of(w, evt_emitter, retry_timer));
+}
+
+static void em_handshake_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    em_disconnect(dp_container_of(w, evt_emitter, handshake_timer), "no clock sync from hub");
+}
+
+static void em_flush_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    em_drain(dp_container_of(w, evt_emitter, flush_timer), 0);
+}
+
+static void em_stop_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(w);
+    DP_UNUSED(revents);
+    ev_break(loop, EVBREAK_ALL);
+}
+
+static void em_wake_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+    DP_UNUSED(revents);
+    evt_emitter *em = dp_container_of(w, evt_emitter, wake);
+    if (atomic_exchange(&em->resync, 0) && !em->stopping &&
+        (em->state == EM_HANDSHAKE || em->state == EM_READY)) {
+        em->backoff = 0;   /* reconnect at once */
+        em_disconnect(em, "clock skew changed; resynchronising");
+        em->backoff = EM_BACKOFF_MIN_S;
+    }
+    if (atomic_load(&em->stop_requested) && !em->stopping) {
+        em->stopping = 1;
+        /* Unconnected: nothing can be flushed; connecting: READY may still come. */
+        if (em->state == EM_IDLE) {
+            ev_break(loop, EVBREAK_ALL);
+            return;
+        }
+        ev_timer_set(&em->stop_timer, EM_STOP_FLUSH_S, 0.);
+        ev_timer_start(loop, &em->stop_timer);
+        em_drain(em, 1);   /* finishes the loop itself once all has left */
+        return;
+    }
+    em_drain(em, em->stopping);
+}
+
+static void *em_thread(void *arg)
+{
+    evt_emitter *em = arg;
+    em_connect(em);
+    ev_run(em->loop, 0);
+    if (em->fd >= 0) close(em->fd);
+    em->fd = -1;
+    atomic_store(&em->ready, 0);
+    return NULL;
+}
+
+/* ---- public API ---------------------------------------------------------------- */
+
+evt_emitter *evt_emitter_new(const char *hub_addr, int job, int task, int capacity, char *err)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    if (evt_wire_parse_addr(hub_addr, 0, &ss, &sslen, err)) return NULL;
+    if (capacity <= 0) capacity = 65536;
+    evt_emitter *em = xcalloc(1, sizeof *em);
+    pthread_mutex_init(&em->mu, NULL);
+    em->cap = (size_t)capacity;
+    em->ring = xmalloc(em->cap * sizeof *em->ring);
+    em->strings = evt_strtab_new();
+    em->job = job;
+    em->task = task;
+    em->addr = ss;
+    em->addrlen = sslen;
+    snprintf(em->addr_text, sizeof em->addr_text, "%s", hub_addr);
+    em->fd = -1;
+    em->backoff = EM_BACKOFF_MIN_S;
+    em->loop = ev_loop_new(EVFLAG_AUTO);
+    if (!em->loop) {
+        dp_fail(err, DP_EIO, "emitter: cannot create an event loop");
+        goto fail;
+    }
+    ev_async_init(&em->wake, em_wake_cb);
+    ev_async_start(em->loop, &em->wake);
+    ev_timer_init(&em->flush_timer, em_flush_cb, EM_FLUSH_S, EM_FLUSH_S);
+    ev_timer_start(em->loop, &em->flush_timer);
+    ev_timer_init(&em->retry_timer, em_retry_cb, 0., 0.);
+    ev_timer_init(&em->handshake_timer, em_handshake_cb, 0., 0.);
+    ev_timer_init(&em->stop_timer, em_stop_cb, 0., 0.);
+    ev_io_init(&em->rio, em_read_cb, 0, EV_READ);
+    ev_io_init(&em->wio, em_write_cb, 0, EV_WRITE);
+    int rc = pthread_create(&em->thread, NULL, em_thread, em);
+    if (rc) {
+        dp_fail(err, DP_EIO, "emitter: pthread_create: %s", strerror(rc));
+        goto fail;
+    }
+    return em;
+fail:
+    if (em->loop) ev_loop_destroy(em->loop);
+    evt_strtab_free(em->strings);
+    free(em->ring);
+    pthread_mutex_destroy(&em->mu);
+    free(em);
+    return NULL;
+}
+
+void evt_emitter_free(evt_emitter *em)
+{
+    if (!em) return;
+    atomic_store(&em->stop_requested, 1);
+    ev_async_send(em->loop, &em->wake);
+    pthread_join(em->thread, NULL);
+    ev_loop_destroy(em->loop);
+    evt_buf_release(&em->in);
+    evt_buf_release(&em->out);
+    free(em->frames);
+    evt_strtab_free(em->strings);
+    free(em->ring);
+    pthread_mutex_destroy(&em->mu);
+    free(em);
+}
+
+uint32_t evt_emitter_intern(evt_emitter *em, const char *s)
+{
+    if (!em || !s) return 0;
+    pthread_mutex_lock(&em->mu);
+    uint32_t id = evt_strtab_intern(em->strings, s);
+    pthread_mutex_unlock(&em->mu);
+    return id;
+}
+
+int evt_emit(evt_emitter *em, const evt_record *e)
+{
+    if (!em) return 0;
+    int64_t t = e->t ? e->t : em_clock(em);
+    size_t n;
+    pthread_mutex_lock(&em->mu);
+    if (em->count == em->cap) {
+        em->dropped++;
+        pthread_mutex_unlock(&em->mu);
+        return 0;
+    }
+    evt_record *slot = &em->ring[(em->head + em->count) % em->cap];
+    *slot = *e;
+    slot->t = t;
+    n = ++em->count;
+    em->queued++;
+    pthread_mutex_unlock(&em->mu);
+    /* One wake per batch; ev_async_send is cheap when already pending. */
+    if (n == EM_BATCH && atomic_load(&em->ready)) ev_async_send(em->loop, &em->wake);
+    return 1;
+}
+
+uint64_t evt_emitter_sent(const evt_emitter *em)
+{
+    if (!em) return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&em->mu);
+    uint64_t v = em->queued;
+    pthread_mutex_unlock((pthread_mutex_t *)&em->mu);
+    return v;
+}
+
+uint64_t evt_emitter_dropped(const evt_emitter *em)
+{
+    if (!em) return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&em->mu);
+    uint64_t v = em->dropped;
+    pthread_mutex_unlock((pthread_mutex_t *)&em->mu);
+    return v;
+}
+
+int64_t evt_emitter_now(const evt_emitter *em)
+{
+    return em ? em_clock(em) : (int64_t)dp_now_ns();
+}
+
+void evt_emitter_set_skew(evt_emitter *em, int64_t skew_ns)
+{
+    if (!em) return;
+    atomic_store(&em->skew, skew_ns);
+    /* Probes already answered used the old clock: have the hub estimate again. */
+    atomic_store(&em->resync, 1);
+    ev_async_send(em->loop, &em->wake);
+}
+
+int evt_emitter_connected(const evt_emitter *em)
+{
+    return em ? atomic_load(&((evt_emitter *)em)->ready) : 0;
+}
+
+int evt_emitter_wait_connected(const evt_emitter *em, int timeout_ms)
+{
+    uint64_t end = dp_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+    for (;;) {
+        if (evt_emitter_connected(em)) return 1;
+        if (!em || dp_now_ns() >= end) return 0;
+        struct timespec ts = { 0, 2000000 };
+        nanosleep(&ts, NULL);
+    }
+}

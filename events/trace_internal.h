@@ -1,0 +1,122 @@
+/* trace_internal.h — private to events/trace.c (writer) and events/trace_read.c
+ * (reader): the file format's constants and limits (docs/trace-format.md), the block
+ * index entry, and little-endian / varint helpers. Not for use outside events/. */
+#ifndef EVENTS_TRACE_INTERNAL_H
+#define EVENTS_TRACE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "common/dp.h"
+
+#define TRACE_VERSION 1
+#define HDR_FIXED 16                        /* magic + version + metadata length */
+#define BLK_HDR 48
+#define FOOTER 40
+#define MAX_META (16u << 20)                /* metadata JSON */
+#define MAX_BLOCK_RAW (64u << 20)           /* a block, compressed or not */
+#define MAX_BLOCK_EVENTS (1u << 20)
+#define MAX_INDEX_RAW (256u << 20)
+#define MAX_STRING (1u << 20)               /* longer strings are cut by the writer */
+#define MAX_STRINGS (1u << 24)
+#define FLUSH_EVENTS 4096
+#define FLUSH_SPAN_NS 250000000LL
+#define FLUSH_DEFS_BYTES (16u << 20)
+#define ZSTD_LEVEL 3
+
+#define HDR_MAGIC ((const uint8_t *)"DPTRACE\0")
+#define BLK_MAGIC ((const uint8_t *)"DPBK")
+#define IDX_MAGIC ((const uint8_t *)"DPIX")
+#define END_MAGIC ((const uint8_t *)"DPTREND\0")
+
+/* ---- little-endian and varint helpers ------------------------------------------------ */
+
+static inline void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+static inline uint32_t crc(const void *p, size_t n)
+{
+    return (uint32_t)crc32(0L, (const Bytef *)p, (uInt)n);
+}
+
+typedef struct buf {
+    uint8_t *p;
+    size_t len, cap;
+} buf;
+
+static inline void buf_reserve(buf *b, size_t extra)
+{
+    if (b->len + extra <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra) cap *= 2;
+    b->p = xrealloc(b->p, cap);
+    b->cap = cap;
+}
+
+static inline void buf_put(buf *b, const void *p, size_t n)
+{
+    buf_reserve(b, n);
+    if (n) memcpy(b->p + b->len, p, n);
+    b->len += n;
+}
+
+static inline void buf_varint(buf *b, uint64_t v)
+{
+    buf_reserve(b, 10);
+    while (v >= 0x80) {
+        b->p[b->len++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    b->p[b->len++] = (uint8_t)v;
+}
+
+static inline uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline int64_t unzz(uint64_t v) { return (int64_t)((v >> 1) ^ (~(v & 1) + 1)); }
+
+/* Bounded varint read; 0 or -1 (truncated / over-long). */
+static inline int rd_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (*pos >= len) return -1;
+        uint8_t c = p[(*pos)++];
+        if (shift == 63 && c > 1) return -1;
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *out = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+typedef struct blk {
+    uint64_t off;          /* file offset of the block header */
+    uint32_t comp, raw;    /* payload sizes */
+    uint32_t n, nstr;      /* events, string definitions */
+    int64_t tmin, tmax;
+    int64_t tmax_prefix;   /* reader: max tmax over this and all earlier blocks */
+    int bad;               /* reader: failed to decode after open; skipped */
+} blk;
+
+#endif

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# it_cluster.sh — real multi-process runs on loopback: every mode converges on synthetic
+# data, sync equivalences and reproducibility, async staleness, start order, failures,
+# checkpoints, TF_CONFIG, and command-line errors.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+SYN="--data synthetic --model mlp --hidden 32 --quiet"
+
+for mode in sync async ssp; do
+    $DOWNPOUR cluster --ps 1 --workers 2 --mode $mode --steps 300 $SYN >"$TMP/$mode.json" 2>"$TMP/$mode.err"
+    check "$mode run exits 0" test $? -eq 0
+    acc=$(json "$TMP/$mode.json" test_accuracy)
+    check "$mode converges on synthetic data (accuracy $acc > 0.9)" fcmp "$acc" '>' 0.9
+    check "$mode reaches global step 300" fcmp "$(json "$TMP/$mode.json" global_step)" '>=' 300
+done
+for k in engine mode ps workers steps global_step wall_s mean_step_s samples_per_s final_loss \
+         test_accuracy mean_staleness max_staleness dropped_gradients bytes_pulled bytes_pushed \
+         events events_dropped trace; do
+    grep -q "\"$k\":" "$TMP/sync.json" || bad "summary lacks key $k"
+done
+ok "summary carries every DESIGN.md key"
+
+# Sync: 2 workers x batch 16 equals 1 worker x batch 32 on the same data order.
+$DOWNPOUR cluster --ps 1 --workers 2 --batch 16 --steps 60 $SYN --checkpoint-dir "$TMP/w2" >/dev/null 2>&1
+$DOWNPOUR cluster --ps 1 --workers 1 --batch 32 --steps 60 $SYN --checkpoint-dir "$TMP/w1" >/dev/null 2>&1
+check "sync 2 workers x b == 1 worker x 2b (1e-5)" $DOWNPOUR checkpoint diff "$TMP/w2" "$TMP/w1" --tol 1e-5
+# ... and a different batch really differs (the comparison can fail).
+$DOWNPOUR cluster --ps 1 --workers 1 --batch 16 --steps 60 $SYN --checkpoint-dir "$TMP/w1b" >/dev/null 2>&1
+check "a different batch gives different parameters" \
+    bash -c "! $DOWNPOUR checkpoint diff '$TMP/w2' '$TMP/w1b' --tol 1e-5 >/dev/null"
+
+# Sync reproducibility: same seed, identical parameters, over 2 ps with partitioning.
+for r in a b; do
+    $DOWNPOUR cluster --ps 2 --workers 3 --partition 2 --steps 80 $SYN --seed 7 >"$TMP/rep_$r.json" 2>/dev/null
+done
+ca=$(grep -o '"param_checksum":"[0-9a-f]*"' "$TMP/rep_a.json" || true)
+cb=$(grep -o '"param_checksum":"[0-9a-f]*"' "$TMP/rep_b.json" || true)
+# the launcher's summary omits the checksum; read it from worker 0's own line instead
+$DOWNPOUR cluster --ps 2 --workers 3 --partition 2 --steps 80 $SYN --seed 7 --checkpoint-dir "$TMP/ra" >/dev/null 2>&1
+$DOWNPOUR cluster --ps 2 --workers 3 --partition 2 --steps 80 $SYN --seed 7 --checkpoint-dir "$TMP/rb" >/dev/null 2>&1
+check "two sync runs with one seed give identical parameters" \
+    $DOWNPOUR checkpoint diff "$TMP/ra" "$TMP/rb" --tol 0
+$DOWNPOUR cluster --ps 2 --workers 3 --partition 2 --steps 80 $SYN --seed 8 --checkpoint-dir "$TMP/rc" >/dev/null 2>&1
+check "another seed gives other parameters" bash -c "! $DOWNPOUR checkpoint diff '$TMP/ra' '$TMP/rc' --tol 0 >/dev/null"
+
+# Async with 4 workers: gradients are stale.
+$DOWNPOUR cluster --ps 1 --workers 4 --mode async --steps 400 $SYN >"$TMP/async4.json" 2>/dev/null
+st=$(json "$TMP/async4.json" mean_staleness)
+check "async with 4 workers reports mean staleness $st > 0" fcmp "$st" '>' 0
+check "async max staleness >= 1" fcmp "$(json "$TMP/async4.json" max_staleness)" '>=' 1
+
+# Sync with a backup worker drops stale gradients and still finishes.
+$DOWNPOUR cluster --ps 1 --workers 3 --backup-workers 1 --steps 100 $SYN --slow-worker 2:3 >"$TMP/bk.json" 2>/dev/null
+check "backup worker: stale gradients dropped" fcmp "$(json "$TMP/bk.json" dropped_gradients)" '>' 0
+
+# SSP bound holds: staleness never exceeds what the bound allows.
+$DOWNPOUR cluster --ps 1 --workers 3 --mode ssp --staleness 1 --steps 200 $SYN --slow-worker 0:3 >"$TMP/ssp.json" 2>/dev/null
+check "ssp run with a straggler completes" test "$(json "$TMP/ssp.json" global_step)" -ge 200
+
+# A worker started 2 s before its ps still joins, and logs that it waits.
+P1=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+W1=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+HOSTS="--ps_hosts=127.0.0.1:$P1 --worker_hosts=127.0.0.1:$W1"
+$DOWNPOUR task --job_name=worker --task_index=0 $HOSTS --steps 50 $SYN >"$TMP/late.json" 2>"$TMP/late.err" &
+WPID=$!
+sleep 2
+$DOWNPOUR task --job_name=ps --task_index=0 $HOSTS --steps 50 $SYN >/dev/null 2>&1 &
+PPID_=$!
+wait $WPID; wrc=$?
+wait $PPID_
+check "worker started 2 s before its ps finishes" test $wrc -eq 0
+check "worker logged that it waits for /job:ps/replica:0/task:0" grep -q "still waiting for response from /job:ps/replica:0/task:0" "$TMP/late.err"
+
+# TF_CONFIG: the same cluster from JSON.
+TFC_PS="{\"cluster\":{\"ps\":[\"127.0.0.1:$P1\"],\"worker\":[\"127.0.0.1:$W1\"]},\"task\":{\"type\":\"ps\",\"index\":0}}"
+TFC_WK="{\"cluster\":{\"ps\":[\"127.0.0.1:$P1\"],\"worker\":[\"127.0.0.1:$W1\"]},\"task\":{\"type\":\"worker\",\"index\":0}}"
+TF_CONFIG="$TFC_PS" $DOWNPOUR task --steps 30 $SYN >/dev/null 2>&1 &
+TF_CONFIG="$TFC_WK" $DOWNPOUR task --steps 30 $SYN >"$TMP/tfc.json" 2>/dev/null
+check "TF_CONFIG task trains to step 30" test "$(json "$TMP/tfc.json" global_step)" -eq 30
+wait
+
+# No ps at all: the worker gives up after --connect-timeout with a clear error.
+$DOWNPOUR task --job_name=worker --task_index=0 $HOSTS --connect-timeout 1 $SYN >/dev/null 2>"$TMP/to.err"
+check "worker without ps exits non-zero" test $? -ne 0
+check "timeout message names the ps" grep -q "/job:ps/replica:0/task:0 at 127.0.0.1:$P1 did not answer within 1 s" "$TMP/to.err"
+
+# A task that dies: the launcher names it and exits non-zero.
+( sleep 1.5; pkill -9 -f "task --job_name=worker --task_index=1 .*--seed=4242" ) &
+$DOWNPOUR cluster --ps 1 --workers 2 --steps 100000 $SYN --seed 4242 >/dev/null 2>"$TMP/die.err"
+rc=$?
+wait
+check "cluster exits non-zero when a worker dies" test $rc -ne 0
+check "launcher names the dead task" grep -q "task /job:worker/replica:0/task:1 died: killed by signal 9" "$TMP/die.err"
+check "no task is left running" bash -c "! pgrep -f 'task --job_name.*seed=424[2]' >/dev/null"
+
+# Ctrl-C: forwarded, every child reaped.
+$DOWNPOUR cluster --ps 1 --workers 2 --steps 100000 $SYN --seed 4343 >/dev/null 2>"$TMP/int.err" &
+CPID=$!
+sleep 1.5
+kill -INT $CPID
+wait $CPID; rc=$?
+sleep 0.3
+check "Ctrl-C stops the cluster (exit 130)" test $rc -eq 130
+check "Ctrl-C leaves no task running" bash -c "! pgrep -f 'task --job_name.*seed=434[3]' >/dev/null"
+
+# Checkpoints: write at step 40, resume to 80.
+$DOWNPOUR cluster --ps 1 --workers 2 --steps 40 $SYN --checkpoint-dir "$TMP/ck" >/dev/null 2>&1
+check "checkpoint index written" grep -q 'model_checkpoint_path: "model.ckpt-40"' "$TMP/ck/checkpoint"
+$DOWNPOUR cluster --ps 1 --workers 2 --steps 80 $SYN --checkpoint-dir "$TMP/ck" >"$TMP/ck2.json" 2>"$TMP/ck2.err"
+check "second run restores from step 40" grep -q "restored .*model.ckpt-40 (global step 40)" "$TMP/ck2.err"
+check "resumed run ends at 80" test "$(json "$TMP/ck2.json" global_step)" -eq 80
+printf 'garbage' > "$TMP/ck/model.ckpt-80"
+$DOWNPOUR cluster --ps 1 --workers 2 --steps 90 $SYN --checkpoint-dir "$TMP/ck" >/dev/null 2>"$TMP/ck3.err"
+check "damaged checkpoint is refused with its name" grep -q "model.ckpt-80: size 7 is not a checkpoint" "$TMP/ck3.err"
+
+# Command-line errors: one line naming the flag.
+expect_err() { # expect_err "substring" args...
+    local want=$1; shift
+    $DOWNPOUR "$@" >/dev/null 2>"$TMP/e.err"
+    local rc=$?
+    if [ $rc -eq 2 ] && grep -qF -- "$want" "$TMP/e.err" && [ "$(wc -l <"$TMP/e.err")" -eq 1 ]; then
+        ok "error: $want"; else bad "error: $want (rc $rc: $(cat "$TMP/e.err"))"; fi
+}
+expect_err '--mode: "fast" is not one of sync, async or ssp' cluster --mode fast
+expect_err '--lr: "abc" is not a number' cluster --lr abc
+expect_err '--workers: 0 is outside 1..4096' cluster --workers 0
+expect_err '--backup-workers: 2 leaves no replica to aggregate with 2 workers' cluster --backup-workers 2
+expect_err 'unknown flag "--bogus"' cluster --bogus 1
+expect_err '--ps_hosts: entry 0 "nope": missing' task --job_name=ps --task_index=0 --ps_hosts=nope --worker_hosts=a:1
+expect_err '--task_index 3 is outside the 1 worker tasks' task --job_name=worker --task_index=3 --ps_hosts=a:1 --worker_hosts=b:2
+expect_err '--optimizer: "adam" is not one of sgd, momentum or adagrad' cluster --optimizer adam
+for c in cluster task checkpoint; do
+    $DOWNPOUR $c --help >"$TMP/h.out" 2>&1
+    check "downpour $c --help" grep -q "usage: downpour $c" "$TMP/h.out"
+done
+
+done_tests
