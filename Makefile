@@ -16,16 +16,18 @@ LDLIBS  += $(PKG_LIBS) -lev -lm -lpthread $(EXTRA_LDLIBS)
 LIB_SRC  := $(wildcard common/*.c events/*.c cluster/*.c runtime/*.c sim/*.c viz/*.c scenarios/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
+TOOL_SRC := $(wildcard tests/tool_*.c)
 BENCH_SRC:= $(wildcard bench/bench_*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TOOL_BIN := $(TOOL_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB      := $(BUILD)/libdownpour.a
 
 .PHONY: all test asan bench demo deps clean check-deps
-all: $(BUILD)/downpour $(TEST_BIN) $(BENCH_BIN)
+all: $(BUILD)/downpour $(TEST_BIN) $(TOOL_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -74,4 +76,4 @@ demo: check-deps
 clean:
 	rm -rf build build-asan
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(BENCH_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(TOOL_BIN:=.d) $(BENCH_BIN:=.d)

@@ -32,9 +32,12 @@ int cmd_cluster(int argc, char **argv)
         fprintf(stderr, "downpour: cluster: %s\n", err);
         return 2;
     }
-    if (cfg.view || cfg.trace[0] || cfg.hub[0]) {
-        fprintf(stderr, "downpour: cluster: --trace, --hub and --view need the event hub, which this "
-                        "build does not have yet\n");
+    if (cfg.trace[0] && cfg.hub[0]) {
+        fprintf(stderr, "downpour: cluster: give --trace (start our own hub) or --hub (use one), not both\n");
+        return 2;
+    }
+    if (cfg.view) {
+        fprintf(stderr, "downpour: cluster: --view needs the viewer, which this build does not have yet\n");
         return 2;
     }
     char self[4096];

@@ -17,7 +17,9 @@
 
 #include "cluster/spec.h"
 #include "common/dp.h"
+#include "events/hub.h"
 #include "runtime/conn.h"
+#include "runtime/instr.h"
 
 typedef struct child {
     struct launcher *l;
@@ -46,6 +48,9 @@ typedef struct launcher {
     char failure[DP_ERRLEN];
     ev_signal sigint_w, sigterm_w;
     ev_timer grace_w;
+    evt_hub *hub;            /* our own hub, with --trace */
+    rt_instr *in;            /* the launcher's own events (cluster start/stop, failures) */
+    uint64_t events, events_dropped;
 } launcher;
 
 static void kill_all(launcher *l, int sig)
@@ -88,6 +93,13 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents)
             snprintf(l->failure, sizeof l->failure, "task %s died: exit status %d", c->name,
                      WEXITSTATUS(c->status));
         dp_log(DP_LOG_ERROR, "cluster", "%s; stopping the other tasks", l->failure);
+        if (l->in) {
+            evt_record e = rt_instr_record(l->in, EVT_FAILURE);
+            e.job = c->job == JOB_PS ? EVT_JOB_PS : EVT_JOB_WORKER;
+            e.task = c->index;
+            e.str = rt_instr_str(l->in, l->failure);
+            rt_instr_emit(l->in, &e);
+        }
         l->stopping = 1;
         kill_all(l, SIGTERM);
     }
@@ -201,6 +213,32 @@ static double jnum(json_t *o, const char *key)
     return v && json_is_number(v) ? json_number_value(v) : 0.0;
 }
 
+/* The run's configuration as JSON: the trace's metadata and CLUSTER_START's text. */
+static char *config_json(const rt_config *cfg)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "engine", json_string("real"));
+    json_object_set_new(o, "mode", json_string(update_mode_name(cfg->mode)));
+    json_object_set_new(o, "ps", json_integer(cfg->n_ps));
+    json_object_set_new(o, "workers", json_integer(cfg->n_workers));
+    json_object_set_new(o, "backup_workers", json_integer(cfg->backup_workers));
+    json_object_set_new(o, "staleness", json_integer(cfg->staleness));
+    json_object_set_new(o, "steps", json_integer(cfg->steps));
+    json_object_set_new(o, "batch", json_integer(cfg->batch));
+    json_object_set_new(o, "lr", json_real(cfg->lr));
+    json_object_set_new(o, "optimizer", json_string(optim_name(cfg->optimizer)));
+    json_object_set_new(o, "model", json_string(model_name(cfg->model)));
+    json_object_set_new(o, "hidden", json_integer(cfg->hidden));
+    json_object_set_new(o, "data", json_string(cfg->data));
+    json_object_set_new(o, "placement", json_string(placement_name(cfg->placement)));
+    json_object_set_new(o, "partition", json_integer(cfg->partition));
+    json_object_set_new(o, "seed", json_integer(cfg->seed));
+    json_object_set_new(o, "start_unix_ns", json_integer((json_int_t)dp_wall_ns()));
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
 static void print_summary(launcher *l, double wall_s)
 {
     const rt_config *cfg = l->cfg;
@@ -250,8 +288,8 @@ static void print_summary(launcher *l, double wall_s)
     json_object_set_new(o, "dropped_gradients", json_integer((json_int_t)drops));
     json_object_set_new(o, "bytes_pulled", json_integer((json_int_t)pulled));
     json_object_set_new(o, "bytes_pushed", json_integer((json_int_t)pushed));
-    json_object_set_new(o, "events", json_integer(0));
-    json_object_set_new(o, "events_dropped", json_integer(0));
+    json_object_set_new(o, "events", json_integer((json_int_t)l->events));
+    json_object_set_new(o, "events_dropped", json_integer((json_int_t)l->events_dropped));
     json_object_set_new(o, "trace", cfg->trace[0] ? json_string(cfg->trace) : json_null());
     json_object_set_new(o, "model", json_string(model_name(cfg->model)));
     json_object_set_new(o, "optimizer", json_string(optim_name(cfg->optimizer)));
@@ -303,8 +341,36 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     ev_signal_start(l.loop, &l.sigterm_w);
     ev_timer_init(&l.grace_w, on_grace, 10.0, 0.);
 
+    /* --trace: our own hub, on a thread of this process, recording the run. */
+    rt_config task_cfg = *cfg;
+    char *meta = config_json(cfg);
+    if (cfg->trace[0]) {
+        evt_hub_options ho;
+        evt_hub_options_init(&ho);
+        ho.listen = "127.0.0.1:0";
+        ho.trace_path = cfg->trace;
+        ho.metadata_json = meta;
+        l.hub = evt_hub_new(&ho, err);
+        if (!l.hub || evt_hub_start_thread(l.hub, err)) {
+            evt_hub_free(l.hub);
+            free(meta);
+            free(ports);
+            free(ps_hosts);
+            free(worker_hosts);
+            free(l.kids);
+            return DP_EIO;
+        }
+        snprintf(task_cfg.hub, sizeof task_cfg.hub, "%s", evt_hub_address(l.hub));
+        dp_log(DP_LOG_INFO, "cluster", "recording events to %s (hub on %s)", cfg->trace, task_cfg.hub);
+    }
+    l.in = rt_instr_new(task_cfg.hub, EVT_JOB_CLIENT, 0, NULL);
+    if (l.in) {
+        evt_record e = rt_instr_record(l.in, EVT_CLUSTER_START);
+        e.str = rt_instr_str(l.in, meta);
+        rt_instr_emit(l.in, &e);
+    }
     char *train_argv[RT_CONFIG_MAX_ARGS];
-    int n_train = rt_config_to_argv(cfg, train_argv);
+    int n_train = rt_config_to_argv(&task_cfg, train_argv);
     dp_log(DP_LOG_INFO, "cluster", "starting %d ps and %d workers on 127.0.0.1 (%s mode)", cfg->n_ps,
            cfg->n_workers, update_mode_name(cfg->mode));
     uint64_t t0 = dp_now_ns();
@@ -342,6 +408,30 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     }
     ev_run(l.loop, 0);
     double wall_s = (double)(dp_now_ns() - t0) / 1e9;
+    if (l.in) {
+        evt_record e = rt_instr_record(l.in, EVT_CLUSTER_STOP);
+        e.value = wall_s;
+        rt_instr_emit(l.in, &e);
+    }
+    rt_instr_free(l.in);
+    for (int i = 0; i < l.n_kids; i++) {
+        l.events += (uint64_t)jnum(l.kids[i].stats, "events");
+        l.events_dropped += (uint64_t)jnum(l.kids[i].stats, "events_dropped");
+    }
+    if (l.hub) {
+        /* Every task has flushed its emitter before exiting; let the hub's reorder
+         * window drain, then close the trace. */
+        char herr[DP_ERRLEN];
+        evt_hub_stats hs;
+        evt_hub_get_stats(l.hub, &hs);
+        evt_hub_stop(l.hub);
+        if (evt_hub_join(l.hub, herr))
+            dp_log(DP_LOG_ERROR, "cluster", "trace %s: %s", cfg->trace, herr);
+        evt_hub_get_stats(l.hub, &hs);
+        l.events = hs.events_out;
+        evt_hub_free(l.hub);
+    }
+    free(meta);
     if (!rc && l.failure[0]) rc = dp_fail(err, DP_ERR, "%s", l.failure);
     else if (!rc && l.interrupted) rc = dp_fail(err, DP_ECLOSED, "interrupted");
     if (!rc) print_summary(&l, wall_s);

@@ -45,6 +45,7 @@ static const char *const type_names[MSG_TYPE_COUNT] = {
     [MSG_INIT_OK] = "INIT_OK", [MSG_PULL] = "PULL", [MSG_PULL_RESP] = "PULL_RESP",
     [MSG_PUSH] = "PUSH", [MSG_PUSH_ACK] = "PUSH_ACK", [MSG_SSP_WAIT] = "SSP_WAIT",
     [MSG_SSP_GO] = "SSP_GO", [MSG_DONE] = "DONE", [MSG_ERROR] = "ERROR",
+    [MSG_RELEASE] = "RELEASE",
 };
 
 const char *proto_type_name(int type)

@@ -31,10 +31,12 @@
  *   SSP_WAIT  w->ps  arg0=step the worker wants to start   (answered when the bound allows)
  *   SSP_GO    ps->w  arg0=step, arg1=slowest clock
  *   DONE      w->ps  arg0=steps completed
+ *   RELEASE   ps->w  var, arg0=version after: a sync gradient acknowledged as ACCUMULATED
+ *                    has been applied with the step's others (the worker may go on)
  *   ERROR     either payload=text; the sender closes after it */
 enum proto_type {
     MSG_HELLO = 1, MSG_HELLO_OK, MSG_INIT, MSG_INIT_OK, MSG_PULL, MSG_PULL_RESP,
-    MSG_PUSH, MSG_PUSH_ACK, MSG_SSP_WAIT, MSG_SSP_GO, MSG_DONE, MSG_ERROR,
+    MSG_PUSH, MSG_PUSH_ACK, MSG_SSP_WAIT, MSG_SSP_GO, MSG_DONE, MSG_ERROR, MSG_RELEASE,
     MSG_TYPE_COUNT
 };
 

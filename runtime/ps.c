@@ -20,6 +20,7 @@
 #include "cluster/vars.h"
 #include "common/dp.h"
 #include "runtime/conn.h"
+#include "runtime/instr.h"
 
 volatile int rt_stop_requested;
 
@@ -34,6 +35,7 @@ typedef struct ps_var {
     int initialised;
     sync_acc *acc;       /* sync mode */
     async_var av;        /* async / ssp mode */
+    int64_t *clock;      /* sync: per worker, the clock its pending gradient carried */
     int *waiting_pulls;  /* worker indices whose pull waits for INIT */
     int n_waiting;
 } ps_var;
@@ -69,6 +71,8 @@ struct ps_server {
     int n_ssp_waiting;
     int *released;       /* scratch: workers released by a sync take */
     int holds_step;      /* global_step lives here */
+    rt_instr *in;        /* NULL without a hub */
+    uint32_t device;     /* this task's CPU device (string id) */
     /* statistics */
     uint64_t applies, drops, pulls;
     stale_stats stale;
@@ -109,7 +113,28 @@ static void global_step_advanced(ps_server *ps, int64_t gs)
     if (!ps->gs_advances) ps->gs_first_ns = now;
     ps->gs_last_ns = now;
     ps->gs_advances++;
-    DP_UNUSED(gs);
+    if (ps->in) {
+        evt_record e = rt_instr_record(ps->in, EVT_GLOBAL_STEP);
+        e.step = gs;
+        rt_instr_emit(ps->in, &e);
+    }
+}
+
+/* APPLY or DROP of worker's gradient of v computed at its local step clock-1. */
+static void emit_update(ps_server *ps, evt_kind kind, const ps_var *v, int worker, int64_t clock,
+                        int64_t version, int64_t staleness)
+{
+    if (!ps->in || !v->def->trainable) return;
+    evt_record e = rt_instr_record(ps->in, kind);
+    e.peer_job = EVT_JOB_WORKER;
+    e.peer = worker;
+    e.var = rt_instr_var(ps->in, v->id);
+    e.device = ps->device;
+    e.step = version;
+    e.bytes = (int64_t)(v->def->count * sizeof(float));
+    e.value = (double)staleness;
+    e.id = rt_instr_msg_id(clock - 1, v->id);
+    rt_instr_emit(ps->in, &e);
 }
 
 static void ssp_release_waiters(ps_server *ps)
@@ -143,18 +168,31 @@ static void handle_push(ps_server *ps, ps_client *cl, const proto_header *h, con
         int r = sync_acc_offer(v->acc, cl->worker, read, g);
         if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
             if (v->def->trainable) ps->drops++;
+            emit_update(ps, EVT_DROP, v, cl->worker, h->arg1, cur, cur - read);
             send_ack(cl, h->var, cur, ACK_DROPPED, cur - read);
             return;
         }
-        if (r != SYNC_READY) return; /* the ack waits for the step to complete */
+        v->clock[cl->worker] = h->arg1;
+        if (r != SYNC_READY) {
+            /* Accepted; the worker learns when the step completes (RELEASE). */
+            send_ack(cl, h->var, cur, ACK_ACCUMULATED, 0);
+            return;
+        }
         int n = sync_acc_take(v->acc, v->mean, ps->released);
         if (v->def->trainable) optim_apply(&ps->opt, v->data, v->slot, v->mean, v->def->count);
         int64_t now = sync_acc_step(v->acc);
         if (v->def->trainable) ps->applies += (uint64_t)n;
         for (int i = 0; i < n; i++) {
+            int w = ps->released[i];
             if (v->def->trainable) stale_stats_add(&ps->stale, 0);
-            ps_client *c = ps->clients[ps->released[i]];
-            send_ack(c, h->var, now, ACK_APPLIED, 0);
+            emit_update(ps, EVT_APPLY, v, w, v->clock[w], now, 0);
+            ps_client *c = ps->clients[w];
+            if (c == cl) {
+                send_ack(c, h->var, now, ACK_APPLIED, 0);
+            } else if (c) {
+                proto_header rel = {.type = MSG_RELEASE, .var = h->var, .arg0 = now};
+                net_conn_send(c->conn, rel, NULL, 0, 0);
+            }
         }
         if (!v->def->trainable) global_step_advanced(ps, now);
         return;
@@ -165,6 +203,7 @@ static void handle_push(ps_server *ps, ps_client *cl, const proto_header *h, con
     if (v->def->trainable) {
         ps->applies++;
         stale_stats_add(&ps->stale, staleness);
+        emit_update(ps, EVT_APPLY, v, cl->worker, h->arg1, v->av.version, staleness);
     }
     send_ack(cl, h->var, v->av.version, ACK_APPLIED, staleness);
     if (!v->def->trainable) {
@@ -374,11 +413,12 @@ static void print_stats(const ps_server *ps)
         ? (double)(ps->gs_last_ns - ps->gs_first_ns) / 1e9 / (double)(ps->gs_advances - 1) : 0;
     printf("{\"task\":\"ps\",\"index\":%d,\"applies\":%llu,\"drops\":%llu,\"pulls\":%llu,"
            "\"stale_n\":%llu,\"stale_sum\":%llu,\"stale_max\":%lld,\"holds_step\":%d,"
-           "\"gs_advances\":%llu,\"mean_step_s\":%.9f}\n",
+           "\"gs_advances\":%llu,\"mean_step_s\":%.9f,\"events\":%llu,\"events_dropped\":%llu}\n",
            ps->index, (unsigned long long)ps->applies, (unsigned long long)ps->drops,
            (unsigned long long)ps->pulls, (unsigned long long)ps->stale.n,
            (unsigned long long)ps->stale.sum, (long long)ps->stale.max, ps->holds_step,
-           (unsigned long long)ps->gs_advances, mean_step);
+           (unsigned long long)ps->gs_advances, mean_step, (unsigned long long)rt_instr_sent(ps->in),
+           (unsigned long long)rt_instr_dropped(ps->in));
     fflush(stdout);
 }
 
@@ -412,6 +452,7 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
         }
         v->mean = xmalloc((d->count ? d->count : 1) * sizeof(float));
         v->waiting_pulls = xmalloc((size_t)cfg->n_workers * sizeof(int));
+        v->clock = xcalloc((size_t)cfg->n_workers, sizeof(int64_t));
         if (cfg->mode == MODE_SYNC) v->acc = sync_acc_new(cfg->n_workers, r, d->count, 0);
         if (d->count > ps.max_count) ps.max_count = d->count;
     }
@@ -437,10 +478,25 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
     ev_signal_start(ps.loop, &ps.sigterm_w);
     ev_timer_init(&ps.stop_check, on_stop_check, 0.01, 0.01);
     ev_timer_start(ps.loop, &ps.stop_check);
+    ps.in = rt_instr_new(cfg->hub, EVT_JOB_PS, index, &ps.cat);
+    if (ps.in) {
+        ps.device = rt_instr_cpu(ps.in, EVT_JOB_PS, index);
+        evt_record e = rt_instr_record(ps.in, EVT_TASK_START);
+        e.str = rt_instr_str(ps.in, me->host);
+        e.bytes = getpid();
+        rt_instr_emit(ps.in, &e);
+        e = rt_instr_record(ps.in, EVT_DEVICE);
+        e.device = ps.device;
+        rt_instr_emit(ps.in, &e);
+    }
     size_t bytes = catalog_ps_bytes(&ps.cat, index);
     dp_log(DP_LOG_INFO, ps.name, "serving %zu bytes of variables on %s:%d (%s, %s)", bytes,
            me->host, me->port, update_mode_name(cfg->mode), optim_name(cfg->optimizer));
     ev_run(ps.loop, 0);
+    if (ps.in) {
+        evt_record e = rt_instr_record(ps.in, EVT_TASK_STOP);
+        rt_instr_emit(ps.in, &e);
+    }
     print_stats(&ps);
     if (rt_stop_requested && ps.n_done < cfg->n_workers)
         dp_log(DP_LOG_INFO, ps.name, "stopped by signal");
@@ -448,6 +504,7 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
     for (int i = 0; i < cfg->n_workers; i++)
         if (ps.clients[i]) net_conn_close(ps.clients[i]->conn, "ps shutting down");
     ev_loop_destroy(ps.loop);
+    rt_instr_free(ps.in);
     rc = DP_OK;
 fail:
     if (ps.lfd >= 0) close(ps.lfd);
@@ -457,6 +514,7 @@ fail:
             free(ps.vars[i].slot);
             free(ps.vars[i].mean);
             free(ps.vars[i].waiting_pulls);
+            free(ps.vars[i].clock);
             sync_acc_free(ps.vars[i].acc);
         }
         free(ps.vars);

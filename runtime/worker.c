@@ -23,6 +23,7 @@
 #include "runtime/ckpt.h"
 #include "runtime/conn.h"
 #include "runtime/data.h"
+#include "runtime/instr.h"
 #include "runtime/nn.h"
 
 #define LOSS_WINDOW 20
@@ -55,6 +56,11 @@ typedef struct worker {
     int64_t gs;                 /* global step read at the last pull */
     int64_t gs_after;           /* global step from the last global_step ack */
     int drops_seen;
+    int releases_due;           /* sync: gradients accumulated, waiting for RELEASE */
+    int64_t local;              /* local step in progress */
+    int64_t *t_begin;           /* per variable: when its pull/push began (instr clock) */
+    rt_instr *in;               /* NULL without a hub */
+    uint32_t device;
     uint64_t bytes_pulled, bytes_pushed;
     double losses[LOSS_WINDOW];
     int n_losses;
@@ -73,6 +79,40 @@ static void fail(worker *wk, const char *msg)
     if (n >= sizeof wk->fail_msg) n = sizeof wk->fail_msg - 1;
     memcpy(wk->fail_msg, msg, n);
     wk->fail_msg[n] = 0;
+}
+
+/* PULL_BEGIN/END, PUSH_BEGIN/END of variable v (END events carry the duration). */
+static void emit_transfer(worker *wk, evt_kind kind, int v, double value)
+{
+    if (!wk->in) return;
+    const var_def *d = &wk->cat.v[v];
+    /* global_step's "push" is the step token, not a gradient: no PUSH events. */
+    if (!d->trainable && (kind == EVT_PUSH_BEGIN || kind == EVT_PUSH_END)) return;
+    evt_record e = rt_instr_record(wk->in, kind);
+    e.peer_job = EVT_JOB_PS;
+    e.peer = d->ps;
+    e.var = rt_instr_var(wk->in, v);
+    e.bytes = (int64_t)(d->count * sizeof(float));
+    e.step = wk->local;
+    e.id = rt_instr_msg_id(wk->local, v);
+    e.value = value;
+    if (kind == EVT_PULL_BEGIN || kind == EVT_PUSH_BEGIN) wk->t_begin[v] = e.t;
+    else e.dur = e.t - wk->t_begin[v];
+    rt_instr_emit(wk->in, &e);
+}
+
+/* An event about this worker's step (compute, barrier, ssp, step end, eval). */
+static void emit_step(worker *wk, evt_kind kind, int64_t t, int64_t dur, double value, double value2)
+{
+    if (!wk->in) return;
+    evt_record e = rt_instr_record(wk->in, kind);
+    if (t) e.t = t;
+    e.device = wk->device;
+    e.step = wk->local;
+    e.dur = dur;
+    e.value = value;
+    e.value2 = value2;
+    rt_instr_emit(wk->in, &e);
 }
 
 static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err, int *reject)
@@ -111,13 +151,21 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
         wk->version[h->var] = h->arg0;
         if ((int)h->var == wk->step_var) wk->gs = h->arg0;
         wk->bytes_pulled += h->length;
+        emit_transfer(wk, EVT_PULL_END, (int)h->var, (double)h->arg0);
         wk->outstanding--;
         return;
     case MSG_PUSH_ACK:
         if (h->var >= (uint32_t)wk->cat.n) break;
         if ((h->arg1 & 0xff) == ACK_DROPPED && wk->cat.v[h->var].trainable) wk->drops_seen++;
+        if ((h->arg1 & 0xff) == ACK_ACCUMULATED) wk->releases_due++;
         if ((int)h->var == wk->step_var) wk->gs_after = h->arg0;
+        emit_transfer(wk, EVT_PUSH_END, (int)h->var, (double)(h->arg1 & 0xff));
         wk->outstanding--;
+        return;
+    case MSG_RELEASE:
+        if (h->var >= (uint32_t)wk->cat.n || wk->releases_due <= 0) break;
+        if ((int)h->var == wk->step_var) wk->gs_after = h->arg0;
+        wk->releases_due--;
         return;
     case MSG_ERROR:
         snprintf(msg, sizeof msg, "%s reported: %.*s", p->name, (int)h->length, (const char *)payload);
@@ -203,7 +251,8 @@ static int connect_all(worker *wk, char *err)
 static int pull_all(worker *wk)
 {
     for (int v = 0; v < wk->cat.n; v++) {
-        proto_header h = {.type = MSG_PULL, .var = (uint32_t)v, .arg0 = wk->gs};
+        proto_header h = {.type = MSG_PULL, .var = (uint32_t)v, .arg0 = wk->local};
+        emit_transfer(wk, EVT_PULL_BEGIN, v, 0);
         send(wk, wk->cat.v[v].ps, h, NULL, 0);
     }
     return wait_all(wk);
@@ -216,10 +265,22 @@ static int push_all(worker *wk, int64_t clock)
         proto_header h = {.type = MSG_PUSH, .var = (uint32_t)v, .arg0 = wk->version[v], .arg1 = clock};
         /* Borrowed: the gradient buffers stay untouched until every ack is in. */
         size_t len = d->count * sizeof(float);
+        emit_transfer(wk, EVT_PUSH_BEGIN, v, 0);
         send(wk, d->ps, h, d->count ? var_slot(d, wk->grads) : NULL, len);
         wk->bytes_pushed += len;
     }
-    return wait_all(wk);
+    int rc = wait_all(wk);
+    if (rc || wk->releases_due == 0) return rc;
+    /* Sync: our gradients wait in the accumulators until enough replicas have pushed —
+     * SyncReplicasOptimizer's barrier. */
+    int64_t t0 = rt_instr_now(wk->in);
+    emit_step(wk, EVT_BARRIER_WAIT, t0, 0, 0, 0);
+    while (wk->releases_due > 0 && !wk->failed && !rt_stop_requested) ev_run(wk->loop, EVRUN_ONCE);
+    int64_t t1 = rt_instr_now(wk->in);
+    emit_step(wk, EVT_BARRIER_RELEASE, t1, t1 - t0, 0, 0);
+    if (wk->failed) return DP_EPROTO;
+    if (rt_stop_requested) return DP_ECLOSED;
+    return DP_OK;
 }
 
 static ckpt_tensor *tensors_of(worker *wk, ckpt_tensor *t)
@@ -230,6 +291,105 @@ static ckpt_tensor *tensors_of(worker *wk, ckpt_tensor *t)
         t[i].count = nn_tensor_size(wk->net, i);
     }
     return t;
+}
+
+static void emit_path(worker *wk, evt_kind kind, const char *path, int64_t gs)
+{
+    if (!wk->in) return;
+    evt_record e = rt_instr_record(wk->in, kind);
+    e.str = rt_instr_str(wk->in, path);
+    e.step = gs;
+    rt_instr_emit(wk->in, &e);
+}
+
+/* TASK_START and DEVICE; the chief also describes the model: variables, their
+ * placement, and the ops of its graph (the log_device_placement lines). */
+static void announce(worker *wk)
+{
+    rt_instr *in = wk->in;
+    if (!in) return;
+    wk->device = rt_instr_cpu(in, EVT_JOB_WORKER, wk->index);
+    evt_record e = rt_instr_record(in, EVT_TASK_START);
+    e.str = rt_instr_str(in, wk->spec->workers[wk->index].host);
+    e.bytes = getpid();
+    rt_instr_emit(in, &e);
+    e = rt_instr_record(in, EVT_DEVICE);
+    e.device = wk->device;
+    rt_instr_emit(in, &e);
+    if (!wk->chief) return;
+    for (int v = 0; v < wk->cat.n; v++) {
+        const var_def *d = &wk->cat.v[v];
+        char shape[64];
+        if (d->ndim == 2) snprintf(shape, sizeof shape, "%dx%d", d->rows, d->cols);
+        else if (d->ndim == 1) snprintf(shape, sizeof shape, "%d", d->rows);
+        else snprintf(shape, sizeof shape, "scalar");
+        e = rt_instr_record(in, EVT_VAR_DEFINE);
+        e.var = rt_instr_var(in, v);
+        e.str = rt_instr_str(in, shape);
+        e.bytes = (int64_t)d->bytes;
+        rt_instr_emit(in, &e);
+        e = rt_instr_record(in, EVT_VAR_PLACE);
+        e.var = rt_instr_var(in, v);
+        e.peer_job = EVT_JOB_PS;
+        e.peer = d->ps;
+        e.device = rt_instr_cpu(in, EVT_JOB_PS, d->ps);
+        rt_instr_emit(in, &e);
+    }
+    /* Ops: the same lines log_device_placement prints, "name: (Type): device". */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return;
+    catalog_log_placement(f, &wk->cat, wk->spec->n_ps, wk->spec->n_workers);
+    fclose(f);
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        char *a = strstr(line, ": (");
+        char *b = a ? strstr(a, "): ") : NULL;
+        if (!a || !b || strncmp(b + 3, "/job:worker", 11)) continue;
+        *a = 0;
+        *b = 0;
+        e = rt_instr_record(in, EVT_OP_PLACE);
+        e.var = rt_instr_str(in, line);
+        e.str = rt_instr_str(in, a + 3);
+        e.device = rt_instr_str(in, b + 3);
+        rt_instr_emit(in, &e);
+    }
+    free(buf);
+}
+
+/* Chief: evaluates the pulled parameters on the test set, logs and emits EVAL. */
+static double evaluate(worker *wk, const dataset *test, double *loss, const char *what)
+{
+    double acc = nn_evaluate(wk->eval_net, wk->params, test->x, test->y, test->n, loss);
+    dp_log(DP_LOG_INFO, wk->name, "%s at global step %lld: accuracy %.4f, loss %.4f", what,
+           (long long)wk->gs, acc, *loss);
+    if (wk->in) {
+        evt_record e = rt_instr_record(wk->in, EVT_EVAL);
+        e.step = wk->gs;
+        e.value = acc;
+        e.value2 = *loss;
+        rt_instr_emit(wk->in, &e);
+    }
+    return acc;
+}
+
+/* SSP: asks the step's ps whether this worker may start its next step; blocked
+ * answers are shown as SSP_WAIT / SSP_RELEASE. */
+static int ssp_wait(worker *wk)
+{
+    int step_ps = wk->cat.v[wk->step_var].ps;
+    proto_header h = {.type = MSG_SSP_WAIT, .arg0 = wk->local};
+    int64_t t0 = rt_instr_now(wk->in);
+    uint64_t w0 = dp_now_ns();
+    send(wk, step_ps, h, NULL, 0);
+    int rc = wait_all(wk);
+    /* An answer within 200 us was not a wait worth showing. */
+    if (!rc && dp_now_ns() - w0 > 200000) {
+        int64_t t1 = rt_instr_now(wk->in);
+        emit_step(wk, EVT_SSP_WAIT, t0, 0, 0, 0);
+        emit_step(wk, EVT_SSP_RELEASE, t1, t1 - t0, 0, 0);
+    }
+    return rc;
 }
 
 /* Chief: restore from the latest checkpoint or initialise from the seed, then send every
@@ -248,6 +408,7 @@ static int chief_init(worker *wk, char *err)
             if (rc) return rc;
             restored = 1;
             dp_log(DP_LOG_INFO, wk->name, "restored %s (global step %lld)", path, (long long)gs0);
+            emit_path(wk, EVT_CHECKPOINT_RESTORE, path, gs0);
         }
     }
     if (!restored) nn_init_params(wk->net, wk->params, (uint64_t)wk->cfg->seed);
@@ -321,6 +482,9 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     wk->step_var = catalog_find(&wk->cat, "global_step");
     if (cfg->log_placement && wk->chief) catalog_log_placement(stderr, &wk->cat, spec->n_ps, spec->n_workers);
     wk->version = xcalloc((size_t)wk->cat.n, sizeof *wk->version);
+    wk->t_begin = xcalloc((size_t)wk->cat.n, sizeof *wk->t_begin);
+    wk->in = rt_instr_new(cfg->hub, EVT_JOB_WORKER, index, &wk->cat);
+    announce(wk);
     wk->ps = xcalloc((size_t)spec->n_ps, sizeof *wk->ps);
     for (int i = 0; i < spec->n_ps; i++) {
         wk->ps[i].wk = wk;
@@ -355,34 +519,31 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     if (slow_index != index) slow_factor = 1.0;
 
     uint64_t t_start = dp_now_ns(), t_compute = 0, t_wait = 0;
-    int64_t local = 0, last_eval = -1;
+    int64_t last_eval = -1;
     double accuracy = NAN, test_loss = NAN;
     for (;;) {
-        if (cfg->mode == MODE_SSP) {
-            int step_ps = wk->cat.v[wk->step_var].ps;
-            proto_header h = {.type = MSG_SSP_WAIT, .arg0 = local};
-            send(wk, step_ps, h, NULL, 0);
-            if ((rc = wait_all(wk))) break;
-        }
+        if (cfg->mode == MODE_SSP && (rc = ssp_wait(wk))) break;
         if ((rc = pull_all(wk))) break;
         if (wk->gs >= cfg->steps) break;
         if (wk->chief && cfg->eval_every > 0 && wk->gs > 0 && wk->gs / cfg->eval_every != last_eval &&
             wk->gs % cfg->eval_every < (cfg->mode == MODE_SYNC ? 1 : cfg->n_workers)) {
             last_eval = wk->gs / cfg->eval_every;
-            accuracy = nn_evaluate(wk->eval_net, wk->params, test.x, test.y, test.n, &test_loss);
-            dp_log(DP_LOG_INFO, wk->name, "evaluation at global step %lld: accuracy %.4f, loss %.4f",
-                   (long long)wk->gs, accuracy, test_loss);
+            accuracy = evaluate(wk, &test, &test_loss, "evaluation");
         }
         /* Sync workers train on the global batch of the step they read; async and ssp
          * workers walk their own shard. */
-        int64_t data_step = cfg->mode == MODE_SYNC ? wk->gs : local;
+        int64_t data_step = cfg->mode == MODE_SYNC ? wk->gs : wk->local;
         batch_order_indices(&order, index, data_step, idx);
         dataset_gather(&train, idx, cfg->batch, bx, by);
+        int64_t ct0 = rt_instr_now(wk->in);
+        emit_step(wk, EVT_COMPUTE_BEGIN, ct0, 0, 0, 0);
         uint64_t c0 = dp_now_ns();
         float loss = nn_train_step(wk->net, wk->params, wk->grads, bx, by, cfg->batch);
         uint64_t c1 = dp_now_ns();
         if (slow_factor > 1.0) sleep_ns((uint64_t)((double)(c1 - c0) * (slow_factor - 1.0)));
         t_compute += dp_now_ns() - c0;
+        int64_t ct1 = rt_instr_now(wk->in);
+        emit_step(wk, EVT_COMPUTE_END, ct1, ct1 - ct0, 0, 0);
         if (!isfinite(loss)) {
             rc = dp_fail(err, DP_ERR, "%s: loss became %f at global step %lld (learning rate too high?)",
                          wk->name, (double)loss, (long long)wk->gs);
@@ -390,12 +551,16 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         }
         wk->losses[wk->n_losses++ % LOSS_WINDOW] = loss;
         uint64_t w0 = dp_now_ns();
-        if ((rc = push_all(wk, local + 1))) break;
+        if ((rc = push_all(wk, wk->local + 1))) break;
         t_wait += dp_now_ns() - w0;
-        local++;
-        if (!cfg->quiet && local % cfg->log_every == 0)
+        emit_step(wk, EVT_STEP_END, 0, 0, loss, (double)wk->gs);
+        wk->local++;
+        if (!cfg->quiet && wk->local % cfg->log_every == 0) {
             dp_log(DP_LOG_INFO, NULL, "%s: training step %lld done (global step: %lld), loss %.4f",
-                   wk->name, (long long)local, (long long)wk->gs_after, mean_recent_loss(wk));
+                   wk->name, (long long)wk->local, (long long)wk->gs_after, mean_recent_loss(wk));
+            rt_instr_log(wk->in, "%s: training step %lld done (global step: %lld)", wk->name,
+                         (long long)wk->local, (long long)wk->gs_after);
+        }
     }
     if (rc) {
         if (rc == DP_EPROTO) dp_fail(err, rc, "%s: %s", wk->name, wk->fail_msg);
@@ -405,20 +570,19 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     double train_s = (double)(dp_now_ns() - t_start) / 1e9;
     char ckpt_path[1024] = "";
     if (wk->chief) {
-        accuracy = nn_evaluate(wk->eval_net, wk->params, test.x, test.y, test.n, &test_loss);
-        dp_log(DP_LOG_INFO, wk->name, "final evaluation at global step %lld: accuracy %.4f, loss %.4f",
-               (long long)wk->gs, accuracy, test_loss);
+        accuracy = evaluate(wk, &test, &test_loss, "final evaluation");
         if (cfg->checkpoint_dir[0]) {
             ckpt_tensor t[8];
             rc = ckpt_save(cfg->checkpoint_dir, wk->gs, tensors_of(wk, t), wk->n_tensors, ckpt_path, err);
             if (rc) goto out;
             dp_log(DP_LOG_INFO, wk->name, "saved checkpoint %s", ckpt_path);
+            emit_path(wk, EVT_CHECKPOINT_WRITE, ckpt_path, wk->gs);
         }
     }
     /* Tell every ps we are done, and let the frames leave before closing. */
     wk->finishing = 1;
     for (int i = 0; i < spec->n_ps; i++) {
-        proto_header h = {.type = MSG_DONE, .arg0 = local};
+        proto_header h = {.type = MSG_DONE, .arg0 = wk->local};
         if (wk->ps[i].conn) net_conn_send(wk->ps[i].conn, h, NULL, 0, 0);
     }
     for (int spins = 0; spins < 1000; spins++) {
@@ -431,15 +595,17 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     printf("{\"task\":\"worker\",\"index\":%d,\"local_steps\":%lld,\"samples\":%lld,"
            "\"bytes_pulled\":%llu,\"bytes_pushed\":%llu,\"final_loss\":%.6f,\"global_step\":%lld,"
            "\"drops_seen\":%d,\"train_s\":%.6f,\"compute_s\":%.6f,\"wait_s\":%.6f",
-           index, (long long)local, (long long)local * cfg->batch,
+           index, (long long)wk->local, (long long)wk->local * cfg->batch,
            (unsigned long long)wk->bytes_pulled, (unsigned long long)wk->bytes_pushed,
            mean_recent_loss(wk), (long long)wk->gs, wk->drops_seen, train_s, (double)t_compute / 1e9,
            (double)t_wait / 1e9);
     if (wk->chief)
         printf(",\"test_accuracy\":%.6f,\"test_loss\":%.6f,\"param_checksum\":\"%016llx\"", accuracy,
                test_loss, (unsigned long long)params_checksum(wk));
-    printf("}\n");
+    printf(",\"events\":%llu,\"events_dropped\":%llu}\n", (unsigned long long)rt_instr_sent(wk->in),
+           (unsigned long long)rt_instr_dropped(wk->in));
     fflush(stdout);
+    emit_step(wk, EVT_TASK_STOP, 0, 0, 0, 0);
     rc = DP_OK;
 out:
     wk->finishing = 1;
@@ -449,6 +615,8 @@ out:
         free(wk->ps);
     }
     ev_loop_destroy(wk->loop);
+    rt_instr_free(wk->in);
+    free(wk->t_begin);
     for (int i = 0; i < wk->n_tensors; i++) {
         free(wk->params[i]);
         free(wk->grads[i]);

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# it_trace.sh — instrumentation end to end: a real run's trace matches the run, the
+# Chrome export follows the timeline rules, a damaged trace reports its damage, and live
+# viewers (one stalled) attached mid-run neither slow the run nor each other.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+SYN="--data synthetic --model mlp --hidden 32 --quiet"
+TOOLS=$(dirname "$DOWNPOUR")/tests
+
+# A real 1 ps + 2 worker sync run, recorded.
+$DOWNPOUR cluster --ps 1 --workers 2 --steps 60 $SYN --trace "$TMP/s.dptrace" >"$TMP/s.json" 2>"$TMP/s.err"
+check "traced sync run exits 0" test $? -eq 0
+check "trace validates" $DOWNPOUR trace validate "$TMP/s.dptrace"
+$DOWNPOUR trace info --json "$TMP/s.dptrace" >"$TMP/info.json"
+count() { python3 -c "import json; print(json.load(open('$TMP/info.json'))['counts'].get('$1', 0))"; }
+push=$(count push_end); apply=$(count apply); drop=$(count drop); step_end=$(count step_end)
+check "pushes = workers x steps x variables (2 x 60 x 4 = $push)" test "$push" -eq 480
+check "applies + drops = pushes ($apply + $drop)" test $((apply + drop)) -eq "$push"
+check "one step_end per worker step (120 = $step_end)" test "$step_end" -eq 120
+check "global_step events reach 60" test "$(count global_step)" -eq 60
+check "pull_begin = pull_end" test "$(count pull_begin)" -eq "$(count pull_end)"
+check "compute_begin = compute_end = step_end" test "$(count compute_end)" -eq "$step_end"
+check "task_start for 3 tasks" test "$(count task_start)" -eq 3
+check "placement events present (var_place, op_place)" test "$(count var_place)" -eq 5 -a "$(count op_place)" -gt 5
+check "summary events = trace events" test "$(json "$TMP/s.json" events)" -eq \
+    "$(python3 -c "import json; print(json.load(open('$TMP/info.json'))['events'])")"
+check "summary names the trace" test "$(json "$TMP/s.json" trace)" = "$TMP/s.dptrace"
+
+# Async with a backup-free 2 workers: pushes still match applies.
+$DOWNPOUR cluster --ps 2 --workers 2 --mode async --steps 60 $SYN --trace "$TMP/a.dptrace" >/dev/null 2>&1
+$DOWNPOUR trace info --json "$TMP/a.dptrace" >"$TMP/info.json"
+check "async: applies = pushes" test "$(count apply)" -eq "$(count push_end)"
+check "async: global step events = applied worker steps" test "$(count global_step)" -ge 60
+
+# Sync with a backup worker: drops appear in the trace and balance the pushes.
+$DOWNPOUR cluster --ps 1 --workers 3 --backup-workers 1 --steps 40 $SYN --trace "$TMP/b.dptrace" >/dev/null 2>&1
+$DOWNPOUR trace info --json "$TMP/b.dptrace" >"$TMP/info.json"
+check "backup: drops recorded" test "$(count drop)" -gt 0
+check "backup: applies + drops = pushes" test $(( $(count apply) + $(count drop) )) -eq "$(count push_end)"
+
+# Chrome / Perfetto export.
+check "chrome export" $DOWNPOUR trace export --chrome "$TMP/s.json.trace" "$TMP/s.dptrace"
+check "chrome export follows the timeline rules (sync)" python3 tests/check_chrome.py "$TMP/s.json.trace"
+$DOWNPOUR trace export --chrome "$TMP/a.json.trace" "$TMP/a.dptrace" 2>/dev/null
+check "chrome export follows the timeline rules (async)" python3 tests/check_chrome.py "$TMP/a.json.trace"
+
+# A damaged trace: truncated, then a flipped byte.
+size=$(stat -c %s "$TMP/s.dptrace")
+head -c $((size * 2 / 3)) "$TMP/s.dptrace" >"$TMP/cut.dptrace"
+$DOWNPOUR trace validate "$TMP/cut.dptrace" >"$TMP/v.out" 2>&1
+check "truncated trace fails validation" test $? -eq 1
+check "truncation reported with an offset" grep -q "offset" "$TMP/v.out"
+check "truncated trace still opens for info" $DOWNPOUR trace info "$TMP/cut.dptrace"
+printf 'junk' >"$TMP/junk.dptrace"
+$DOWNPOUR trace info "$TMP/junk.dptrace" >/dev/null 2>"$TMP/j.err"
+check "not-a-trace is refused with one line naming the file" \
+    bash -c "grep -q 'junk.dptrace' '$TMP/j.err' && [ \$(wc -l <'$TMP/j.err') -eq 1 ]"
+
+# Live: an external hub, a run streaming to it, two viewers attach mid-run, one stalls.
+$DOWNPOUR hub --listen 127.0.0.1:0 --trace "$TMP/live.dptrace" --quiet >"$TMP/hub.out" 2>"$TMP/hub.err" &
+HUB=$!
+for _ in $(seq 50); do grep -q "listening" "$TMP/hub.out" && break; sleep 0.1; done
+ADDR=$(sed -n 's/.*listening on \([0-9.:]*\).*/\1/p' "$TMP/hub.out")
+check "hub prints its address" test -n "$ADDR"
+$DOWNPOUR cluster --ps 1 --workers 2 --steps 3000 $SYN --hub "$ADDR" >"$TMP/live.json" 2>/dev/null &
+RUN=$!
+sleep 0.7
+"$TOOLS/tool_sub" "$ADDR" --stall 30 &
+STALL=$!
+"$TOOLS/tool_sub" "$ADDR" --read 60 >"$TMP/sub.json"
+subrc=$?
+wait $RUN; runrc=$?
+kill $STALL 2>/dev/null; wait $STALL 2>/dev/null
+check "run with a stalled viewer completes" test $runrc -eq 0
+check "the reading viewer saw the run to its end (cluster_stop)" test $subrc -eq 0
+check "the reading viewer first got the state (task starts)" python3 -c "
+import json; d=json.load(open('$TMP/sub.json')); assert d['state'] > 0 and d.get('task_start',0) >= 3, d"
+check "the reading viewer lost nothing" python3 -c "
+import json; d=json.load(open('$TMP/sub.json')); assert d['dropped'] == 0 and d.get('step_end',0) > 100, d"
+kill -INT $HUB; wait $HUB
+check "hub recorded a valid trace" $DOWNPOUR trace validate "$TMP/live.dptrace"
+$DOWNPOUR trace info --json "$TMP/live.dptrace" >"$TMP/info.json"
+check "live trace holds every worker step (6000 step_end)" test "$(count step_end)" -ge 6000
+
+done_tests
