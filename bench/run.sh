@@ -39,6 +39,12 @@ echo "pull/push of a 4 MiB variable vs raw TCP loopback (same request/answer pat
 raw=$(awk '/raw_mib_s/{print $2}' "$TMP/net"); ps=$(awk '/ps_mib_s/{print $2}' "$TMP/net")
 row "raw TCP loopback, 4 MiB each way (baseline)" "$raw MiB/s" "1.00" "goal: reference"
 row "ps pull + push of a 4 MiB variable" "$ps MiB/s" "$(ratio "$ps" "$raw") of raw" "goal: >= 0.70"
+# What the 1 ps + 1 worker figure can be at best without overlapping transfer and compute:
+# a step moves the model both ways (407 KB each for MLP-128) at the raw loopback rate.
+bound=$(python3 -c "
+step = 64.0 / $base; xfer = 2 * 101770 * 4 / ($raw * 1048576)
+print('%.2f' % (step / (step + xfer)))")
+row "1 ps + 1 worker, bound set by loopback transfer" "$bound of baseline" "achieved $(ratio "$one" "$base") = $(python3 -c "print('%.0f%%' % (100 * $one / $base / $bound))") of bound" "pull, compute, push are sequential per step"
 echo "instrumentation overhead (1 ps + 2 workers sync, softmax, best of 3 each, interleaved)"
 off=0; on=0
 for i in 1 2 3; do
@@ -52,6 +58,11 @@ row "events on (--trace, hub recording)" "$on samples/s" "$(ratio "$on" "$off") 
 ev=$(python3 -c "import json; print(json.load(open('$TMP/on.json'))['events'])")
 size=$(stat -c %s "$TMP/t.dptrace")
 row "trace size" "$(python3 -c "print('%.2f' % ($size / $ev))") bytes/event" "$ev events, $size bytes" "zstd blocks"
+echo "hub throughput (2 emitter threads flooding one in-process hub)"
+"$B/bench_hub" 500000 2 "$TMP/hub.dptrace" >"$TMP/hub" 2>/dev/null
+nf=$(awk '/hub_nofile_events_s/{print $2}' "$TMP/hub"); tf=$(awk '/hub_trace_events_s/{print $2}' "$TMP/hub")
+row "hub, merge + fan-out, no trace file (baseline)" "$nf events/s" "1.00" "goal: reference"
+row "hub, merge + record to trace" "$tf events/s" "$(ratio "$tf" "$nf") of no-file" "zstd blocks, CRC, index"
 for extra in bench_viz bench_sim; do
     if [ -x "$B/$extra" ]; then
         echo "$extra"

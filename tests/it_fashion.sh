@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# it_fashion.sh — the issue's accuracy bar on real Fashion-MNIST: 2 ps + 2 workers, sync,
+# MLP, momentum, lr 0.05, 1500 steps of batch 64 per worker must reach >= 0.85.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+    echo "skipped: Fashion-MNIST is not installed (dataset-fashion-mnist)"
+    done_tests; exit
+fi
+$DOWNPOUR cluster --ps 2 --workers 2 --mode sync --model mlp --optimizer momentum --lr 0.05 \
+    --steps 1500 --quiet >"$TMP/f.json" 2>"$TMP/f.err"
+check "Fashion-MNIST run exits 0" test $? -eq 0
+acc=$(json "$TMP/f.json" test_accuracy)
+check "test accuracy $acc >= 0.85" fcmp "$acc" '>=' 0.85
+check "global step 1500" test "$(json "$TMP/f.json" global_step)" -eq 1500
+done_tests
