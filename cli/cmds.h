@@ -8,5 +8,8 @@ int cmd_task(int argc, char **argv);
 int cmd_hub(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
+int cmd_view(int argc, char **argv);
+int cmd_render(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
 
 #endif

@@ -16,6 +16,9 @@ static const command commands[] = {
     {"hub", cmd_hub, "collect events from tasks, record a trace, serve viewers"},
     {"trace", cmd_trace, "info | validate | export --chrome: work with recorded traces"},
     {"checkpoint", cmd_checkpoint, "inspect or compare checkpoints (like inspect_checkpoint)"},
+    {"view", cmd_view, "watch a run: replay a trace, or --connect to a live hub"},
+    {"render", cmd_render, "draw frames of a trace to PNG / PDF / SVG without a display"},
+    {"sim", cmd_sim, "simulate a large cluster in virtual time (same events, surrogate loss)"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,105 @@
+/* cmd_view.c — `downpour view`: the viewer window. Replays a trace, or watches a live
+ * run through the hub (--connect), or plays two traces side by side (--compare). Flag
+ * parsing only; the window is viz/app.c. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmds.h"
+#include "common/dp.h"
+#include "viz/viz.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: downpour view TRACE [--compare TRACE2] [--at SECONDS] [--speed X] [--paused]\n"
+            "       downpour view --connect ADDR\n\n"
+            "Opens a window that animates a run: ps and worker tasks, variables, pulls and pushes\n"
+            "in flight, barriers, loss / accuracy / throughput / staleness / traffic panels and a\n"
+            "timeline with a scrubber.\n\n"
+            "  TRACE             replay a recorded trace\n"
+            "  --connect ADDR    watch a live run through its hub (host:port); pausing never\n"
+            "                    pauses training, `c` catches up with the live run\n"
+            "  --compare TRACE2  play TRACE2 beside TRACE on one clock (`t` switches between\n"
+            "                    time and global step), loss curves overlaid\n"
+            "  --at SECONDS      start at this time;  --speed X  initial speed (0.01..100)\n"
+            "  --paused          start paused;  --size WxH  initial window size\n"
+            "  --screenshot-dir DIR  where `s` saves PNGs (default .)\n\n"
+            "keys: space play/pause, left/right previous/next event, , . previous/next step,\n"
+            "      [ ] slower/faster, drag the timeline to scrub, click a task or packet to\n"
+            "      inspect, p placement, s save PNG, h help, f fullscreen, c catch up, q quit\n");
+}
+
+static const char *flag_value(int argc, char **argv, int *i, const char *name, int *bad)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n)) return NULL;
+    if (argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (argv[*i][n]) return NULL;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "downpour: view: %s needs a value\n", name);
+        *bad = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int cmd_view(int argc, char **argv)
+{
+    viz_app_options o;
+    viz_app_options_init(&o);
+    const char *v;
+    for (int i = 1; i < argc; i++) {
+        int bad = 0;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--paused")) {
+            o.start_paused = 1;
+        } else if ((v = flag_value(argc, argv, &i, "--connect", &bad))) {
+            o.connect = v;
+        } else if ((v = flag_value(argc, argv, &i, "--compare", &bad))) {
+            o.compare = v;
+        } else if ((v = flag_value(argc, argv, &i, "--script", &bad))) {
+            o.script = v;   /* test hook: scripted key presses */
+        } else if ((v = flag_value(argc, argv, &i, "--screenshot-dir", &bad))) {
+            o.screenshot_dir = v;
+        } else if ((v = flag_value(argc, argv, &i, "--at", &bad))) {
+            if (dp_parse_double(v, &o.at_s) || !(o.at_s >= 0 && o.at_s < 1e9)) {
+                fprintf(stderr, "downpour: view: --at '%s' is not a number of seconds\n", v);
+                return 2;
+            }
+        } else if ((v = flag_value(argc, argv, &i, "--speed", &bad))) {
+            if (dp_parse_double(v, &o.speed) || !(o.speed >= 0.01 && o.speed <= 100)) {
+                fprintf(stderr, "downpour: view: --speed '%s' must be in 0.01..100\n", v);
+                return 2;
+            }
+        } else if ((v = flag_value(argc, argv, &i, "--size", &bad))) {
+            char tail;
+            if (sscanf(v, "%dx%d%c", &o.width, &o.height, &tail) != 2 || o.width < 200 ||
+                o.height < 150 || o.width > 16384 || o.height > 16384) {
+                fprintf(stderr, "downpour: view: --size '%s' is not WxH\n", v);
+                return 2;
+            }
+        } else if (bad) {
+            return 2;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "downpour: view: unknown flag %s (see --help)\n", argv[i]);
+            return 2;
+        } else if (!o.trace) {
+            o.trace = argv[i];
+        } else {
+            fprintf(stderr, "downpour: view: one trace only (got %s and %s)\n", o.trace, argv[i]);
+            return 2;
+        }
+    }
+    if (!o.trace == !o.connect) {
+        fprintf(stderr, "downpour: view: give either TRACE or --connect ADDR\n");
+        return 2;
+    }
+    if (o.compare && o.connect) {
+        fprintf(stderr, "downpour: view: --compare works with recorded traces only\n");
+        return 2;
+    }
+    return viz_app_run(&o);
+}

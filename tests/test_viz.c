@@ -1,0 +1,446 @@
+/* test_viz.c — the viewer's geometry and pictures, on cairo image surfaces: layout
+ * invariants (boxes inside their areas, no overlaps, readable fonts, dense grid), then a
+ * small synthetic trace rendered at fixed times with region / pixel checks that every
+ * task box, variable bar and an in-flight packet sit where the layout says, byte-identical
+ * re-renders (PNG, PDF), a golden image with a tolerance (tests/golden/viz_small.png;
+ * VIZ_UPDATE_GOLDEN=1 rewrites it), placement view, dense mode, in-memory sources,
+ * navigation, hit tests and a damaged trace. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "evgen.h"
+#include "viz/internal.h"
+#include "viz/synth.h"
+
+/* fontconfig's cleanup, when the process has it (through cairo); weak so that the
+ * test links without -lfontconfig. */
+extern void FcFini(void) __attribute__((weak));
+
+static char dir[256];
+
+static viz_rgb pixel(cairo_surface_t *img, double x, double y)
+{
+    int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
+    int ix = (int)x, iy = (int)y;
+    if (ix < 0 || iy < 0 || ix >= w || iy >= h) return (viz_rgb){-1, -1, -1};
+    const unsigned char *d = cairo_image_surface_get_data(img);
+    uint32_t p = ((const uint32_t *)(const void *)(d + (size_t)iy * (size_t)cairo_image_surface_get_stride(img)))[ix];
+    return (viz_rgb){(p >> 16 & 255) / 255.0, (p >> 8 & 255) / 255.0, (p & 255) / 255.0};
+}
+
+static int near(viz_rgb a, viz_rgb b, double tol)
+{
+    return fabs(a.r - b.r) <= tol && fabs(a.g - b.g) <= tol && fabs(a.b - b.b) <= tol;
+}
+
+static int inside(viz_rect in, viz_rect r)
+{
+    return r.x >= in.x - 0.5 && r.y >= in.y - 0.5 && r.x + r.w <= in.x + in.w + 0.5 &&
+           r.y + r.h <= in.y + in.h + 0.5;
+}
+
+static int overlap(viz_rect a, viz_rect b)
+{
+    return a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+}
+
+static void test_layout(void)
+{
+    int vps[4] = {0, 1, 0, 1};
+    int64_t vb[4] = {401408, 512, 5120, 512};
+    viz_layout_input in = {1280, 720, 1, 2, 8, 4, vps, vb, 1, 10};
+    viz_layout l;
+    viz_layout_compute(&in, &l);
+    CHECK(!l.dense);
+    CHECK(l.font >= 15 && l.font_small >= 12);
+    CHECK(inside((viz_rect){0, 0, 1280, 720}, l.cluster));
+    CHECK(inside((viz_rect){0, 0, 1280, 720}, l.timeline));
+    CHECK(l.cluster.y + l.cluster.h <= l.timeline.y);
+    for (int i = 0; i < VIZ_N_PANELS; i++) {
+        CHECK(inside((viz_rect){0, 0, 1280, 720}, l.panels[i]));
+        CHECK(!overlap(l.panels[i], l.cluster));
+    }
+    for (int p = 0; p < 2; p++) CHECK(inside(l.cluster, l.ps_box[p]));
+    CHECK(!overlap(l.ps_box[0], l.ps_box[1]));
+    for (int v = 0; v < 4; v++) {
+        CHECK(l.var_bar[v].w > 0);
+        CHECK_MSG(inside(l.ps_box[vps[v]], l.var_bar[v]), "var %d", v);
+    }
+    CHECK(l.var_bar[0].w > l.var_bar[2].w && l.var_bar[2].w > l.var_bar[1].w);  /* sized by bytes */
+    for (int w = 0; w < 8; w++) {
+        CHECK_MSG(inside(l.cluster, l.worker_box[w]), "worker %d", w);
+        CHECK(l.worker_box[w].y > l.ps_box[0].y + l.ps_box[0].h);
+        for (int k = 0; k < w; k++) CHECK(!overlap(l.worker_box[w], l.worker_box[k]));
+    }
+    CHECK(l.barrier_y > l.ps_box[0].y + l.ps_box[0].h && l.barrier_y < l.worker_box[0].y);
+    viz_point a = viz_layout_packet_pos(&l, 0, 3, 0, 0), b = viz_layout_packet_pos(&l, 0, 3, 0, 1);
+    CHECK(a.y < b.y);   /* pulls travel down, ps -> worker */
+    viz_point c = viz_layout_packet_pos(&l, 0, 3, 1, 0);
+    CHECK(c.y > a.y);   /* pushes start at the worker */
+    viz_layout_release(&l);
+    /* HiDPI: fonts follow the pixel ratio */
+    in.dpr = 2;
+    in.width = 1280; in.height = 720;
+    viz_layout_compute(&in, &l);
+    CHECK(l.font >= 30);
+    viz_layout_release(&l);
+    /* dense: 10,000 workers as a grid inside the cluster area */
+    in = (viz_layout_input){1280, 720, 1, 4, 10000, 4, vps, vb, 1, 10};
+    viz_layout_compute(&in, &l);
+    CHECK(l.dense && l.worker_box == NULL);
+    CHECK(l.grid_cols * l.grid_rows >= 10000);
+    CHECK(inside(l.cluster, l.grid));
+    CHECK(l.cell >= 2);
+    CHECK(inside(l.grid, viz_layout_cell(&l, 9999)));
+    viz_layout_release(&l);
+    /* many variables on one ps fold into "+N more" */
+    int vps2[20];
+    int64_t vb2[20];
+    for (int i = 0; i < 20; i++) vps2[i] = 0, vb2[i] = 1000 + i;
+    in = (viz_layout_input){1280, 720, 1, 1, 2, 20, vps2, vb2, 1, 3};
+    viz_layout_compute(&in, &l);
+    CHECK(l.var_bar[VIZ_MAX_BARS - 1].w > 0 && l.var_bar[VIZ_MAX_BARS].w == 0);
+    CHECK(l.more_bar[0].w > 0 && inside(l.ps_box[0], l.more_bar[0]));
+    viz_layout_release(&l);
+}
+
+static int64_t write_synth(const char *path, int ps, int workers, int vars, int steps, int backup)
+{
+    viz_synth_opts o = {ps, workers, vars, steps, backup, 11, 0, "test run"};
+    char err[DP_ERRLEN];
+    int64_t n = viz_synth_write(path, &o, err);
+    if (n < 0) fprintf(stderr, "synth: %s\n", err);
+    return n;
+}
+
+/* A time when worker `w` is in `phase`, scanning [a, b); -1 if none. */
+static int64_t find_phase(viz_source *s, int w, int phase, int64_t a, int64_t b, int64_t dt)
+{
+    for (int64_t t = a; t < b; t += dt) {
+        const evt_task_state *tk = evt_state_task(viz_source_state_at(s, t), EVT_JOB_WORKER, w);
+        if (tk && tk->phase == phase) return t;
+    }
+    return -1;
+}
+
+static void check_frame(viz_source *s, int64_t t)
+{
+    viz_view v;
+    viz_view_init(&v);
+    v.t = t;
+    cairo_surface_t *img = viz_render_image(s, &v);
+    viz_ctx c;
+    viz_ctx_begin(&c, NULL, s, &v, t, v.width, v.height, 1);
+    /* every ps box: white inside, ink border, title text */
+    for (int p = 0; p < c.lay.n_ps; p++) {
+        viz_rect b = c.lay.ps_box[p];
+        CHECK_MSG(near(pixel(img, b.x + 3.5 * c.lay.s, b.y + b.h * 0.5), VIZ_PANEL, 0.02), "ps %d", p);
+        int border = 0;
+        for (double dy = -1; dy <= 1; dy += 0.5) border |= near(pixel(img, b.x + b.w / 2, b.y + dy), VIZ_INK, 0.25);
+        CHECK_MSG(border, "ps %d border", p);
+        int ink = 0;
+        for (double x = b.x + 8; x < b.x + b.w * 0.5; x += 1)
+            for (double y = b.y + 4; y < b.y + c.lay.font * 1.4; y += 1)
+                ink += near(pixel(img, x, y), VIZ_INK, 0.2);
+        CHECK_MSG(ink > 40, "ps %d title ink %d", p, ink);
+    }
+    /* every variable bar in its colour */
+    for (int i = 0; i < s->m.n_vars; i++) {
+        viz_rect r = c.lay.var_bar[i];
+        CHECK_MSG(near(pixel(img, r.x + r.w / 2, r.y + r.h / 2), viz_var_color(i), 0.02),
+                  "var %d at %.0f,%.0f", i, r.x + r.w / 2, r.y + r.h / 2);
+    }
+    /* every worker box: its phase colour on the border band */
+    for (int w = 0; w < c.lay.n_workers; w++) {
+        viz_rect b = c.lay.worker_box[w];
+        const evt_task_state *tk = evt_state_task(c.st, EVT_JOB_WORKER, w);
+        int ph = tk && tk->started ? tk->phase : EVT_PHASE_IDLE;
+        double lift = ph == EVT_PHASE_BARRIER ? b.y - c.lay.barrier_y : 0;
+        CHECK_MSG(near(pixel(img, b.x + 2.5 * c.lay.s, b.y - lift + b.h / 2), viz_phase_color(ph), 0.03),
+                  "worker %d phase %s", w, evt_phase_name(ph));
+    }
+    viz_ctx_end(&c);
+    cairo_surface_destroy(img);
+}
+
+/* Finds a pull in flight away from everything else and checks its pixel. */
+static void check_packet(viz_source *s)
+{
+    int found = 0;
+    for (int64_t t = viz_source_t1(s) / 4; t < viz_source_t1(s) && !found; t += 1000000) {
+        viz_view v;
+        viz_view_init(&v);
+        v.t = t;
+        viz_ctx c;
+        viz_ctx_begin(&c, NULL, s, &v, t, v.width, v.height, 1);
+        for (int i = 0; i < c.fr.n_pk && !found; i++) {
+            viz_packet *p = &c.fr.pk[i];
+            if (p->dropped || p->var < 0) continue;
+            double f = (double)(t - p->t0) / (double)(p->t1 - p->t0);
+            viz_point q = viz_layout_packet_pos(&c.lay, p->ps, p->worker, p->is_push, f);
+            int clear = q.y > c.lay.ps_box[0].y + c.lay.ps_box[0].h + 20 && q.y < c.lay.barrier_y - 20;
+            for (int k = 0; k < c.fr.n_pk && clear; k++) {
+                if (k == i) continue;
+                viz_packet *o = &c.fr.pk[k];
+                double g = (double)(t - o->t0) / (double)(o->t1 - o->t0);
+                viz_point r = viz_layout_packet_pos(&c.lay, o->ps, o->worker, o->is_push, g);
+                if (fabs(r.x - q.x) < 30 && fabs(r.y - q.y) < 30) clear = 0;
+            }
+            if (!clear) continue;
+            found = 1;
+            cairo_surface_t *img = viz_render_image(s, &v);
+            CHECK_MSG(near(pixel(img, q.x, q.y), viz_var_color(p->var), 0.03), "packet at %.0f,%.0f", q.x, q.y);
+            /* and nothing of that colour where it is not */
+            viz_point far = viz_layout_packet_pos(&c.lay, p->ps, p->worker, p->is_push, f > 0.5 ? 0.1 : 0.9);
+            CHECK(!near(pixel(img, far.x, far.y), viz_var_color(p->var), 0.03));
+            cairo_surface_destroy(img);
+        }
+        viz_ctx_end(&c);
+    }
+    CHECK_MSG(found, "no isolated packet in flight found");
+}
+
+static int file_bytes(const char *path, unsigned char **out, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *out = xmalloc(*n + 1);
+    size_t got = fread(*out, 1, *n, f);
+    fclose(f);
+    return got == *n ? 0 : -1;
+}
+
+static int same_files(const char *a, const char *b)
+{
+    unsigned char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    int same = !file_bytes(a, &x, &nx) && !file_bytes(b, &y, &ny) && nx == ny && nx > 0 &&
+               !memcmp(x, y, nx);
+    free(x);
+    free(y);
+    return same;
+}
+
+static void test_determinism_and_golden(viz_source *s)
+{
+    viz_view v;
+    viz_view_init(&v);
+    v.t = viz_source_t1(s) / 2;
+    char a[400], b[400];
+    snprintf(a, sizeof a, "%s/a.png", dir);
+    snprintf(b, sizeof b, "%s/b.png", dir);
+    char err[DP_ERRLEN];
+    CHECK(viz_render_file(s, &v, a, err) == 0);
+    viz_view other = v;
+    other.t = 0;
+    cairo_surface_destroy(viz_render_image(s, &other));   /* a different frame in between */
+    CHECK(viz_render_file(s, &v, b, err) == 0);
+    CHECK(same_files(a, b));
+    snprintf(a, sizeof a, "%s/a.pdf", dir);
+    snprintf(b, sizeof b, "%s/b.pdf", dir);
+    CHECK(viz_render_file(s, &v, a, err) == 0 && viz_render_file(s, &v, b, err) == 0);
+    CHECK(same_files(a, b));
+    snprintf(a, sizeof a, "%s/a.svg", dir);
+    CHECK(viz_render_file(s, &v, a, err) == 0);
+    unsigned char *d = NULL;
+    size_t n = 0;
+    CHECK(!file_bytes(a, &d, &n) && n > 1000 && strstr((char *)d, "<svg") != NULL);
+    free(d);
+    CHECK(viz_render_file(s, &v, "x.gif", err) == DP_EINVAL && strstr(err, "gif"));
+    /* golden image, 960x540, with a tolerance for font rasterisation differences */
+    v.width = 960;
+    v.height = 540;
+    cairo_surface_t *img = viz_render_image(s, &v);
+    const char *golden = "tests/golden/viz_small.png";
+    if (getenv("VIZ_UPDATE_GOLDEN")) {
+        CHECK(cairo_surface_write_to_png(img, golden) == CAIRO_STATUS_SUCCESS);
+        printf("wrote %s\n", golden);
+    }
+    cairo_surface_t *g = cairo_image_surface_create_from_png(golden);
+    CHECK_MSG(cairo_surface_status(g) == CAIRO_STATUS_SUCCESS, "%s missing (VIZ_UPDATE_GOLDEN=1)", golden);
+    if (cairo_surface_status(g) == CAIRO_STATUS_SUCCESS && cairo_image_surface_get_width(g) == 960 &&
+        cairo_image_surface_get_height(g) == 540) {
+        long bad = 0;
+        for (int y = 0; y < 540; y++)
+            for (int x = 0; x < 960; x++)
+                bad += !near(pixel(img, x, y), pixel(g, x, y), 0.2);
+        CHECK_MSG(bad < 960 * 540 / 50, "%ld pixels differ from the golden image", bad);
+    }
+    cairo_surface_destroy(g);
+    cairo_surface_destroy(img);
+}
+
+static void test_views(viz_source *s)
+{
+    viz_view v;
+    viz_view_init(&v);
+    v.t = viz_source_t1(s);
+    v.placement = 1;
+    cairo_surface_t *img = viz_render_image(s, &v);
+    viz_ctx c;
+    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    int dev = 0;
+    for (double y = c.lay.cluster.y; y < c.lay.cluster.y + c.lay.cluster.h; y += 2)
+        for (double x = c.lay.cluster.x; x < c.lay.cluster.x + c.lay.cluster.w; x += 2)
+            dev += near(pixel(img, x, y), viz_device_color(0), 0.02);
+    CHECK_MSG(dev > 200, "placement rows coloured by device: %d", dev);
+    cairo_surface_destroy(img);
+    /* hit tests and the scrubber */
+    viz_selection sel;
+    viz_rect wb = c.lay.worker_box[2];
+    viz_view plain = v;
+    plain.placement = 0;
+    viz_hit(s, &plain, wb.x + wb.w / 2, wb.y + wb.h / 2, &sel);
+    CHECK(sel.kind == VIZ_SEL_TASK && sel.job == EVT_JOB_WORKER && sel.task == 2);
+    viz_hit(s, &plain, c.lay.ps_box[1].x + 5, c.lay.ps_box[1].y + 5, &sel);
+    CHECK(sel.kind == VIZ_SEL_TASK && sel.job == EVT_JOB_PS && sel.task == 1);
+    int64_t ts = viz_scrub_time(s, &plain, c.lay.scrub.x + c.lay.scrub.w / 2, c.lay.scrub.y + 2);
+    CHECK_NEAR((double)ts, (double)c.t_end / 2, (double)c.t_end / 100);
+    CHECK(viz_scrub_time(s, &plain, 5, 5) == -1);
+    viz_ctx_end(&c);
+    /* inspector, help, toast and compare draw without trouble and change pixels */
+    plain.t = viz_source_t1(s) / 2;
+    plain.sel = (viz_selection){VIZ_SEL_TASK, EVT_JOB_WORKER, 1, 0, 0};
+    plain.help = 1;
+    plain.toast = "saved frame";
+    plain.compare = s;
+    plain.compare_by_step = 1;
+    img = viz_render_image(s, &plain);
+    CHECK(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
+    cairo_surface_destroy(img);
+    /* navigation */
+    int64_t t = viz_source_t1(s) / 2;
+    int64_t n1 = viz_source_seek_event(s, t, 1, 0), p1 = viz_source_seek_event(s, t, -1, 0);
+    CHECK(n1 > t && p1 < t);
+    int64_t gs = viz_source_state_at(s, t)->global_step;
+    int64_t ns = viz_source_seek_event(s, t, 1, 1);
+    CHECK(viz_source_state_at(s, ns)->global_step == gs + 1);
+    int64_t ps = viz_source_seek_event(s, t, -1, 1);
+    CHECK(ps < t && viz_source_state_at(s, ps)->global_step == gs);
+    int64_t ps2 = viz_source_seek_event(s, ps, -1, 1);
+    CHECK(ps2 < ps && viz_source_state_at(s, ps2)->global_step == gs - 1);
+}
+
+static void test_dense(void)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/dense.trace", dir);
+    CHECK(write_synth(path, 3, 300, 4, 3, 10) > 0);
+    char err[DP_ERRLEN];
+    viz_source *s = viz_source_open(path, err);
+    CHECK(s != NULL);
+    if (!s) return;
+    viz_view v;
+    viz_view_init(&v);
+    v.t = viz_source_t1(s) / 2;
+    cairo_surface_t *img = viz_render_image(s, &v);
+    viz_ctx c;
+    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    CHECK(c.lay.dense && c.lay.n_workers == 300);
+    int ok = 0;
+    for (int w = 0; w < 300; w += 7) {
+        viz_rect r = viz_layout_cell(&c.lay, w);
+        int ph = c.st->workers[w].phase;
+        ok += near(pixel(img, r.x + r.w / 2, r.y + r.h / 2), viz_phase_color(ph), 0.02);
+    }
+    CHECK_MSG(ok == (300 + 6) / 7, "%d cells in their phase colour", ok);
+    CHECK(c.fr.n_pk == 0);   /* no per-worker packets in dense mode */
+    viz_ctx_end(&c);
+    cairo_surface_destroy(img);
+    viz_source_free(s);
+}
+
+static void test_mem_source(void)
+{
+    evgen g;
+    evgen_run(&g, 2, 8, 4, 420, 1, 5);   /* > 65536 events: exercises the snapshots */
+    viz_source *s = viz_source_new_mem(g.strs, "{\"engine\":\"real\",\"mode\":\"async\"}");
+    for (size_t i = 0; i < g.n; i++) viz_source_append(s, &g.ev[i]);
+    CHECK(viz_source_events(s) == g.n && !viz_source_is_live(s));
+    CHECK(!strcmp(s->m.engine, "real") && !strcmp(s->m.mode, "async"));
+    int64_t times[] = {g.ev[g.n - 1].t, g.ev[g.n / 3].t, g.ev[g.n - 10].t, 0, g.ev[70000].t};
+    for (size_t k = 0; k < DP_ARRAY_LEN(times); k++) {
+        evt_state ref;
+        evt_state_init(&ref);
+        for (size_t i = 0; i < g.n && g.ev[i].t <= times[k]; i++) evt_state_apply(&ref, &g.ev[i]);
+        CHECK_MSG(evt_state_equal(viz_source_state_at(s, times[k]), &ref), "state at %lld",
+                  (long long)times[k]);
+        evt_state_release(&ref);
+    }
+    viz_view v;
+    viz_view_init(&v);
+    v.t = g.ev[g.n / 2].t;
+    cairo_surface_t *img = viz_render_image(s, &v);
+    CHECK(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
+    cairo_surface_destroy(img);
+    viz_source_free(s);
+    evgen_free(&g);
+}
+
+static void test_damaged(const char *good)
+{
+    char path[400], err[DP_ERRLEN];
+    snprintf(path, sizeof path, "%s/cut.trace", dir);
+    unsigned char *d = NULL;
+    size_t n = 0;
+    CHECK(!file_bytes(good, &d, &n));
+    FILE *f = fopen(path, "wb");
+    fwrite(d, 1, n * 2 / 3, f);
+    fclose(f);
+    free(d);
+    viz_source *s = viz_source_open(path, err);
+    CHECK(s != NULL && viz_source_damage(s) != NULL);
+    if (s) {
+        viz_view v;
+        viz_view_init(&v);
+        v.t = viz_source_t1(s);
+        cairo_surface_t *img = viz_render_image(s, &v);
+        CHECK(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
+        cairo_surface_destroy(img);
+    }
+    viz_source_free(s);
+    CHECK(viz_source_open("/nonexistent/x.trace", err) == NULL && err[0]);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/test_viz.XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+    test_layout();
+    char path[400], err[DP_ERRLEN];
+    snprintf(path, sizeof path, "%s/small.trace", dir);
+    CHECK(write_synth(path, 2, 4, 4, 12, 1) > 0);
+    viz_source *s = viz_source_open(path, err);
+    CHECK_MSG(s != NULL, "%s", err);
+    if (s) {
+        CHECK(!strcmp(s->m.engine, "sim") && strstr(s->m.mode, "sync"));
+        CHECK(s->m.n_ps == 2 && s->m.n_workers == 4 && s->m.n_vars == 4);
+        int64_t t1 = viz_source_t1(s);
+        int64_t tb = find_phase(s, 0, EVT_PHASE_BARRIER, t1 / 3, t1, 500000);
+        int64_t tc = find_phase(s, 2, EVT_PHASE_COMPUTING, t1 / 3, t1, 500000);
+        CHECK(tb > 0 && tc > 0);
+        if (tb > 0) check_frame(s, tb);
+        if (tc > 0) check_frame(s, tc);
+        check_frame(s, 0);
+        check_frame(s, t1);
+        check_packet(s);
+        test_determinism_and_golden(s);
+        test_views(s);
+    }
+    viz_source_free(s);
+    test_dense();
+    test_mem_source();
+    test_damaged(path);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    cairo_debug_reset_static_data();   /* font caches, so LeakSanitizer sees only ours */
+    if (FcFini) FcFini();
+    return CHECK_DONE();
+}

@@ -1,0 +1,387 @@
+/* app.c — the viewer window (`downpour view`), laid out like a raylib program: initialise;
+ * loop { input, update, draw }; tear down. Cairo draws straight into the pixels of an
+ * SDL streaming texture (ARGB8888 == cairo ARGB32), sized to the drawable so that HiDPI
+ * screens stay crisp. Replay scrubs a trace; live mode follows a hub (pausing only
+ * freezes the picture: events keep being read, so training never waits on the viewer,
+ * and `c` catches up). A hidden --script feeds key presses for tests. One thread. */
+#include <SDL.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/dp.h"
+#include "viz/viz.h"
+
+static const double speeds[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100};
+#define N_SPEEDS ((int)DP_ARRAY_LEN(speeds))
+
+typedef struct app {
+    viz_source *src, *cmp;
+    SDL_Window *win;
+    SDL_Renderer *ren;
+    SDL_Texture *tex;
+    int tex_w, tex_h;
+    viz_view view;
+    int speed_i, playing, following, quit, dragging, dirty, fullscreen, shots;
+    uint64_t last_ns, toast_until_ns, live_anchor_ns;
+    int64_t live_anchor_t;
+    char toast[600];
+    const char *shot_dir;
+    const char *script; size_t script_pos; uint64_t script_next_ns;
+} app;
+
+void viz_app_options_init(viz_app_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->width = 1280;
+    o->height = 720;
+    o->speed = 1;
+    o->at_s = -1;
+}
+
+static void set_toast(app *a, const char *msg)
+{
+    snprintf(a->toast, sizeof a->toast, "%.590s", msg);
+    a->toast_until_ns = dp_now_ns() + 2500000000ull;
+    a->dirty = 1;
+}
+
+static int64_t t_end(app *a)
+{
+    return viz_source_t1(a->src);
+}
+
+static void set_time(app *a, int64_t t)
+{
+    int64_t e = t_end(a);
+    a->view.t = t < 0 ? 0 : t > e ? e : t;
+    a->dirty = 1;
+}
+
+static void save_frame(app *a)
+{
+    char path[4096], err[DP_ERRLEN];
+    snprintf(path, sizeof path, "%s/downpour-%04d.png", a->shot_dir, ++a->shots);
+    viz_view v = a->view;
+    v.toast = NULL;
+    v.width = a->tex_w;
+    v.height = a->tex_h;
+    if (viz_render_file(a->src, &v, path, err)) {
+        set_toast(a, err);
+        fprintf(stderr, "downpour: view: %s\n", err);
+        return;
+    }
+    printf("saved %s t=%lld paused=%d speed=%g placement=%d help=%d live=%d\n", path,
+           (long long)v.t, v.paused, v.speed, v.placement, v.help, v.live);
+    fflush(stdout);
+    char msg[4200];
+    snprintf(msg, sizeof msg, "saved %s", path);
+    set_toast(a, msg);
+}
+
+static void pause_view(app *a, int paused)
+{
+    a->playing = !paused;
+    a->view.paused = paused;
+    if (paused && viz_source_is_live(a->src)) a->following = 0;
+    a->dirty = 1;
+}
+
+/* ---- input --------------------------------------------------------------------------- */
+static void on_key(app *a, SDL_Keycode k)
+{
+    viz_view *v = &a->view;
+    switch (k) {
+    case SDLK_SPACE:
+        if (!a->playing && !viz_source_is_live(a->src) && v->t >= t_end(a)) set_time(a, 0);
+        pause_view(a, a->playing);
+        break;
+    case SDLK_LEFT: case SDLK_RIGHT: case SDLK_COMMA: case SDLK_PERIOD: {
+        int dir = k == SDLK_LEFT || k == SDLK_COMMA ? -1 : 1;
+        pause_view(a, 1);
+        set_time(a, viz_source_seek_event(a->src, v->t, dir, k == SDLK_COMMA || k == SDLK_PERIOD));
+        break;
+    }
+    case SDLK_LEFTBRACKET: case SDLK_RIGHTBRACKET:
+        a->speed_i += k == SDLK_LEFTBRACKET ? -1 : 1;
+        a->speed_i = a->speed_i < 0 ? 0 : a->speed_i >= N_SPEEDS ? N_SPEEDS - 1 : a->speed_i;
+        v->speed = speeds[a->speed_i];
+        a->dirty = 1;
+        break;
+    case SDLK_p: v->placement = !v->placement; a->dirty = 1; break;
+    case SDLK_h: v->help = !v->help; a->dirty = 1; break;
+    case SDLK_t: v->compare_by_step = !v->compare_by_step; a->dirty = 1; break;
+    case SDLK_s: save_frame(a); break;
+    case SDLK_f:
+        a->fullscreen = !a->fullscreen;
+        SDL_SetWindowFullscreen(a->win, a->fullscreen ? SDL_WINDOW_FULLSCREEN_DESKTOP : 0);
+        a->dirty = 1;
+        break;
+    case SDLK_HOME: pause_view(a, 1); set_time(a, 0); break;
+    case SDLK_c: case SDLK_END:
+        if (viz_source_is_live(a->src)) {
+            a->following = 1;
+            pause_view(a, 0);
+            a->following = 1;
+        } else {
+            set_time(a, t_end(a));
+        }
+        break;
+    case SDLK_ESCAPE:   /* closes the help card or the inspector first */
+        if (v->help || v->sel.kind != VIZ_SEL_NONE) {
+            v->help = 0;
+            v->sel.kind = VIZ_SEL_NONE;
+            a->dirty = 1;
+            break;
+        }
+        a->quit = 1;
+        break;
+    case SDLK_q: a->quit = 1; break;
+    default:
+        break;
+    }
+}
+
+static void on_mouse(app *a, const SDL_Event *ev)
+{
+    int ww, wh;
+    SDL_GetWindowSize(a->win, &ww, &wh);
+    double sx = ww > 0 ? (double)a->tex_w / ww : 1, sy = wh > 0 ? (double)a->tex_h / wh : 1;
+    double x = (ev->type == SDL_MOUSEMOTION ? ev->motion.x : ev->button.x) * sx;
+    double y = (ev->type == SDL_MOUSEMOTION ? ev->motion.y : ev->button.y) * sy;
+    if (ev->type == SDL_MOUSEBUTTONUP) {
+        a->dragging = 0;
+        return;
+    }
+    int64_t t = viz_scrub_time(a->src, &a->view, x, a->dragging ? a->view.height - 4 : y);
+    if (ev->type == SDL_MOUSEMOTION) {
+        if (a->dragging && t >= 0) set_time(a, t);
+        return;
+    }
+    if (t >= 0) {       /* press on the timeline: scrub */
+        a->dragging = 1;
+        if (viz_source_is_live(a->src)) a->following = 0, a->view.behind_live = 1;
+        set_time(a, t);
+        return;
+    }
+    viz_hit(a->src, &a->view, x, y, &a->view.sel);
+    if (a->view.sel.kind != VIZ_SEL_NONE && !viz_source_is_live(a->src)) pause_view(a, 1);
+    a->dirty = 1;
+}
+
+/* Script tokens: key names, "wait:MS", "click:X:Y" (window coordinates). */
+static void script_step(app *a)
+{
+    if (!a->script || !a->script[a->script_pos] || dp_now_ns() < a->script_next_ns) return;
+    const char *p = a->script + a->script_pos;
+    size_t n = strcspn(p, ",");
+    char tok[64];
+    snprintf(tok, sizeof tok, "%.*s", (int)(n < 63 ? n : 63), p);
+    a->script_pos += n + (p[n] == ',');
+    uint64_t gap = 150000000ull;
+    static const struct { const char *name; SDL_Keycode k; } names[] = {
+        {"space", SDLK_SPACE}, {"left", SDLK_LEFT}, {"right", SDLK_RIGHT}, {"comma", SDLK_COMMA},
+        {"period", SDLK_PERIOD}, {"[", SDLK_LEFTBRACKET}, {"]", SDLK_RIGHTBRACKET},
+        {"home", SDLK_HOME}, {"end", SDLK_END}, {"esc", SDLK_ESCAPE},
+    };
+    SDL_Event ev;
+    memset(&ev, 0, sizeof ev);
+    int x, y;
+    if (!strncmp(tok, "wait:", 5)) {
+        gap = (uint64_t)atoi(tok + 5) * 1000000ull;
+    } else if (sscanf(tok, "click:%d:%d", &x, &y) == 2) {
+        ev.type = SDL_MOUSEBUTTONDOWN;
+        ev.button.button = SDL_BUTTON_LEFT;
+        ev.button.x = x;
+        ev.button.y = y;
+        SDL_PushEvent(&ev);
+        ev.type = SDL_MOUSEBUTTONUP;
+        SDL_PushEvent(&ev);
+    } else {
+        ev.type = SDL_KEYDOWN;
+        ev.key.keysym.sym = strlen(tok) == 1 ? (SDL_Keycode)tok[0] : SDLK_UNKNOWN;
+        for (size_t i = 0; i < DP_ARRAY_LEN(names); i++)
+            if (!strcmp(tok, names[i].name)) ev.key.keysym.sym = names[i].k;
+        if (ev.key.keysym.sym == SDLK_UNKNOWN) fprintf(stderr, "downpour: view: script: unknown key '%s'\n", tok);
+        else SDL_PushEvent(&ev);
+    }
+    a->script_next_ns = dp_now_ns() + gap;
+}
+
+static void input(app *a)
+{
+    SDL_Event ev;
+    while (SDL_PollEvent(&ev)) {
+        switch (ev.type) {
+        case SDL_QUIT: a->quit = 1; break;
+        case SDL_KEYDOWN: on_key(a, ev.key.keysym.sym); break;
+        case SDL_MOUSEBUTTONDOWN: case SDL_MOUSEBUTTONUP: on_mouse(a, &ev); break;
+        case SDL_MOUSEMOTION: if (a->dragging) on_mouse(a, &ev); break;
+        case SDL_WINDOWEVENT: a->dirty = 1; break;
+        default: break;
+        }
+    }
+    script_step(a);
+}
+
+/* ---- update -------------------------------------------------------------------------- */
+static void update(app *a)
+{
+    uint64_t now = dp_now_ns();
+    double dt = (double)(now - a->last_ns);
+    a->last_ns = now;
+    if (viz_source_is_live(a->src)) {
+        char err[DP_ERRLEN];
+        int64_t before = viz_source_t1(a->src);
+        int rc = viz_source_pump(a->src, err);
+        if (rc == DP_ECLOSED && !strstr(a->toast, "hub")) {
+            set_toast(a, "the hub closed the stream: showing what was received");
+            a->toast_until_ns = UINT64_MAX;
+        } else if (rc < 0 && rc != DP_ECLOSED) {
+            set_toast(a, err);
+        }
+        if (viz_source_t1(a->src) != before) {
+            a->live_anchor_t = viz_source_t1(a->src);
+            a->live_anchor_ns = now;
+        }
+        if (a->following) {
+            int64_t ext = (int64_t)(now - a->live_anchor_ns);
+            if (ext > 500000000) ext = 500000000;
+            int64_t t = a->live_anchor_t + ext - 60000000;
+            a->view.t = t > 0 ? t : 0;
+            a->dirty = 1;
+        } else if (a->playing) {
+            a->view.t += (int64_t)(dt * a->view.speed);
+            if (a->view.t >= a->live_anchor_t) a->following = 1;
+            a->dirty = 1;
+        }
+        a->view.behind_live = !a->following;
+        a->view.live = 1;
+    } else if (a->playing) {
+        int64_t t = a->view.t + (int64_t)(dt * a->view.speed);
+        if (t >= t_end(a)) {
+            t = t_end(a);
+            pause_view(a, 1);
+        }
+        set_time(a, t);
+    }
+    if (a->toast_until_ns && now > a->toast_until_ns) {
+        a->toast_until_ns = 0;
+        a->toast[0] = 0;
+        a->dirty = 1;
+    }
+}
+
+/* ---- draw ---------------------------------------------------------------------------- */
+static int draw(app *a)
+{
+    int w, h, ww, wh;
+    SDL_GetRendererOutputSize(a->ren, &w, &h);
+    SDL_GetWindowSize(a->win, &ww, &wh);
+    if (w < 64 || h < 64) return 0;
+    if (!a->tex || w != a->tex_w || h != a->tex_h) {
+        if (a->tex) SDL_DestroyTexture(a->tex);
+        a->tex = SDL_CreateTexture(a->ren, SDL_PIXELFORMAT_ARGB8888, SDL_TEXTUREACCESS_STREAMING, w, h);
+        if (!a->tex) {
+            fprintf(stderr, "downpour: view: texture %dx%d: %s\n", w, h, SDL_GetError());
+            return -1;
+        }
+        a->tex_w = w;
+        a->tex_h = h;
+    }
+    a->view.width = w;
+    a->view.height = h;
+    a->view.dpr = ww > 0 ? fmax(1, (double)w / ww) : 1;
+    a->view.toast = a->toast[0] ? a->toast : NULL;
+    void *pixels;
+    int pitch;
+    if (SDL_LockTexture(a->tex, NULL, &pixels, &pitch)) return -1;
+    cairo_surface_t *surf = cairo_image_surface_create_for_data(pixels, CAIRO_FORMAT_ARGB32, w, h, pitch);
+    cairo_t *cr = cairo_create(surf);
+    viz_draw(cr, a->src, &a->view);
+    cairo_destroy(cr);
+    cairo_surface_flush(surf);
+    cairo_surface_destroy(surf);
+    SDL_UnlockTexture(a->tex);
+    SDL_RenderClear(a->ren);
+    SDL_RenderCopy(a->ren, a->tex, NULL, NULL);
+    SDL_RenderPresent(a->ren);
+    a->dirty = 0;
+    return 0;
+}
+
+int viz_app_run(const viz_app_options *o)
+{
+    /* ---- initialise ---- */
+    app a;
+    memset(&a, 0, sizeof a);
+    char err[DP_ERRLEN];
+    if (o->connect) a.src = viz_source_connect(o->connect, 3000, err);
+    else if (o->trace) a.src = viz_source_open(o->trace, err);
+    else snprintf(err, sizeof err, "nothing to view: give a TRACE or --connect ADDR");
+    if (!a.src) {
+        fprintf(stderr, "downpour: view: %s\n", err);
+        return 1;
+    }
+    if (o->compare && !(a.cmp = viz_source_open(o->compare, err))) {
+        fprintf(stderr, "downpour: view: %s\n", err);
+        viz_source_free(a.src);
+        return 1;
+    }
+    if (viz_source_damage(a.src)) fprintf(stderr, "downpour: view: %s\n", viz_source_damage(a.src));
+    viz_view_init(&a.view);
+    a.view.compare = a.cmp;
+    a.view.live = viz_source_is_live(a.src);
+    a.speed_i = 6;
+    for (int i = 0; i < N_SPEEDS; i++)
+        if (fabs(log(speeds[i] / (o->speed > 0 ? o->speed : 1))) < fabs(log(speeds[a.speed_i] / (o->speed > 0 ? o->speed : 1))))
+            a.speed_i = i;
+    a.view.speed = speeds[a.speed_i];
+    a.following = a.view.live;
+    pause_view(&a, o->start_paused);
+    a.following = a.view.live && !o->start_paused;
+    if (o->at_s >= 0) a.view.t = (int64_t)(o->at_s * 1e9);
+    a.shot_dir = o->screenshot_dir ? o->screenshot_dir : ".";
+    a.script = o->script;
+    SDL_SetHint(SDL_HINT_VIDEO_X11_NET_WM_BYPASS_COMPOSITOR, "0");
+    if (SDL_Init(SDL_INIT_VIDEO)) {
+        fprintf(stderr, "downpour: view: cannot open a display (%s); use `downpour render` "
+                        "for headless frames\n", SDL_GetError());
+        viz_source_free(a.src);
+        viz_source_free(a.cmp);
+        return 1;
+    }
+    a.win = SDL_CreateWindow("Downpour", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED,
+                             o->width, o->height, SDL_WINDOW_RESIZABLE | SDL_WINDOW_ALLOW_HIGHDPI);
+    if (a.win) a.ren = SDL_CreateRenderer(a.win, -1, 0);
+    if (a.win && !a.ren) a.ren = SDL_CreateRenderer(a.win, -1, SDL_RENDERER_SOFTWARE);
+    int rc = 0;
+    if (!a.win || !a.ren) {
+        fprintf(stderr, "downpour: view: window: %s\n", SDL_GetError());
+        rc = 1;
+        a.quit = 1;
+    }
+    a.last_ns = dp_now_ns();
+    a.dirty = 1;
+    /* ---- loop { input, update, draw } ---- */
+    while (!a.quit) {
+        uint64_t start = dp_now_ns();
+        input(&a);
+        update(&a);
+        if (a.dirty && draw(&a)) {
+            rc = 1;
+            break;
+        }
+        uint64_t spent = dp_now_ns() - start, frame = a.playing || a.dragging ? 16000000ull : 30000000ull;
+        if (spent < frame) SDL_Delay((uint32_t)((frame - spent) / 1000000));
+    }
+    /* ---- tear down ---- */
+    if (a.tex) SDL_DestroyTexture(a.tex);
+    if (a.ren) SDL_DestroyRenderer(a.ren);
+    if (a.win) SDL_DestroyWindow(a.win);
+    SDL_Quit();
+    viz_source_free(a.cmp);
+    viz_source_free(a.src);
+    return rc;
+}

@@ -1,0 +1,445 @@
+/* draw.c — the cluster picture: ps boxes with their devices and variable bars (one
+ * colour per variable, flashing when an update lands, with its version), worker boxes
+ * coloured by phase (compute progress, local step, loss, staleness; the chief starred),
+ * edges with packets in flight interpolated between their begin and end times, stale
+ * gradients dying greyed and crossed at the ps, and the sync barrier that waiting workers
+ * line up against. Beyond VIZ_DENSE_WORKERS workers: a grid of phase-coloured cells
+ * (drawn as one scaled image) and per-ps traffic bands whose width shows bytes/s. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/dp.h"
+#include "viz/internal.h"
+
+static void draw_chips(viz_ctx *c, viz_rect box, int job, int task, double y)
+{
+    cairo_t *cr = c->cr;
+    uint32_t ids[4];
+    int n = viz_model_task_devices(&c->src->m, job, task, ids, 4);
+    double fs = c->lay.font_small * 0.85, x = box.x + box.w - 6 * c->lay.s;
+    viz_font(cr, fs, 0);
+    for (int i = n - 1; i >= 0; i--) {
+        const char *name = viz_device_short(viz_source_string(c->src, ids[i]));
+        double w = viz_text_width(cr, name) + fs * 0.8;
+        if (x - w < box.x + box.w * 0.3) break;
+        x -= w;
+        viz_rect chip = {x, y - fs * 1.15, w, fs * 1.4};
+        viz_set(cr, viz_device_color(viz_model_device_index(&c->src->m, ids[i])));
+        viz_round_rect(cr, chip, fs * 0.3);
+        cairo_fill(cr);
+        viz_set(cr, VIZ_INK);
+        viz_text(cr, chip.x + chip.w / 2, y, name, 1, 0);
+        x -= fs * 0.3;
+    }
+}
+
+static void draw_ps(viz_ctx *c, int p)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    const viz_model *m = &c->src->m;
+    viz_rect b = l->ps_box[p];
+    const evt_task_state *tk = evt_state_task(c->st, EVT_JOB_PS, p);
+    double s = l->s;
+    viz_set(cr, VIZ_PANEL);
+    viz_round_rect(cr, b, 8 * s);
+    cairo_fill_preserve(cr);
+    viz_set(cr, tk && tk->dead ? viz_phase_color(EVT_PHASE_DEAD) : VIZ_INK);
+    cairo_set_line_width(cr, 2 * s);
+    cairo_stroke(cr);
+    char buf[160];
+    viz_task_name(buf, sizeof buf, EVT_JOB_PS, p);
+    viz_set(cr, VIZ_INK);
+    viz_font(cr, l->font, 1);
+    if (viz_text_width(cr, buf) > b.w - 16 * s) viz_font(cr, l->font_small, 1);   /* narrow box */
+    viz_text(cr, b.x + 8 * s, b.y + l->font * 1.15, buf, 0, b.w - 16 * s);
+    /* variable rows: name and version above a bar sized by bytes */
+    int shown = 0, more = 0;
+    int64_t more_bytes = 0;
+    for (int v = 0; v < m->n_vars; v++) {
+        if (m->vars[v].ps != p) continue;
+        viz_rect r = l->var_bar[v];
+        const evt_var_state *vs = evt_state_var(c->st, m->vars[v].name);
+        if (r.w <= 0) {
+            more++;
+            more_bytes += m->vars[v].bytes;
+            continue;
+        }
+        shown++;
+        double inner = b.w - 12 * s;
+        viz_seta(cr, VIZ_LINE, 0.45);
+        cairo_rectangle(cr, r.x, r.y, inner, r.h);
+        cairo_fill(cr);
+        viz_set(cr, viz_var_color(v));
+        cairo_rectangle(cr, r.x, r.y, r.w, r.h);
+        cairo_fill(cr);
+        int64_t fl = c->fr.flash ? c->fr.flash[v] : -1;
+        if (fl >= 0) {  /* update just applied: bright outline that fades */
+            double age = (double)(c->t - fl) / (double)(m->bw > 0 ? m->bw * 8 : 1);
+            double a = fmax(0.25, 1 - age);
+            viz_seta(cr, VIZ_ACCENT, a);
+            cairo_set_line_width(cr, 3 * s);
+            cairo_rectangle(cr, r.x - 2 * s, r.y - 2 * s, r.w + 4 * s, r.h + 4 * s);
+            cairo_stroke(cr);
+        }
+        viz_font(cr, l->font_small, 0);
+        viz_set(cr, VIZ_INK);
+        const char *name = viz_source_string(c->src, m->vars[v].name);
+        snprintf(buf, sizeof buf, "v%lld", vs ? (long long)vs->version : 0LL);
+        double vw = viz_text(cr, r.x + inner, r.y - 4 * s, buf, 2, 0);
+        char sz[32];
+        viz_fmt_bytes(sz, sizeof sz, (double)m->vars[v].bytes);
+        char label[200];
+        snprintf(label, sizeof label, "%s  %s", name, sz);
+        viz_text(cr, r.x, r.y - 4 * s, label, 0, inner - vw - 8 * s);
+    }
+    if (more) {
+        viz_rect r = l->more_bar[p];
+        viz_seta(cr, VIZ_MUTED, 0.5);
+        cairo_rectangle(cr, r.x, r.y, r.w, r.h);
+        cairo_fill(cr);
+        viz_set(cr, VIZ_INK);
+        char sz[32];
+        viz_fmt_bytes(sz, sizeof sz, (double)more_bytes);
+        snprintf(buf, sizeof buf, "+%d more variables  %s", more, sz);
+        viz_text(cr, r.x, r.y - 4 * s, buf, 0, r.w);
+    }
+    DP_UNUSED(shown);
+    if (tk) {
+        viz_font(cr, l->font_small, 0);
+        viz_set(cr, tk->drops > 0 ? viz_phase_color(EVT_PHASE_DEAD) : VIZ_MUTED);
+        if (tk->drops > 0) snprintf(buf, sizeof buf, "%lld applied · %lld dropped",
+                                    (long long)tk->applies, (long long)tk->drops);
+        else snprintf(buf, sizeof buf, "%lld applied", (long long)tk->applies);
+        viz_text(cr, b.x + 8 * s, b.y + b.h - 8 * s, buf, 0, b.w * 0.62);
+    }
+    draw_chips(c, b, EVT_JOB_PS, p, b.y + b.h - 6 * s);
+}
+
+static void draw_worker(viz_ctx *c, int w, double lift)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    double s = l->s;
+    viz_rect b = l->worker_box[w];
+    b.y -= lift;
+    const evt_task_state *tk = evt_state_task(c->st, EVT_JOB_WORKER, w);
+    int phase = tk && tk->started ? tk->phase : EVT_PHASE_IDLE;
+    viz_rgb pc = viz_phase_color(phase);
+    viz_set(cr, pc);
+    viz_round_rect(cr, b, 7 * s);
+    cairo_fill(cr);
+    viz_rect inner = {b.x + 4 * s, b.y + 4 * s, b.w - 8 * s, b.h - 8 * s};
+    if (!l->compact_workers) {
+        viz_seta(cr, VIZ_PANEL, 0.82);
+        viz_round_rect(cr, inner, 5 * s);
+        cairo_fill(cr);
+    }
+    viz_set(cr, c->view->sel.kind == VIZ_SEL_TASK && c->view->sel.job == EVT_JOB_WORKER &&
+                        c->view->sel.task == w ? VIZ_ACCENT : VIZ_INK);
+    cairo_set_line_width(cr, (c->view->sel.kind == VIZ_SEL_TASK && c->view->sel.task == w &&
+                              c->view->sel.job == EVT_JOB_WORKER ? 4 : 1.5) * s);
+    viz_round_rect(cr, b, 7 * s);
+    cairo_stroke(cr);
+    char buf[160];
+    viz_set(cr, VIZ_INK);
+    if (l->compact_workers) {
+        viz_font(cr, fmin(l->font_small, b.h * 0.5), 1);
+        snprintf(buf, sizeof buf, "%s%d", w == c->src->m.chief ? "\xe2\x98\x85" : "", w);
+        viz_text(cr, b.x + b.w / 2, b.y + b.h * 0.62, buf, 1, b.w - 2 * s);
+        return;
+    }
+    double x = inner.x + 5 * s, lh = inner.h / 3.2;
+    viz_font(cr, l->font_small, 1);
+    viz_task_name(buf, sizeof buf, EVT_JOB_WORKER, w);
+    if (w == c->src->m.chief) strncat(buf, " \xe2\x98\x85", sizeof buf - strlen(buf) - 1);
+    viz_text(cr, x, inner.y + lh * 0.95, buf, 0, inner.w - 8 * s);
+    /* phase line: name, compute progress bar */
+    viz_font(cr, l->font, 1);
+    const char *pn = evt_phase_name(phase);
+    if (phase == EVT_PHASE_SSP) pn = "blocked (ssp)";
+    if (phase == EVT_PHASE_BARRIER) pn = "at barrier";
+    if (tk && !tk->started) pn = "not started";
+    double pw = viz_text(cr, x, inner.y + lh * 2.05, pn, 0, inner.w * 0.6);
+    double prog = c->fr.progress && w < c->src->m.n_workers ? c->fr.progress[w] : -1;
+    if (phase == EVT_PHASE_COMPUTING && prog >= 0) {
+        viz_rect bar = {x + pw + 8 * s, inner.y + lh * 1.45, inner.w - pw - 18 * s, lh * 0.6};
+        if (bar.w > 10 * s) {
+            viz_seta(cr, VIZ_LINE, 0.8);
+            cairo_rectangle(cr, bar.x, bar.y, bar.w, bar.h);
+            cairo_fill(cr);
+            viz_set(cr, pc);
+            cairo_rectangle(cr, bar.x, bar.y, bar.w * prog, bar.h);
+            cairo_fill(cr);
+        }
+    }
+    viz_font(cr, l->font_small, 0);
+    char st[32] = "";
+    double sv = c->fr.staleness && w < c->src->m.n_workers ? c->fr.staleness[w] : -1;
+    if (sv > 0) snprintf(st, sizeof st, " · stale %g", sv);
+    if (tk && isfinite(tk->loss))
+        snprintf(buf, sizeof buf, "step %lld · loss %.3f%s", (long long)tk->step, tk->loss, st);
+    else
+        snprintf(buf, sizeof buf, "step %lld%s", tk ? (long long)tk->step : 0LL, st);
+    viz_set(cr, VIZ_INK);
+    viz_text(cr, x, inner.y + lh * 3.0, buf, 0, inner.w - 8 * s);
+    if (phase == EVT_PHASE_DEAD) {  /* crossed out */
+        viz_set(cr, viz_phase_color(EVT_PHASE_DEAD));
+        cairo_set_line_width(cr, 4 * s);
+        cairo_move_to(cr, b.x, b.y);
+        cairo_line_to(cr, b.x + b.w, b.y + b.h);
+        cairo_move_to(cr, b.x + b.w, b.y);
+        cairo_line_to(cr, b.x, b.y + b.h);
+        cairo_stroke(cr);
+    }
+}
+
+static void draw_packet(viz_ctx *c, const viz_packet *p)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    double s = l->s;
+    double rad = fmin(13, fmax(6, 3 + sqrt((double)(p->bytes > 0 ? p->bytes : 0)) / 60)) * s;
+    if (p->dropped) {
+        double age = (double)(c->t - p->t0);
+        double span = (double)(c->src->m.dur_n[1] ? c->src->m.dur_sum[1] / (double)c->src->m.dur_n[1]
+                                                  : (double)c->src->m.bw);
+        double a = fmax(0.15, 1 - age / fmax(span, 1));
+        viz_point q = viz_layout_packet_pos(l, p->ps, p->worker, 1, 1.0);
+        q.y += rad * 1.6 + (p->worker % 3) * rad * 0.8;   /* just under the ps, falling */
+        cairo_new_sub_path(cr);
+        cairo_arc(cr, q.x, q.y, rad, 0, 2 * M_PI);
+        viz_seta(cr, VIZ_MUTED, 0.55 * a);
+        cairo_fill(cr);
+        viz_seta(cr, viz_phase_color(EVT_PHASE_DEAD), a);
+        cairo_set_line_width(cr, 3 * s);
+        cairo_move_to(cr, q.x - rad, q.y - rad);
+        cairo_line_to(cr, q.x + rad, q.y + rad);
+        cairo_move_to(cr, q.x + rad, q.y - rad);
+        cairo_line_to(cr, q.x - rad, q.y + rad);
+        cairo_stroke(cr);
+        return;
+    }
+    double frac = p->t1 > p->t0 ? (double)(c->t - p->t0) / (double)(p->t1 - p->t0) : 1;
+    if (frac > 0.97 && viz_source_is_live(c->src)) frac = 0.97;
+    viz_point q = viz_layout_packet_pos(l, p->ps, p->worker, p->is_push, frac);
+    cairo_new_sub_path(cr);
+    cairo_arc(cr, q.x, q.y, rad, 0, 2 * M_PI);
+    viz_set(cr, viz_var_color(p->var));
+    cairo_fill_preserve(cr);
+    int sel = c->view->sel.kind == VIZ_SEL_PACKET && c->view->sel.task == p->worker &&
+              c->view->sel.id == p->id;
+    viz_set(cr, sel ? VIZ_ACCENT : p->is_push ? VIZ_INK : VIZ_PANEL);
+    cairo_set_line_width(cr, (sel ? 4 : 2) * s);
+    cairo_stroke(cr);
+}
+
+static void draw_edges(viz_ctx *c)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    viz_seta(cr, VIZ_LINE, 0.9);
+    cairo_set_line_width(cr, 1.2 * l->s);
+    for (int w = 0; w < l->n_workers; w++)
+        for (int p = 0; p < l->n_ps; p++) {
+            viz_point a = viz_layout_ps_anchor(l, p, w), b = viz_layout_worker_anchor(l, w);
+            cairo_move_to(cr, a.x, a.y);
+            cairo_line_to(cr, b.x, b.y);
+        }
+    cairo_stroke(cr);
+}
+
+/* Count of workers per phase, and the step the barrier holds. */
+static void phase_counts(const evt_state *st, int n, int *count, int64_t *barrier_step)
+{
+    memset(count, 0, EVT_PHASE_COUNT * sizeof *count);
+    *barrier_step = -1;
+    for (int w = 0; w < n && w < st->workers_len; w++) {
+        const evt_task_state *tk = &st->workers[w];
+        int ph = tk->started ? tk->phase : EVT_PHASE_IDLE;
+        count[ph]++;
+        if (ph == EVT_PHASE_BARRIER && tk->step > *barrier_step) *barrier_step = tk->step;
+    }
+    if (n > st->workers_len) count[EVT_PHASE_IDLE] += n - st->workers_len;
+}
+
+static void draw_barrier(viz_ctx *c, int waiting, int64_t step)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    double s = l->s, y = l->barrier_y;
+    viz_rgb bc = {0.55, 0.45, 0.0};
+    viz_set(cr, bc);
+    cairo_set_line_width(cr, 3 * s);
+    double dash[] = {10 * s, 6 * s};
+    cairo_set_dash(cr, dash, 2, 0);
+    cairo_move_to(cr, l->cluster.x, y);
+    cairo_line_to(cr, l->cluster.x + l->cluster.w, y);
+    cairo_stroke(cr);
+    cairo_set_dash(cr, NULL, 0, 0);
+    char buf[96];
+    snprintf(buf, sizeof buf, "barrier · step %lld · %d/%d waiting", (long long)step, waiting,
+             l->n_workers);
+    viz_font(cr, l->font_small, 1);
+    double w = viz_text_width(cr, buf);
+    viz_set(cr, VIZ_BG);
+    cairo_rectangle(cr, l->cluster.x, y - l->font_small * 1.3, w + 10 * s, l->font_small * 1.1);
+    cairo_fill(cr);
+    viz_set(cr, bc);
+    viz_text(cr, l->cluster.x + 4 * s, y - l->font_small * 0.4, buf, 0, 0);
+}
+
+static double ps_rate(const viz_model *m, int b, int p, int push, int span)
+{
+    double sum = 0;
+    int k = p < VIZ_PS_SERIES ? p : VIZ_PS_SERIES - 1, n = 0;
+    for (int i = b - span + 1; i <= b; i++, n++)
+        if (i >= 0) sum += m->ps_bytes.v[(size_t)i * m->ps_bytes.k + 2 * k + push];
+    return sum / ((double)n * (double)m->bw / 1e9);
+}
+
+static void draw_dense(viz_ctx *c, const int *count)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    const viz_model *m = &c->src->m;
+    double s = l->s;
+    int b = viz_model_bucket(m, c->t), span = viz_model_rate_span(m);
+    double max_rate = 1;
+    for (int i = 0; i < m->nb; i++)
+        for (int p = 0; p < l->n_ps && p < VIZ_PS_SERIES; p++)
+            for (int d = 0; d < 2; d++)
+                max_rate = fmax(max_rate, ps_rate(m, i, p, d, span));
+    for (int p = 0; p < l->n_ps; p++) {   /* traffic bands: width ~ bytes/s */
+        viz_rect pb = l->ps_box[p];
+        double gx = l->grid.x + l->grid.w * (p + 0.5) / l->n_ps;
+        for (int d = 0; d < 2; d++) {
+            double r = ps_rate(m, b, p, d, span) / max_rate;
+            double wt = pb.w * 0.4 * r, wb = fmin(l->grid.w / l->n_ps * 0.45, pb.w * 0.4) * r;
+            double sx = d ? 1 : -1, x0 = pb.x + pb.w / 2, y0 = pb.y + pb.h, y1 = l->grid.y -
+                                                                               l->font * 1.4;
+            cairo_move_to(cr, x0, y0);
+            cairo_line_to(cr, x0 + sx * wt, y0);
+            cairo_line_to(cr, gx + sx * wb, y1);
+            cairo_line_to(cr, gx, y1);
+            cairo_close_path(cr);
+            viz_seta(cr, viz_phase_color(d ? EVT_PHASE_PUSHING : EVT_PHASE_PULLING), 0.7);
+            cairo_fill(cr);
+        }
+    }
+    /* the grid: one pixel per worker in a small image, scaled up without smoothing */
+    int cols = l->grid_cols, rows = l->grid_rows;
+    cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, cols, rows);
+    uint32_t lut[EVT_PHASE_COUNT];
+    for (int i = 0; i < EVT_PHASE_COUNT; i++) {
+        viz_rgb pc = viz_phase_color(i);
+        lut[i] = (uint32_t)(pc.r * 255 + 0.5) << 16 | (uint32_t)(pc.g * 255 + 0.5) << 8 |
+                 (uint32_t)(pc.b * 255 + 0.5);
+    }
+    cairo_surface_flush(img);
+    unsigned char *px = cairo_image_surface_get_data(img);
+    int stride = cairo_image_surface_get_stride(img);
+    for (int w = 0; w < cols * rows; w++) {
+        uint32_t v = 0xF6F5F1;
+        if (w < l->n_workers) {
+            const evt_task_state *tk = w < c->st->workers_len ? &c->st->workers[w] : NULL;
+            v = lut[tk && tk->started ? tk->phase : EVT_PHASE_IDLE];
+        }
+        ((uint32_t *)(void *)(px + (size_t)(w / cols) * (size_t)stride))[w % cols] = v;
+    }
+    cairo_surface_mark_dirty(img);
+    cairo_save(cr);
+    cairo_translate(cr, l->grid.x, l->grid.y);
+    cairo_scale(cr, l->cell, l->cell);
+    cairo_set_source_surface(cr, img, 0, 0);
+    cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
+    cairo_rectangle(cr, 0, 0, cols, rows);
+    cairo_fill(cr);
+    cairo_restore(cr);
+    cairo_surface_destroy(img);
+    /* caption: counts per phase with swatches */
+    static const int order[] = {EVT_PHASE_PULLING, EVT_PHASE_COMPUTING, EVT_PHASE_PUSHING,
+                                EVT_PHASE_BARRIER, EVT_PHASE_SSP, EVT_PHASE_DEAD, EVT_PHASE_IDLE};
+    char buf[64];
+    double x = l->grid.x, y = l->grid.y - l->font * 0.45;
+    viz_font(cr, l->font_small, 1);
+    viz_set(cr, VIZ_INK);
+    snprintf(buf, sizeof buf, "%d workers:", l->n_workers);
+    x += viz_text(cr, x, y, buf, 0, 0) + 8 * s;
+    viz_font(cr, l->font_small, 0);
+    for (size_t i = 0; i < DP_ARRAY_LEN(order); i++) {
+        if (!count[order[i]] && order[i] != EVT_PHASE_COMPUTING) continue;
+        viz_set(cr, viz_phase_color(order[i]));
+        cairo_rectangle(cr, x, y - l->font_small * 0.8, l->font_small * 0.9, l->font_small * 0.9);
+        cairo_fill(cr);
+        x += l->font_small * 1.2;
+        viz_set(cr, VIZ_INK);
+        snprintf(buf, sizeof buf, "%s %d", evt_phase_name(order[i]), count[order[i]]);
+        x += viz_text(cr, x, y, buf, 0, 0) + 12 * s;
+    }
+}
+
+void viz_draw_cluster(viz_ctx *c)
+{
+    const viz_layout *l = &c->lay;
+    int count[EVT_PHASE_COUNT];
+    int64_t bstep;
+    phase_counts(c->st, l->n_workers, count, &bstep);
+    if (l->dense) {
+        for (int p = 0; p < l->n_ps; p++) draw_ps(c, p);
+        draw_dense(c, count);
+        return;
+    }
+    draw_edges(c);
+    for (int p = 0; p < l->n_ps; p++) draw_ps(c, p);
+    int waiting = count[EVT_PHASE_BARRIER];
+    if (waiting > 0) draw_barrier(c, waiting, bstep);
+    double lift = 0;
+    if (l->n_workers > 0) lift = l->worker_box[0].y - l->barrier_y - 2 * l->s;
+    for (int w = 0; w < l->n_workers; w++) {
+        const evt_task_state *tk = evt_state_task(c->st, EVT_JOB_WORKER, w);
+        /* the first row lines up against the barrier line */
+        int at_barrier = tk && tk->phase == EVT_PHASE_BARRIER && l->worker_box[w].y <= l->worker_box[0].y;
+        draw_worker(c, w, at_barrier ? fmax(lift, 0) : 0);
+    }
+    for (int i = 0; i < c->fr.n_pk; i++) draw_packet(c, &c->fr.pk[i]);
+    if (l->n_ps == 0 && l->n_workers == 0) {
+        viz_font(c->cr, l->font, 0);
+        viz_set(c->cr, VIZ_MUTED);
+        viz_text(c->cr, l->cluster.x + l->cluster.w / 2, l->cluster.y + l->cluster.h / 2,
+                 "waiting for the cluster to start…", 1, 0);
+    }
+}
+
+/* Hit test on the cluster picture: packets first (they sit on top), then boxes. */
+void viz_cluster_hit(const viz_ctx *c, double x, double y, viz_selection *out)
+{
+    const viz_layout *l = &c->lay;
+    memset(out, 0, sizeof *out);
+    for (int i = c->fr.n_pk - 1; i >= 0 && !l->dense; i--) {
+        const viz_packet *p = &c->fr.pk[i];
+        if (p->dropped) continue;
+        double frac = p->t1 > p->t0 ? (double)(c->t - p->t0) / (double)(p->t1 - p->t0) : 1;
+        viz_point q = viz_layout_packet_pos(l, p->ps, p->worker, p->is_push, frac);
+        double r = 16 * l->s;
+        if ((x - q.x) * (x - q.x) + (y - q.y) * (y - q.y) <= r * r) {
+            *out = (viz_selection){VIZ_SEL_PACKET, EVT_JOB_WORKER, p->worker, p->id,
+                                   p->is_push ? EVT_PUSH_BEGIN : EVT_PULL_BEGIN};
+            return;
+        }
+    }
+    for (int p = 0; p < l->n_ps; p++)
+        if (viz_rect_contains(l->ps_box[p], x, y)) {
+            *out = (viz_selection){VIZ_SEL_TASK, EVT_JOB_PS, p, 0, 0};
+            return;
+        }
+    for (int w = 0; w < l->n_workers; w++) {
+        viz_rect r = l->dense ? viz_layout_cell(l, w) : l->worker_box[w];
+        if (viz_rect_contains(r, x, y)) {
+            *out = (viz_selection){VIZ_SEL_TASK, EVT_JOB_WORKER, w, 0, 0};
+            return;
+        }
+    }
+}

@@ -1,0 +1,174 @@
+/* internal.h — what the viz/ files share and nobody else sees: the model (time series
+ * and catalogue built by one pass over the events: loss, accuracy, global step, per-ps
+ * traffic, staleness, timeline lanes, placement), the source struct behind viz_source,
+ * the per-frame scan (packets in flight, flashes), the palette and the drawing helpers.
+ * Time series live in a fixed number of buckets whose width doubles when a live run
+ * outgrows them, so memory stays bounded for any run length. */
+#ifndef VIZ_INTERNAL_H
+#define VIZ_INTERNAL_H
+
+#include <cairo.h>
+
+#include "events/stream.h"
+#include "events/trace.h"
+#include "viz/layout.h"
+#include "viz/viz.h"
+
+#define VIZ_BUCKETS 2048
+#define VIZ_LOSS_WORKERS 8      /* per-worker loss curves kept */
+#define VIZ_PS_SERIES 64        /* ps tasks with their own traffic series (rest summed) */
+#define VIZ_STALE_BINS 12       /* staleness 0..10, 11+ */
+#define VIZ_MAX_LANES 48        /* tasks with their own timeline lane */
+#define VIZ_MAX_OPS 20000       /* placement rows kept */
+#define VIZ_MAX_MARKS 8192
+
+enum { VIZ_ACT_PULL, VIZ_ACT_COMPUTE, VIZ_ACT_PUSH, VIZ_ACT_WAIT, VIZ_N_ACT };
+
+typedef struct viz_mark { int64_t t; int kind; int job, task; double value; } viz_mark;
+typedef struct viz_eval { int64_t t; double acc, loss; int64_t step; } viz_eval;
+typedef struct viz_op { uint32_t name, type, device; int is_var; } viz_op;
+typedef struct viz_var { uint32_t name, shape, device; int64_t bytes; int ps; } viz_var;
+typedef struct viz_taskdev { uint8_t job; int32_t task; uint32_t device; } viz_taskdev;
+typedef struct viz_act { int32_t cnt[VIZ_N_ACT]; int64_t since[VIZ_N_ACT]; } viz_act;
+
+/* One series: VIZ_BUCKETS rows of k doubles, merged by sum (or max) when buckets double. */
+typedef struct viz_series { double *v; int k; int use_max; } viz_series;
+
+typedef struct viz_model {
+    int64_t bw;               /* bucket width, ns */
+    int nb;                   /* buckets holding data (max index + 1) */
+    viz_series loss;          /* k=2: sum, count of STEP_END losses */
+    viz_series wloss;         /* k=2*VIZ_LOSS_WORKERS */
+    viz_series gstep;         /* k=1, max: global step reached in the bucket (-1 none) */
+    viz_series ps_bytes;      /* k=2*VIZ_PS_SERIES: bytes pulled from / pushed to each ps */
+    viz_series stale;         /* k=VIZ_STALE_BINS+1: applies per staleness bin, then drops */
+    viz_series lane;          /* k=VIZ_MAX_LANES*VIZ_N_ACT: ns of each activity */
+    viz_series agg;           /* k=VIZ_N_ACT: ns summed over all workers */
+    viz_mark *marks; size_t n_marks, cap_marks;
+    viz_eval *evals; size_t n_evals, cap_evals;
+    viz_op *ops; size_t n_ops, cap_ops;
+    viz_var *vars; int n_vars, cap_vars;
+    viz_taskdev *devs; int n_devs, cap_devs;
+    int n_ps, n_workers;      /* largest task index + 1 seen */
+    int chief;                /* worker index of the chief (0) */
+    int lane_job[VIZ_MAX_LANES], lane_task[VIZ_MAX_LANES], n_lanes;
+    int16_t *lane_of[2];      /* [job][task] -> lane + 1 (0 = none), job ps/worker */
+    viz_act *act[2]; int act_len[2];
+    int64_t max_dur;          /* longest pull/push, for the packet window */
+    double dur_sum[2]; int64_t dur_n[2];   /* pull, push: mean duration (live estimate) */
+    int64_t t_last;
+    uint64_t events;
+    char title[128], engine[32], mode[96];
+    int metadata_mode;        /* mode came from metadata (config JSON does not override) */
+} viz_model;
+
+void viz_model_init(viz_model *m, int64_t duration_hint);
+void viz_model_release(viz_model *m);
+void viz_model_add(viz_model *m, const evt_record *e, const char *(*str)(const void *, uint32_t),
+                   const void *ctx);
+void viz_model_metadata(viz_model *m, const char *json);
+/* Bucket of time t (clamped to [0, nb)). */
+int viz_model_bucket(const viz_model *m, int64_t t);
+/* Global step reached by the end of bucket b (prefix max). */
+int64_t viz_model_gstep_at(const viz_model *m, int b);
+int viz_model_lane(const viz_model *m, int job, int task);   /* -1 none */
+/* Buckets to average rates over: about 1.5 global steps (16 .. nb/4). */
+int viz_model_rate_span(const viz_model *m);
+/* Devices of task (job, task) in order of appearance: fills ids (up to max), returns
+ * the count. */
+int viz_model_task_devices(const viz_model *m, int job, int task, uint32_t *ids, int max);
+int viz_model_device_index(const viz_model *m, uint32_t device);
+int viz_model_var_index(const viz_model *m, uint32_t name);
+
+enum { VIZ_SRC_TRACE = 1, VIZ_SRC_MEM, VIZ_SRC_LIVE };
+
+struct viz_source {
+    int kind;
+    trace_reader *r;
+    evt_sub *sub;
+    int sub_closed;
+    const evt_strtab *strs;
+    evt_record *ev; size_t n, cap;       /* mem / live */
+    evt_state *snaps; size_t n_snaps;    /* mem: state after k * VIZ_SNAP events */
+    evt_state cur; size_t cur_n;         /* mem: state after cur_n events */
+    evt_state out;                       /* trace: last answer */
+    int64_t out_t; int out_valid;
+    viz_model m;
+};
+
+/* Calls fn for every event with time in [a, b] (reader order), stopping after max
+ * events; returns the number visited. */
+typedef void (*viz_scan_fn)(void *ctx, const evt_record *e);
+size_t viz_source_scan(viz_source *s, int64_t a, int64_t b, size_t max, viz_scan_fn fn, void *ctx);
+
+/* ---- per-frame data: what is moving at time t ---------------------------------------- */
+typedef struct viz_packet {
+    int is_push, dropped, worker, ps, var;   /* var: catalogue index, -1 unknown */
+    int64_t t0, t1;                          /* begin, end (estimated for live) */
+    int64_t bytes, step;
+    uint64_t id;
+} viz_packet;
+
+typedef struct viz_frame {
+    viz_packet *pk; int n_pk, cap_pk;
+    int64_t *flash;          /* [n_vars]: time of the latest apply in the window, -1 */
+    double *progress;        /* [n_workers]: compute progress 0..1, -1 not computing */
+    double *staleness;       /* [n_workers]: staleness of its latest gradient, -1 unknown */
+} viz_frame;
+
+void viz_frame_build(viz_source *s, const evt_state *st, int64_t t, viz_frame *f);
+void viz_frame_release(viz_frame *f);
+
+/* ---- palette (Okabe-Ito phases, Paul Tol muted variables, Tol light devices) --------- */
+typedef struct viz_rgb { double r, g, b; } viz_rgb;
+viz_rgb viz_phase_color(int phase);
+viz_rgb viz_var_color(int var_index);
+viz_rgb viz_device_color(int device_index);
+viz_rgb viz_act_color(int act);
+extern const viz_rgb VIZ_BG, VIZ_INK, VIZ_MUTED, VIZ_PANEL, VIZ_LINE, VIZ_ACCENT;
+
+/* ---- drawing helpers (viz/draw_util.c) ------------------------------------------------ */
+void viz_set(cairo_t *cr, viz_rgb c);
+void viz_seta(cairo_t *cr, viz_rgb c, double a);
+void viz_round_rect(cairo_t *cr, viz_rect r, double radius);
+void viz_font(cairo_t *cr, double size, int bold);
+/* Text at (x, y) baseline-left; align 0 left, 1 centre, 2 right; returns its width.
+ * Text longer than max_w (when > 0) is cut with an ellipsis. */
+double viz_text(cairo_t *cr, double x, double y, const char *s, int align, double max_w);
+double viz_text_width(cairo_t *cr, const char *s);
+void viz_fmt_bytes(char *buf, size_t n, double bytes);
+void viz_fmt_time(char *buf, size_t n, int64_t ns);
+/* Short task name "/job:ps/task:0". */
+void viz_task_name(char *buf, size_t n, int job, int task);
+/* "CPU:0" from "/job:worker/replica:0/task:1/device:CPU:0". */
+const char *viz_device_short(const char *full);
+
+/* ---- the parts of a frame ----------------------------------------------------------- */
+typedef struct viz_ctx {
+    cairo_t *cr;
+    viz_source *src;
+    const viz_view *view;
+    const evt_state *st;
+    viz_layout lay;
+    viz_frame fr;
+    int64_t t, t_end;         /* shown time, end of the time axis */
+} viz_ctx;
+
+void viz_ctx_begin(viz_ctx *c, cairo_t *cr, viz_source *s, const viz_view *v, int64_t t,
+                   int w, int h, int side_panels);
+void viz_ctx_end(viz_ctx *c);
+void viz_draw_cluster(viz_ctx *c);          /* draw.c */
+void viz_cluster_hit(const viz_ctx *c, double x, double y, viz_selection *out);
+void viz_draw_topbar(viz_ctx *c, viz_rect r, const char *tag);  /* panels.c */
+void viz_draw_panels(viz_ctx *c);
+void viz_draw_timeline(viz_ctx *c);
+void viz_draw_placement(viz_ctx *c);        /* overlay.c */
+void viz_draw_help(viz_ctx *c);
+void viz_draw_inspector(viz_ctx *c);
+void viz_draw_toast(viz_ctx *c, const char *msg);
+/* One line chart of a model series into r (shared by panels and compare). */
+void viz_plot_loss(viz_ctx *c, viz_rect r, const viz_model *m, int64_t t, int64_t t_end,
+                   viz_rgb color, int per_worker, double ymax);
+double viz_model_loss_max(const viz_model *m);
+
+#endif

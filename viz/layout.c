@@ -1,0 +1,228 @@
+/* layout.c — pure geometry for a frame (see layout.h). Everything scales with
+ * s = min(width / 1280, height / 720); fonts have a floor so that text stays readable on
+ * a projector even in a small window. No cairo, no state: only rectangles. */
+#include "viz/layout.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/dp.h"
+
+int viz_rect_contains(viz_rect r, double x, double y)
+{
+    return x >= r.x && y >= r.y && x < r.x + r.w && y < r.y + r.h;
+}
+
+static double clampd(double v, double lo, double hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void layout_frame(const viz_layout_input *in, viz_layout *l)
+{
+    double w = in->width, h = in->height, s = l->s, pad = 10 * s;
+    l->top = (viz_rect){0, 0, w, l->font * 2.3};
+    /* Timeline: one lane per task that fits in ~26% of the height, then the scrubber. */
+    l->lane_h = fmax(l->font_small * 1.25, 14 * s);
+    double scrub_h = l->font * 1.9;
+    int max_lanes = (int)((h * 0.26 - scrub_h) / l->lane_h);
+    if (max_lanes < 1) max_lanes = 1;
+    l->n_lanes = in->timeline_lanes < max_lanes ? in->timeline_lanes : max_lanes;
+    if (l->n_lanes < 1) l->n_lanes = 1;
+    double tl_h = l->n_lanes * l->lane_h + scrub_h + pad;
+    l->timeline = (viz_rect){pad, h - tl_h - pad * 0.5, w - 2 * pad, tl_h};
+    double label_w = fmax(150 * s, l->font_small * 9);
+    l->lanes = (viz_rect){l->timeline.x + label_w, l->timeline.y + pad * 0.5,
+                          l->timeline.w - label_w, l->n_lanes * l->lane_h};
+    l->scrub = (viz_rect){l->lanes.x, l->lanes.y + l->lanes.h + scrub_h * 0.3, l->lanes.w,
+                          scrub_h * 0.45};
+    double body_top = l->top.h + pad, body_bot = l->timeline.y - pad;
+    double panel_w = 0;
+    if (in->side_panels) {
+        panel_w = clampd(w * 0.29, 240 * s, 520 * s);
+        double ph = (body_bot - body_top - (VIZ_N_PANELS - 1) * pad * 0.6) / VIZ_N_PANELS;
+        for (int i = 0; i < VIZ_N_PANELS; i++)
+            l->panels[i] = (viz_rect){w - pad - panel_w, body_top + i * (ph + pad * 0.6),
+                                      panel_w, ph};
+    }
+    l->cluster = (viz_rect){pad, body_top, w - 2 * pad - (panel_w > 0 ? panel_w + pad : 0),
+                            body_bot - body_top};
+}
+
+/* Variables per ps: counts, and the largest for bar scaling. */
+static void layout_ps(const viz_layout_input *in, viz_layout *l)
+{
+    double s = l->s, pad = 10 * s;
+    viz_rect c = l->cluster;
+    int n = l->n_ps;
+    int *count = xcalloc((size_t)n + 1, sizeof *count);
+    int64_t max_bytes = 1;
+    for (int v = 0; v < in->n_vars; v++) {
+        int p = in->var_ps[v];
+        if (p >= 0 && p < n) count[p]++;
+        if (in->var_bytes[v] > max_bytes) max_bytes = in->var_bytes[v];
+    }
+    int rows = 0;
+    for (int p = 0; p < n; p++) {
+        int r = count[p] > VIZ_MAX_BARS ? VIZ_MAX_BARS + 1 : count[p];
+        if (r > rows) rows = r;
+    }
+    double title_h = l->font * 1.5, chips_h = l->font_small * 1.7;
+    double bar_h = l->font_small * 1.75;
+    double box_h = title_h + rows * bar_h + chips_h + pad;
+    double max_h = c.h * 0.42;
+    if (box_h > max_h) {
+        bar_h = rows ? fmax((max_h - title_h - chips_h - pad) / rows, 4 * s) : bar_h;
+        box_h = fmin(box_h, max_h);
+    }
+    double per = (c.w - pad) / (n > 0 ? n : 1);
+    double bw = fmin(per - pad, 420 * s);
+    double x0 = c.x + (c.w - n * (bw + pad) + pad) / 2;
+    for (int p = 0; p < n; p++)
+        l->ps_box[p] = (viz_rect){x0 + p * (bw + pad), c.y + pad * 0.5, bw, box_h};
+    /* Bars: a row per variable (label above, fill below), fill width ~ sqrt(bytes). */
+    memset(count, 0, ((size_t)n + 1) * sizeof *count);
+    for (int v = 0; v < in->n_vars; v++) {
+        int p = in->var_ps[v];
+        l->var_bar[v] = (viz_rect){0, 0, 0, 0};
+        if (p < 0 || p >= n) continue;
+        int row = count[p]++;
+        viz_rect b = l->ps_box[p];
+        double inner = b.w - pad * 1.2;
+        if (row >= VIZ_MAX_BARS) {
+            l->more_bar[p] = (viz_rect){b.x + pad * 0.6, b.y + title_h + VIZ_MAX_BARS * bar_h +
+                                        bar_h * 0.58, inner, bar_h * 0.34};
+            continue;
+        }
+        double frac = 0.12 + 0.88 * sqrt((double)(in->var_bytes[v] > 0 ? in->var_bytes[v] : 0) /
+                                         (double)max_bytes);
+        l->var_bar[v] = (viz_rect){b.x + pad * 0.6, b.y + title_h + row * bar_h + bar_h * 0.58,
+                                   inner * frac, bar_h * 0.34};
+    }
+    free(count);
+}
+
+static void layout_workers(viz_layout *l)
+{
+    double s = l->s, pad = 10 * s;
+    viz_rect c = l->cluster;
+    int n = l->n_workers;
+    double ps_bottom = c.y + (l->n_ps > 0 ? l->ps_box[0].h + pad : 0);
+    double avail_top = ps_bottom + fmax(c.h * 0.16, 40 * s); /* room for edges */
+    double region_h = c.y + c.h - avail_top;
+    if (n <= 0) {
+        l->barrier_y = avail_top;
+        return;
+    }
+    if (n > VIZ_DENSE_WORKERS) {
+        l->dense = 1;
+        double gy = avail_top + l->font * 1.4; /* a caption line above the grid */
+        double gh = c.y + c.h - gy, gw = c.w - 2 * pad;
+        int cols = (int)ceil(sqrt((double)n * gw / fmax(gh, 1)));
+        if (cols < 1) cols = 1;
+        int rows_ = (n + cols - 1) / cols;
+        double cell = fmin(gw / cols, gh / rows_);
+        while (cols > 1 && (n + cols - 2) / (cols - 1) * cell <= gh &&
+               cell * (cols - 1) >= gw * 0.98)
+            cols--;
+        rows_ = (n + cols - 1) / cols;
+        cell = fmin(gw / cols, gh / rows_);
+        l->grid_cols = cols;
+        l->grid_rows = rows_;
+        l->cell = cell;
+        l->grid = (viz_rect){c.x + (c.w - cols * cell) / 2, gy, cols * cell, rows_ * cell};
+        l->barrier_y = gy - l->font * 0.3;
+        return;
+    }
+    double box_h_pref = l->font * 5.0, gap = pad;
+    int rows = 1, cols = n;
+    for (rows = 1; rows <= 8; rows++) {
+        cols = (n + rows - 1) / rows;
+        double bw = (c.w - pad) / cols - gap;
+        double bh = fmin(box_h_pref, (region_h - (rows - 1) * gap) / rows);
+        if (bw >= 150 * s && bh >= l->font * 3.4) break;
+        if (rows * box_h_pref + (rows - 1) * gap > region_h) break;
+    }
+    if (rows > 8) rows = 8;
+    cols = (n + rows - 1) / rows;
+    double bw = fmin((c.w - pad) / cols - gap, 300 * s);
+    double bh = fmin(box_h_pref, (region_h - (rows - 1) * gap) / rows);
+    l->compact_workers = bw < 120 * s || bh < l->font * 3.4;
+    double y0 = c.y + c.h - rows * bh - (rows - 1) * gap;
+    for (int w = 0; w < n; w++) {
+        int r = w / cols, k = w % cols;
+        int in_row = r == rows - 1 ? n - r * cols : cols;
+        double x0 = c.x + (c.w - in_row * (bw + gap) + gap) / 2;
+        l->worker_box[w] = (viz_rect){x0 + k * (bw + gap), y0 + r * (bh + gap), bw, bh};
+    }
+    l->barrier_y = y0 - fmax(gap, 8 * s);
+}
+
+void viz_layout_compute(const viz_layout_input *in, viz_layout *l)
+{
+    dp_assert("layout: frame size must be positive", in->width > 0 && in->height > 0);
+    memset(l, 0, sizeof *l);
+    l->width = in->width;
+    l->height = in->height;
+    double dpr = in->dpr >= 1 ? in->dpr : 1;
+    l->s = fmin(in->width / 1280.0, in->height / 720.0);
+    l->font = fmax(19 * l->s, 15 * dpr);
+    l->font_small = fmax(15 * l->s, 12 * dpr);
+    l->n_ps = in->n_ps > 0 ? in->n_ps : 0;
+    l->n_workers = in->n_workers > 0 ? in->n_workers : 0;
+    l->n_vars = in->n_vars > 0 ? in->n_vars : 0;
+    l->ps_box = xcalloc((size_t)l->n_ps + 1, sizeof *l->ps_box);
+    l->more_bar = xcalloc((size_t)l->n_ps + 1, sizeof *l->more_bar);
+    l->var_bar = xcalloc((size_t)l->n_vars + 1, sizeof *l->var_bar);
+    l->worker_box = l->n_workers <= VIZ_DENSE_WORKERS
+                        ? xcalloc((size_t)l->n_workers + 1, sizeof *l->worker_box) : NULL;
+    layout_frame(in, l);
+    layout_ps(in, l);
+    layout_workers(l);
+}
+
+void viz_layout_release(viz_layout *l)
+{
+    if (!l) return;
+    free(l->ps_box);
+    free(l->more_bar);
+    free(l->var_bar);
+    free(l->worker_box);
+    memset(l, 0, sizeof *l);
+}
+
+viz_rect viz_layout_cell(const viz_layout *l, int w)
+{
+    if (!l->dense || l->grid_cols <= 0) return (viz_rect){0, 0, 0, 0};
+    int r = w / l->grid_cols, c = w % l->grid_cols;
+    return (viz_rect){l->grid.x + c * l->cell, l->grid.y + r * l->cell, l->cell, l->cell};
+}
+
+viz_point viz_layout_ps_anchor(const viz_layout *l, int ps, int worker)
+{
+    viz_rect b = l->ps_box[ps];
+    double f = l->n_workers > 0 && !l->dense ? (worker + 0.5) / l->n_workers : 0.5;
+    return (viz_point){b.x + b.w * (0.15 + 0.7 * f), b.y + b.h};
+}
+
+viz_point viz_layout_worker_anchor(const viz_layout *l, int w)
+{
+    if (l->dense) {
+        viz_rect c = viz_layout_cell(l, w);
+        return (viz_point){c.x + c.w / 2, c.y};
+    }
+    viz_rect b = l->worker_box[w];
+    return (viz_point){b.x + b.w / 2, b.y};
+}
+
+viz_point viz_layout_packet_pos(const viz_layout *l, int ps, int worker, int is_push, double frac)
+{
+    viz_point a = viz_layout_ps_anchor(l, ps, worker), b = viz_layout_worker_anchor(l, worker);
+    frac = clampd(frac, 0, 1);
+    if (is_push) frac = 1 - frac;
+    double dx = b.x - a.x, dy = b.y - a.y, len = sqrt(dx * dx + dy * dy);
+    double off = (is_push ? 1 : -1) * 5 * l->s;
+    double nx = len > 0 ? -dy / len : 0, ny = len > 0 ? dx / len : 0;
+    return (viz_point){a.x + dx * frac + nx * off, a.y + dy * frac + ny * off};
+}

@@ -1,0 +1,77 @@
+/* layout.h — the viewer's geometry, kept apart from drawing so that it can be tested
+ * without pixels: where the top bar, cluster, side panels and timeline go for a frame
+ * size, where each ps box, variable bar and worker box (or the dense worker grid) sits,
+ * and where packets travel. Pure: the same input gives the same rectangles. Sizes are
+ * in pixels; `s` is the scale that keeps fonts readable on a projector. */
+#ifndef VIZ_LAYOUT_H
+#define VIZ_LAYOUT_H
+
+#include <stdint.h>
+
+typedef struct viz_rect { double x, y, w, h; } viz_rect;
+typedef struct viz_point { double x, y; } viz_point;
+
+/* Beyond this many workers, workers become a dense grid of cells and traffic becomes
+ * bands (no per-worker boxes or packets). */
+#define VIZ_DENSE_WORKERS 64
+#define VIZ_N_PANELS 5   /* loss, accuracy, throughput, staleness, ps traffic */
+/* Variable bars shown per ps box before the rest are summed into one "+N more" bar. */
+#define VIZ_MAX_BARS 8
+
+typedef struct viz_layout_input {
+    int width, height;
+    double dpr;              /* HiDPI ratio: raises the minimum font size */
+    int n_ps, n_workers;
+    int n_vars;
+    const int *var_ps;       /* [n_vars]: ps task of each variable, -1 unplaced */
+    const int64_t *var_bytes;/* [n_vars] */
+    int side_panels;         /* 1: right-hand panels; 0 (compare halves): none */
+    int timeline_lanes;      /* lanes wanted in the timeline (tasks + aggregate) */
+} viz_layout_input;
+
+typedef struct viz_layout {
+    int width, height;
+    double s;                /* scale factor (1 at 1280x720, dpr 1) */
+    double font;             /* body font size, px (never below 15 * dpr) */
+    double font_small;       /* labels, px (never below 12 * dpr) */
+    viz_rect top;            /* top bar */
+    viz_rect cluster;        /* cluster picture (or placement table) */
+    viz_rect panels[VIZ_N_PANELS];
+    viz_rect timeline;       /* lanes + scrubber */
+    viz_rect lanes;          /* lane area inside the timeline (after the label column) */
+    viz_rect scrub;          /* scrubber track */
+    int n_lanes;
+    double lane_h;
+    int n_ps, n_workers, n_vars;
+    viz_rect *ps_box;        /* [n_ps] */
+    viz_rect *var_bar;       /* [n_vars]; w = 0 when folded into the "+N more" bar */
+    viz_rect *more_bar;      /* [n_ps]; w = 0 when not needed */
+    int dense;               /* 1: grid instead of worker boxes */
+    viz_rect *worker_box;    /* [n_workers] (not dense) */
+    int compact_workers;     /* worker boxes too small for more than a number */
+    viz_rect grid;           /* dense: the grid area */
+    int grid_cols, grid_rows;
+    double cell;             /* dense: cell size (cells are square, gap included) */
+    double barrier_y;        /* y of the barrier line above the workers */
+} viz_layout;
+
+/* Computes the layout; release with viz_layout_release(). */
+void viz_layout_compute(const viz_layout_input *in, viz_layout *out);
+void viz_layout_release(viz_layout *l);
+
+/* Where edges attach: bottom centre of a ps box (spread by worker so edges fan out),
+ * top centre of a worker box (or of its grid cell). */
+viz_point viz_layout_ps_anchor(const viz_layout *l, int ps, int worker);
+viz_point viz_layout_worker_anchor(const viz_layout *l, int worker);
+/* Dense grid: the cell of worker w. */
+viz_rect viz_layout_cell(const viz_layout *l, int worker);
+
+/* Position of a packet travelling between a ps and a worker: frac 0 = at the
+ * sender, 1 = at the receiver; pulls travel ps -> worker, pushes worker -> ps, on
+ * slightly offset lanes so that both directions stay visible. */
+viz_point viz_layout_packet_pos(const viz_layout *l, int ps, int worker, int is_push,
+                                double frac);
+
+int viz_rect_contains(viz_rect r, double x, double y);
+
+#endif

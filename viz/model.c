@@ -1,0 +1,413 @@
+/* model.c — the viewer's model of a whole run (see internal.h): bucketed time series
+ * for the panels and the timeline, the variable / device / placement catalogue, and
+ * the metadata line. Built by feeding every event once, in time order; a live source
+ * keeps feeding it. Buckets: VIZ_BUCKETS of width bw; when an event falls beyond the
+ * last, neighbouring buckets merge and bw doubles (bounded memory for any length). */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/dp.h"
+#include "viz/internal.h"
+
+static void series_init(viz_series *s, int k, int use_max)
+{
+    s->k = k;
+    s->use_max = use_max;
+    s->v = xcalloc((size_t)VIZ_BUCKETS * (size_t)k, sizeof *s->v);
+    if (use_max)
+        for (size_t i = 0; i < (size_t)VIZ_BUCKETS * (size_t)k; i++) s->v[i] = -1;
+}
+
+static void series_halve(viz_series *s)
+{
+    int k = s->k;
+    for (int i = 0; i < VIZ_BUCKETS / 2; i++)
+        for (int j = 0; j < k; j++) {
+            double a = s->v[(2 * i) * k + j], b = s->v[(2 * i + 1) * k + j];
+            s->v[i * k + j] = s->use_max ? fmax(a, b) : a + b;
+        }
+    for (size_t i = (size_t)VIZ_BUCKETS / 2 * k; i < (size_t)VIZ_BUCKETS * k; i++)
+        s->v[i] = s->use_max ? -1 : 0;
+}
+
+void viz_model_init(viz_model *m, int64_t duration_hint)
+{
+    memset(m, 0, sizeof *m);
+    int64_t bw = 1000;  /* 1 us at least */
+    while (duration_hint > 0 && bw * VIZ_BUCKETS <= duration_hint) bw *= 2;
+    m->bw = bw;
+    series_init(&m->loss, 2, 0);
+    series_init(&m->wloss, 2 * VIZ_LOSS_WORKERS, 0);
+    series_init(&m->gstep, 1, 1);
+    series_init(&m->ps_bytes, 2 * VIZ_PS_SERIES, 0);
+    series_init(&m->stale, VIZ_STALE_BINS + 1, 0);
+    series_init(&m->lane, VIZ_MAX_LANES * VIZ_N_ACT, 0);
+    series_init(&m->agg, VIZ_N_ACT, 0);
+    m->lane_of[0] = xcalloc(EVT_STATE_MAX_TASKS, sizeof *m->lane_of[0]);
+    m->lane_of[1] = xcalloc(EVT_STATE_MAX_TASKS, sizeof *m->lane_of[1]);
+    snprintf(m->engine, sizeof m->engine, "real");
+}
+
+void viz_model_release(viz_model *m)
+{
+    viz_series *all[] = {&m->loss, &m->wloss, &m->gstep, &m->ps_bytes, &m->stale, &m->lane, &m->agg};
+    for (size_t i = 0; i < DP_ARRAY_LEN(all); i++) free(all[i]->v);
+    free(m->marks);
+    free(m->evals);
+    free(m->ops);
+    free(m->vars);
+    free(m->devs);
+    free(m->lane_of[0]);
+    free(m->lane_of[1]);
+    free(m->act[0]);
+    free(m->act[1]);
+    memset(m, 0, sizeof *m);
+}
+
+static void grow_to(viz_model *m, int64_t t)
+{
+    while (t / m->bw >= VIZ_BUCKETS) {
+        viz_series *all[] = {&m->loss, &m->wloss, &m->gstep, &m->ps_bytes, &m->stale, &m->lane,
+                             &m->agg};
+        for (size_t i = 0; i < DP_ARRAY_LEN(all); i++) series_halve(all[i]);
+        m->bw *= 2;
+        m->nb = (m->nb + 1) / 2;
+    }
+}
+
+int viz_model_bucket(const viz_model *m, int64_t t)
+{
+    int64_t b = t < 0 ? 0 : t / m->bw;
+    return b >= VIZ_BUCKETS ? VIZ_BUCKETS - 1 : (int)b;
+}
+
+static double *at(viz_series *s, int b, int j)
+{
+    return &s->v[(size_t)b * (size_t)s->k + (size_t)j];
+}
+
+int64_t viz_model_gstep_at(const viz_model *m, int b)
+{
+    double best = 0;
+    if (b >= VIZ_BUCKETS) b = VIZ_BUCKETS - 1;
+    for (int i = 0; i <= b; i++)
+        if (m->gstep.v[i] > best) best = m->gstep.v[i];
+    return (int64_t)best;
+}
+
+int viz_model_lane(const viz_model *m, int job, int task)
+{
+    if ((job != EVT_JOB_PS && job != EVT_JOB_WORKER) || task < 0 || task >= EVT_STATE_MAX_TASKS)
+        return -1;
+    return m->lane_of[job][task] - 1;
+}
+
+static int lane_for(viz_model *m, int job, int task)
+{
+    if ((job != EVT_JOB_PS && job != EVT_JOB_WORKER) || task < 0 || task >= EVT_STATE_MAX_TASKS)
+        return -1;
+    int16_t *slot = &m->lane_of[job][task];
+    if (*slot == 0 && m->n_lanes < VIZ_MAX_LANES) {
+        m->lane_job[m->n_lanes] = job;
+        m->lane_task[m->n_lanes] = task;
+        *slot = (int16_t)++m->n_lanes;
+    }
+    return *slot - 1;
+}
+
+static viz_act *act_for(viz_model *m, int job, int task)
+{
+    if ((job != EVT_JOB_PS && job != EVT_JOB_WORKER) || task < 0 || task >= EVT_STATE_MAX_TASKS)
+        return NULL;
+    if (task >= m->act_len[job]) {
+        int n = m->act_len[job] ? m->act_len[job] : 16;
+        while (n <= task) n *= 2;
+        m->act[job] = xrealloc(m->act[job], (size_t)n * sizeof *m->act[job]);
+        memset(m->act[job] + m->act_len[job], 0, (size_t)(n - m->act_len[job]) * sizeof *m->act[job]);
+        m->act_len[job] = n;
+    }
+    return &m->act[job][task];
+}
+
+/* Spreads the interval [a, b) over the buckets of one activity. */
+static void add_interval(viz_model *m, int lane, int is_worker, int act, int64_t a, int64_t b)
+{
+    if (b <= a || a < 0) return;
+    for (int64_t k = a / m->bw; k * m->bw < b && k < VIZ_BUCKETS; k++) {
+        int64_t lo = k * m->bw > a ? k * m->bw : a, hi = (k + 1) * m->bw < b ? (k + 1) * m->bw : b;
+        if (lane >= 0) *at(&m->lane, (int)k, lane * VIZ_N_ACT + act) += (double)(hi - lo);
+        if (is_worker) *at(&m->agg, (int)k, act) += (double)(hi - lo);
+    }
+}
+
+static void activity(viz_model *m, int job, int task, int act, int begin, int64_t t)
+{
+    viz_act *a = act_for(m, job, task);
+    if (!a) return;
+    int lane = lane_for(m, job, task);
+    if (begin) {
+        if (a->cnt[act]++ == 0) a->since[act] = t;
+    } else if (a->cnt[act] > 0 && --a->cnt[act] == 0) {
+        add_interval(m, lane, job == EVT_JOB_WORKER, act, a->since[act], t);
+    }
+}
+
+static void mark(viz_model *m, const evt_record *e)
+{
+    if (m->n_marks >= VIZ_MAX_MARKS) return;
+    if (m->n_marks == m->cap_marks) {
+        m->cap_marks = m->cap_marks ? 2 * m->cap_marks : 64;
+        m->marks = xrealloc(m->marks, m->cap_marks * sizeof *m->marks);
+    }
+    m->marks[m->n_marks++] = (viz_mark){e->t, e->kind, e->job, e->task, e->value};
+}
+
+static viz_var *var_for(viz_model *m, uint32_t name)
+{
+    for (int i = m->n_vars - 1; i >= 0; i--)
+        if (m->vars[i].name == name) return &m->vars[i];
+    if (m->n_vars == m->cap_vars) {
+        m->cap_vars = m->cap_vars ? 2 * m->cap_vars : 16;
+        m->vars = xrealloc(m->vars, (size_t)m->cap_vars * sizeof *m->vars);
+    }
+    viz_var *v = &m->vars[m->n_vars++];
+    *v = (viz_var){name, 0, 0, 0, -1};
+    return v;
+}
+
+int viz_model_var_index(const viz_model *m, uint32_t name)
+{
+    for (int i = 0; i < m->n_vars; i++)
+        if (m->vars[i].name == name) return i;
+    return -1;
+}
+
+int viz_model_device_index(const viz_model *m, uint32_t device)
+{
+    for (int i = 0; i < m->n_devs; i++)
+        if (m->devs[i].device == device) return i;
+    return -1;
+}
+
+int viz_model_task_devices(const viz_model *m, int job, int task, uint32_t *ids, int max)
+{
+    int n = 0;
+    for (int i = 0; i < m->n_devs && n < max; i++)
+        if (m->devs[i].job == job && m->devs[i].task == task) ids[n++] = m->devs[i].device;
+    return n;
+}
+
+static void device(viz_model *m, int job, int task, uint32_t dev)
+{
+    if (!dev || viz_model_device_index(m, dev) >= 0 || m->n_devs >= 4096) return;
+    if (m->n_devs == m->cap_devs) {
+        m->cap_devs = m->cap_devs ? 2 * m->cap_devs : 16;
+        m->devs = xrealloc(m->devs, (size_t)m->cap_devs * sizeof *m->devs);
+    }
+    m->devs[m->n_devs++] = (viz_taskdev){(uint8_t)job, task, dev};
+}
+
+static void mode_from_json(viz_model *m, json_t *o)
+{
+    const char *mode = json_string_value(json_object_get(o, "mode"));
+    if (!mode) return;
+    json_int_t backup = json_integer_value(json_object_get(o, "backup_workers"));
+    json_t *sb = json_object_get(o, "staleness_bound");
+    if (!sb) sb = json_object_get(o, "staleness");
+    if (!strcmp(mode, "sync") && backup > 0)
+        snprintf(m->mode, sizeof m->mode, "sync, %lld backup", (long long)backup);
+    else if (!strcmp(mode, "ssp") && json_is_integer(sb))
+        snprintf(m->mode, sizeof m->mode, "ssp, bound %lld", (long long)json_integer_value(sb));
+    else
+        snprintf(m->mode, sizeof m->mode, "%s", mode);
+}
+
+void viz_model_metadata(viz_model *m, const char *json)
+{
+    json_t *o = json ? json_loads(json, 0, NULL) : NULL;
+    if (!o) return;
+    const char *eng = json_string_value(json_object_get(o, "engine"));
+    if (eng) snprintf(m->engine, sizeof m->engine, "%s", eng);
+    const char *keys[] = {"title", "scenario", "name"};
+    for (size_t i = 0; i < DP_ARRAY_LEN(keys); i++) {
+        const char *t = json_string_value(json_object_get(o, keys[i]));
+        if (t && *t) {
+            snprintf(m->title, sizeof m->title, "%s", t);
+            break;
+        }
+    }
+    mode_from_json(m, o);
+    if (m->mode[0]) m->metadata_mode = 1;
+    json_decref(o);
+}
+
+static void loss_point(viz_model *m, int b, int worker, double loss)
+{
+    if (!isfinite(loss)) return;
+    *at(&m->loss, b, 0) += loss;
+    *at(&m->loss, b, 1) += 1;
+    if (worker >= 0 && worker < VIZ_LOSS_WORKERS) {
+        *at(&m->wloss, b, 2 * worker) += loss;
+        *at(&m->wloss, b, 2 * worker + 1) += 1;
+    }
+}
+
+static void traffic(viz_model *m, int b, int ps, int push, int64_t bytes)
+{
+    if (ps < 0 || bytes <= 0) return;
+    int k = ps < VIZ_PS_SERIES ? ps : VIZ_PS_SERIES - 1;
+    *at(&m->ps_bytes, b, 2 * k + push) += (double)bytes;
+}
+
+void viz_model_add(viz_model *m, const evt_record *e, const char *(*str)(const void *, uint32_t),
+                   const void *ctx)
+{
+    int64_t t = e->t < 0 ? 0 : e->t;
+    grow_to(m, t);
+    int b = (int)(t / m->bw);
+    if (b + 1 > m->nb) m->nb = b + 1;
+    if (t > m->t_last) m->t_last = t;
+    m->events++;
+    if (e->job == EVT_JOB_PS && e->task >= m->n_ps && e->task < EVT_STATE_MAX_TASKS) {
+        if (e->kind == EVT_TASK_START || e->kind == EVT_DEVICE || e->kind == EVT_APPLY)
+            m->n_ps = e->task + 1;
+    }
+    if (e->job == EVT_JOB_WORKER && e->task >= m->n_workers && e->task < EVT_STATE_MAX_TASKS)
+        m->n_workers = e->task + 1;
+    int is_w = e->job == EVT_JOB_WORKER;
+    switch (e->kind) {
+    case EVT_CLUSTER_START:
+        if (!m->metadata_mode && str) {
+            json_t *o = json_loads(str(ctx, e->str), 0, NULL);
+            if (o) {
+                mode_from_json(m, o);
+                json_decref(o);
+            }
+        }
+        break;
+    case EVT_TASK_START:
+        lane_for(m, e->job, e->task);
+        break;
+    case EVT_DEVICE:
+        device(m, e->job, e->task, e->device);
+        break;
+    case EVT_VAR_DEFINE: {
+        viz_var *v = var_for(m, e->var);
+        v->bytes = e->bytes;
+        v->shape = e->str;
+        break;
+    }
+    case EVT_VAR_PLACE: {
+        viz_var *v = var_for(m, e->var);
+        v->ps = e->peer;
+        v->device = e->device;
+        if (e->peer >= m->n_ps && e->peer < EVT_STATE_MAX_TASKS) m->n_ps = e->peer + 1;
+        if (m->n_ops < VIZ_MAX_OPS) {
+            if (m->n_ops == m->cap_ops) {
+                m->cap_ops = m->cap_ops ? 2 * m->cap_ops : 64;
+                m->ops = xrealloc(m->ops, m->cap_ops * sizeof *m->ops);
+            }
+            m->ops[m->n_ops++] = (viz_op){e->var, 0, e->device, 1};
+        }
+        break;
+    }
+    case EVT_OP_PLACE:
+        if (m->n_ops < VIZ_MAX_OPS) {
+            if (m->n_ops == m->cap_ops) {
+                m->cap_ops = m->cap_ops ? 2 * m->cap_ops : 64;
+                m->ops = xrealloc(m->ops, m->cap_ops * sizeof *m->ops);
+            }
+            m->ops[m->n_ops++] = (viz_op){e->var, e->str, e->device, 0};
+        }
+        break;
+    case EVT_PULL_BEGIN:
+    case EVT_PUSH_BEGIN: {
+        int act = e->kind == EVT_PULL_BEGIN ? VIZ_ACT_PULL : VIZ_ACT_PUSH;
+        activity(m, e->job, e->task, act, 1, t);
+        if (e->peer >= 0) activity(m, EVT_JOB_PS, e->peer, act, 1, t);
+        break;
+    }
+    case EVT_PULL_END:
+    case EVT_PUSH_END: {
+        int push = e->kind == EVT_PUSH_END;
+        int act = push ? VIZ_ACT_PUSH : VIZ_ACT_PULL;
+        activity(m, e->job, e->task, act, 0, t);
+        if (e->peer >= 0) activity(m, EVT_JOB_PS, e->peer, act, 0, t);
+        traffic(m, b, e->peer, push, e->bytes);
+        if (e->dur > m->max_dur) m->max_dur = e->dur;
+        if (e->dur > 0) {
+            m->dur_sum[push] += (double)e->dur;
+            m->dur_n[push]++;
+        }
+        break;
+    }
+    case EVT_COMPUTE_BEGIN:
+    case EVT_COMPUTE_END:
+        activity(m, e->job, e->task, VIZ_ACT_COMPUTE, e->kind == EVT_COMPUTE_BEGIN, t);
+        break;
+    case EVT_BARRIER_WAIT:
+    case EVT_SSP_WAIT:
+        activity(m, e->job, e->task, VIZ_ACT_WAIT, 1, t);
+        break;
+    case EVT_BARRIER_RELEASE:
+    case EVT_SSP_RELEASE:
+        activity(m, e->job, e->task, VIZ_ACT_WAIT, 0, t);
+        break;
+    case EVT_APPLY: {
+        int bin = e->value < 0 ? 0 : e->value >= VIZ_STALE_BINS - 1 ? VIZ_STALE_BINS - 1
+                                                                    : (int)e->value;
+        *at(&m->stale, b, bin) += 1;
+        if ((double)e->step > *at(&m->gstep, b, 0)) *at(&m->gstep, b, 0) = (double)e->step;
+        break;
+    }
+    case EVT_DROP:
+        *at(&m->stale, b, VIZ_STALE_BINS) += 1;
+        break;
+    case EVT_GLOBAL_STEP:
+        if ((double)e->step > *at(&m->gstep, b, 0)) *at(&m->gstep, b, 0) = (double)e->step;
+        break;
+    case EVT_STEP_END:
+        loss_point(m, b, is_w ? e->task : -1, e->value);
+        break;
+    case EVT_EVAL:
+        if (m->n_evals == m->cap_evals) {
+            m->cap_evals = m->cap_evals ? 2 * m->cap_evals : 32;
+            m->evals = xrealloc(m->evals, m->cap_evals * sizeof *m->evals);
+        }
+        m->evals[m->n_evals++] = (viz_eval){t, e->value, e->value2, e->step};
+        mark(m, e);
+        break;
+    case EVT_CHECKPOINT_WRITE:
+    case EVT_CHECKPOINT_RESTORE:
+    case EVT_FAILURE:
+    case EVT_RECOVERY:
+        mark(m, e);
+        break;
+    default:
+        break;
+    }
+}
+
+double viz_model_loss_max(const viz_model *m)
+{
+    double mx = 0;
+    for (int b = 0; b < m->nb; b++) {
+        double n = m->loss.v[2 * b + 1];
+        if (n > 0 && m->loss.v[2 * b] / n > mx) mx = m->loss.v[2 * b] / n;
+    }
+    for (size_t i = 0; i < m->n_evals; i++)
+        if (isfinite(m->evals[i].loss) && m->evals[i].loss > mx) mx = m->evals[i].loss;
+    return mx > 0 ? mx : 1;
+}
+
+int viz_model_rate_span(const viz_model *m)
+{
+    int64_t gs = viz_model_gstep_at(m, m->nb - 1);
+    double step_ns = gs > 0 ? (double)m->t_last / (double)gs : (double)m->t_last / 10;
+    double span = 1.5 * step_ns / (double)m->bw;
+    double hi = m->nb / 4 > 16 ? m->nb / 4 : 16;
+    return (int)(span < 16 ? 16 : span > hi ? hi : span);
+}

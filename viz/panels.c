@@ -1,0 +1,462 @@
+/* panels.c — the parts of a frame around the cluster: the top bar (title, engine, mode,
+ * global step, time, speed, LIVE/REPLAY, paused), the side panels (loss per worker and
+ * overall, test accuracy, throughput, staleness histogram, per-ps traffic with the hot
+ * ps marked) and the timeline (one lane per task coloured by activity, markers for
+ * evaluations / checkpoints / failures, and the scrubber). Curves are drawn up to the
+ * shown time; the timeline shows the whole run with the future faded. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/dp.h"
+#include "viz/internal.h"
+
+static double tx(const viz_ctx *c, viz_rect r, int64_t t)
+{
+    return r.x + r.w * (double)t / (double)(c->t_end > 0 ? c->t_end : 1);
+}
+
+void viz_draw_topbar(viz_ctx *c, viz_rect r, const char *tag)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    const viz_model *m = &c->src->m;
+    const viz_view *v = c->view;
+    double s = l->s, y = r.y + r.h * 0.66, x = r.x + 12 * s;
+    viz_set(cr, VIZ_INK);
+    cairo_rectangle(cr, r.x, r.y, r.w, r.h);
+    cairo_fill(cr);
+    char buf[200];
+    viz_rgb white = {1, 1, 1}, soft = {0.78, 0.78, 0.82};
+    viz_set(cr, white);
+    viz_font(cr, l->font, 1);
+    snprintf(buf, sizeof buf, "%s%s%s", tag ? tag : "", tag ? " " : "",
+             m->title[0] ? m->title : "Downpour");
+    x += viz_text(cr, x, y, buf, 0, r.w * 0.28) + 16 * s;
+    /* engine badge */
+    int sim = !strcmp(m->engine, "sim");
+    viz_font(cr, l->font_small, 1);
+    const char *eng = sim ? "SIMULATED" : "REAL";
+    double bw = viz_text_width(cr, eng) + 14 * s;
+    viz_set(cr, sim ? viz_phase_color(EVT_PHASE_SSP) : viz_phase_color(EVT_PHASE_COMPUTING));
+    viz_round_rect(cr, (viz_rect){x, r.y + r.h * 0.2, bw, r.h * 0.6}, 5 * s);
+    cairo_fill(cr);
+    viz_set(cr, white);
+    viz_text(cr, x + bw / 2, y - 1 * s, eng, 1, 0);
+    x += bw + 14 * s;
+    viz_font(cr, l->font, 0);
+    viz_set(cr, soft);
+    char ts[48];
+    viz_fmt_time(ts, sizeof ts, c->t);
+    snprintf(buf, sizeof buf, "%s   step %lld   %s", m->mode[0] ? m->mode : "mode ?",
+             (long long)c->st->global_step, ts);
+    /* right side: speed, LIVE / REPLAY, paused */
+    double xr = r.x + r.w - 12 * s;
+    viz_font(cr, l->font, 1);
+    const char *badge = v->live ? (v->behind_live ? "LIVE (behind)" : "LIVE") : "REPLAY";
+    double w = viz_text_width(cr, badge);
+    viz_set(cr, v->live ? viz_phase_color(EVT_PHASE_DEAD) : VIZ_ACCENT);
+    viz_round_rect(cr, (viz_rect){xr - w - 16 * s, r.y + r.h * 0.16, w + 16 * s, r.h * 0.68}, 6 * s);
+    cairo_fill(cr);
+    viz_set(cr, white);
+    viz_text(cr, xr - 8 * s, y, badge, 2, 0);
+    xr -= w + 28 * s;
+    if (v->paused) {
+        viz_set(cr, viz_phase_color(EVT_PHASE_BARRIER));
+        xr -= viz_text(cr, xr, y, "\xe2\x9d\x9a\xe2\x9d\x9a PAUSED", 2, 0) + 16 * s;
+    }
+    char sp[32];
+    if (v->speed >= 1) snprintf(sp, sizeof sp, "%g\xc3\x97", v->speed);
+    else snprintf(sp, sizeof sp, "1/%g\xc3\x97", 1 / v->speed);
+    viz_font(cr, l->font, 0);
+    viz_set(cr, white);
+    xr -= viz_text(cr, xr, y, sp, 2, 0) + 16 * s;
+    viz_set(cr, soft);
+    viz_text(cr, x, y, buf, 0, xr - x - 8 * s);
+}
+
+/* A panel frame with its title and current value; returns the plot area. */
+static viz_rect panel(viz_ctx *c, viz_rect r, const char *title, const char *value)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    double s = l->s;
+    viz_set(cr, VIZ_PANEL);
+    viz_round_rect(cr, r, 6 * s);
+    cairo_fill_preserve(cr);
+    viz_set(cr, VIZ_LINE);
+    cairo_set_line_width(cr, 1 * s);
+    cairo_stroke(cr);
+    viz_font(cr, l->font_small, 1);
+    viz_set(cr, VIZ_MUTED);
+    double tw = viz_text(cr, r.x + 8 * s, r.y + l->font_small * 1.2, title, 0, r.w * 0.55);
+    viz_font(cr, l->font_small, 1);
+    viz_set(cr, VIZ_INK);
+    if (value) viz_text(cr, r.x + r.w - 8 * s, r.y + l->font_small * 1.2, value, 2, r.w - tw - 24 * s);
+    return (viz_rect){r.x + 8 * s, r.y + l->font_small * 1.7, r.w - 16 * s,
+                      r.h - l->font_small * 1.7 - 6 * s};
+}
+
+void viz_plot_loss(viz_ctx *c, viz_rect r, const viz_model *m, int64_t t, int64_t t_end,
+                   viz_rgb color, int per_worker, double ymax)
+{
+    cairo_t *cr = c->cr;
+    double s = c->lay.s;
+    int last = viz_model_bucket(m, t);
+    if (last >= m->nb) last = m->nb - 1;
+    double xs = r.w / (double)(t_end > 0 ? t_end : 1);
+    for (int w = per_worker ? 0 : VIZ_LOSS_WORKERS; w <= VIZ_LOSS_WORKERS; w++) {
+        const double *v = w < VIZ_LOSS_WORKERS ? m->wloss.v + 2 * w : m->loss.v;
+        int k = w < VIZ_LOSS_WORKERS ? m->wloss.k : m->loss.k, started = 0;
+        for (int b = 0; b <= last; b++) {
+            double n = v[(size_t)b * k + 1];
+            if (n <= 0) continue;
+            double y = v[(size_t)b * k] / n;
+            double px = r.x + xs * ((double)b + 0.5) * (double)m->bw;
+            double py = r.y + r.h * (1 - fmin(y / ymax, 1));
+            if (!started) cairo_move_to(cr, px, py);
+            else cairo_line_to(cr, px, py);
+            started = 1;
+        }
+        if (w < VIZ_LOSS_WORKERS) {
+            viz_seta(cr, viz_var_color(w), 0.45);
+            cairo_set_line_width(cr, 1.2 * s);
+        } else {
+            viz_set(cr, color);
+            cairo_set_line_width(cr, 2.8 * s);
+        }
+        cairo_stroke(cr);
+    }
+}
+
+static void draw_loss(viz_ctx *c, viz_rect r)
+{
+    const evt_state *st = c->st;
+    double sum = 0;
+    int n = 0;
+    for (int w = 0; w < st->workers_len; w++)
+        if (isfinite(st->workers[w].loss)) {
+            sum += st->workers[w].loss;
+            n++;
+        }
+    char val[48] = "";
+    if (n) snprintf(val, sizeof val, "%.3f", sum / n);
+    viz_rect p = panel(c, r, "loss (mean, per worker)", n ? val : NULL);
+    viz_plot_loss(c, p, &c->src->m, c->t, c->t_end, VIZ_INK, 1, viz_model_loss_max(&c->src->m) * 1.05);
+}
+
+static void draw_accuracy(viz_ctx *c, viz_rect r)
+{
+    cairo_t *cr = c->cr;
+    const viz_model *m = &c->src->m;
+    char val[48] = "";
+    double last = NAN;
+    for (size_t i = 0; i < m->n_evals && m->evals[i].t <= c->t; i++) last = m->evals[i].acc;
+    if (isfinite(last)) snprintf(val, sizeof val, "%.1f%%", last * 100);
+    viz_rect p = panel(c, r, "test accuracy", val[0] ? val : "no eval yet");
+    int started = 0;
+    for (size_t i = 0; i < m->n_evals && m->evals[i].t <= c->t; i++) {
+        double px = tx(c, p, m->evals[i].t), py = p.y + p.h * (1 - fmin(fmax(m->evals[i].acc, 0), 1));
+        if (!started) cairo_move_to(cr, px, py);
+        else cairo_line_to(cr, px, py);
+        started = 1;
+    }
+    viz_set(cr, VIZ_ACCENT);
+    cairo_set_line_width(cr, 2.5 * c->lay.s);
+    cairo_stroke(cr);
+    for (size_t i = 0; i < m->n_evals && m->evals[i].t <= c->t; i++) {
+        cairo_new_sub_path(cr);
+        cairo_arc(cr, tx(c, p, m->evals[i].t), p.y + p.h * (1 - fmin(fmax(m->evals[i].acc, 0), 1)),
+                  3.5 * c->lay.s, 0, 2 * M_PI);
+        cairo_fill(cr);
+    }
+}
+
+static void draw_throughput(viz_ctx *c, viz_rect r)
+{
+    cairo_t *cr = c->cr;
+    const viz_model *m = &c->src->m;
+    int span = viz_model_rate_span(m), last = viz_model_bucket(m, c->t);
+    if (last >= m->nb) last = m->nb - 1;
+    /* prefix max of the global step once, then rates */
+    double mx = 1, cur = 0;
+    double rate[VIZ_BUCKETS], g = 0, hist[VIZ_BUCKETS];
+    for (int b = 0; b < m->nb; b++) {
+        if (m->gstep.v[b] > g) g = m->gstep.v[b];
+        hist[b] = g;
+    }
+    for (int b = 0; b < m->nb; b++) {
+        int a = b - span;
+        double g0 = a >= 0 ? hist[a] : 0;
+        rate[b] = (hist[b] - g0) / ((double)(a >= 0 ? span : b + 1) * (double)m->bw / 1e9);
+        if (rate[b] > mx) mx = rate[b];
+    }
+    if (last >= 0) cur = rate[last];
+    char val[48];
+    snprintf(val, sizeof val, "%.4g steps/s", cur);
+    viz_rect p = panel(c, r, "throughput", val);
+    cairo_move_to(cr, p.x, p.y + p.h);
+    for (int b = 0; b <= last; b++)
+        cairo_line_to(cr, p.x + p.w * ((double)b + 0.5) * (double)m->bw / (double)c->t_end,
+                      p.y + p.h * (1 - rate[b] / (mx * 1.1)));
+    if (last >= 0) {
+        cairo_line_to(cr, p.x + p.w * ((double)last + 0.5) * (double)m->bw / (double)c->t_end,
+                      p.y + p.h);
+        cairo_close_path(cr);
+    }
+    viz_seta(cr, viz_phase_color(EVT_PHASE_COMPUTING), 0.55);
+    cairo_fill(cr);
+}
+
+static void draw_staleness(viz_ctx *c, viz_rect r)
+{
+    cairo_t *cr = c->cr;
+    const viz_model *m = &c->src->m;
+    double bins[VIZ_STALE_BINS + 1] = {0}, mx = 1;
+    int last = viz_model_bucket(m, c->t);
+    for (int b = 0; b <= last && b < m->nb; b++)
+        for (int i = 0; i <= VIZ_STALE_BINS; i++) bins[i] += m->stale.v[(size_t)b * m->stale.k + i];
+    for (int i = 0; i <= VIZ_STALE_BINS; i++) mx = fmax(mx, bins[i]);
+    char val[64];
+    const evt_state *st = c->st;
+    snprintf(val, sizeof val, "mean %.2f · max %.0f", st->applies ? st->staleness_sum / (double)st->applies
+                                                                  : 0.0, st->staleness_max);
+    viz_rect p = panel(c, r, "staleness", val);
+    double lh = c->lay.font_small * 0.85;
+    p.h -= lh * 1.2;
+    double bw = p.w / (VIZ_STALE_BINS + 1);
+    viz_font(cr, lh, 0);
+    for (int i = 0; i <= VIZ_STALE_BINS; i++) {
+        double h = p.h * bins[i] / mx;
+        viz_set(cr, i == VIZ_STALE_BINS ? viz_phase_color(EVT_PHASE_DEAD)
+                                        : (viz_rgb){0.27, 0.47, 0.67});
+        cairo_rectangle(cr, p.x + i * bw + 1, p.y + p.h - h, bw - 2, h);
+        cairo_fill(cr);
+        char lab[16];
+        if (i == VIZ_STALE_BINS) snprintf(lab, sizeof lab, "drop");
+        else if (i == VIZ_STALE_BINS - 1) snprintf(lab, sizeof lab, "%d+", i);
+        else snprintf(lab, sizeof lab, "%d", i);
+        if (i % 2 == 0 || i == VIZ_STALE_BINS) {
+            viz_set(cr, VIZ_MUTED);
+            viz_text(cr, p.x + i * bw + bw / 2, p.y + p.h + lh * 1.05, lab, 1, 0);
+        }
+    }
+}
+
+static void draw_traffic(viz_ctx *c, viz_rect r)
+{
+    cairo_t *cr = c->cr;
+    const viz_model *m = &c->src->m;
+    int n = m->n_ps < VIZ_PS_SERIES ? m->n_ps : VIZ_PS_SERIES, span = viz_model_rate_span(m);
+    int b = viz_model_bucket(m, c->t);
+    double rate[VIZ_PS_SERIES][2] = {{0}}, total = 0, mx = 1, mean = 0;
+    for (int p = 0; p < n; p++)
+        for (int d = 0; d < 2; d++) {
+            double sum = 0;
+            int k = 0;
+            for (int i = b - span + 1; i <= b; i++, k++)
+                if (i >= 0) sum += m->ps_bytes.v[(size_t)i * m->ps_bytes.k + 2 * p + d];
+            rate[p][d] = sum / ((double)k * (double)m->bw / 1e9);
+            total += rate[p][d];
+        }
+    for (int p = 0; p < n; p++) mx = fmax(mx, rate[p][0] + rate[p][1]);
+    mean = n ? total / n : 0;
+    char val[48], tmp[32];
+    viz_fmt_bytes(tmp, sizeof tmp, total);
+    snprintf(val, sizeof val, "%s/s", tmp);
+    viz_rect p = panel(c, r, "ps traffic (pull | push)", val);
+    double rows = n > 0 ? n : 1, rh = p.h / rows;
+    double fs = fmin(c->lay.font_small, rh * 0.9), lw = fs * 3.2;
+    viz_font(cr, fs, 0);
+    for (int i = 0; i < n; i++) {
+        double y = p.y + i * rh, x = p.x + lw, w = p.w - lw;
+        int hot = n > 1 && rate[i][0] + rate[i][1] > 1.5 * mean && mean > 0;
+        viz_set(cr, hot ? viz_phase_color(EVT_PHASE_DEAD) : VIZ_MUTED);
+        char lab[16];
+        snprintf(lab, sizeof lab, "ps%d", i);
+        if (rh >= fs * 0.8) viz_text(cr, p.x, y + rh * 0.5 + fs * 0.35, lab, 0, lw);
+        double w0 = w * rate[i][0] / mx, w1 = w * rate[i][1] / mx;
+        viz_set(cr, viz_phase_color(EVT_PHASE_PULLING));
+        cairo_rectangle(cr, x, y + rh * 0.15, w0, rh * 0.7);
+        cairo_fill(cr);
+        viz_set(cr, viz_phase_color(EVT_PHASE_PUSHING));
+        cairo_rectangle(cr, x + w0, y + rh * 0.15, w1, rh * 0.7);
+        cairo_fill(cr);
+        if (hot) {
+            viz_set(cr, viz_phase_color(EVT_PHASE_DEAD));
+            cairo_set_line_width(cr, 2 * c->lay.s);
+            cairo_rectangle(cr, x, y + rh * 0.15, w0 + w1, rh * 0.7);
+            cairo_stroke(cr);
+        }
+    }
+}
+
+void viz_draw_panels(viz_ctx *c)
+{
+    const viz_layout *l = &c->lay;
+    if (l->panels[0].w <= 0) return;
+    draw_loss(c, l->panels[0]);
+    draw_accuracy(c, l->panels[1]);
+    draw_throughput(c, l->panels[2]);
+    draw_staleness(c, l->panels[3]);
+    draw_traffic(c, l->panels[4]);
+}
+
+/* One lane as one row of pixels: each column takes the colour of the activity that
+ * filled most of its time (the future faded), so a lane costs a row of pixel writes
+ * however many buckets it spans. */
+static void lane_pixels(const viz_ctx *c, uint32_t *row, int width, const double *v, int k,
+                        double busy_ns)
+{
+    const viz_model *m = &c->src->m;
+    int cur = viz_model_bucket(m, c->t);
+    for (int px = 0; px < width; px++) {
+        int64_t t0 = (int64_t)((double)c->t_end * px / width);
+        int64_t t1 = (int64_t)((double)c->t_end * (px + 1) / width);
+        int b0 = (int)(t0 / m->bw), b1 = (int)(t1 / m->bw);
+        if (b1 <= b0) b1 = b0 + 1;
+        if (b1 > m->nb) b1 = m->nb;
+        double sum[VIZ_N_ACT] = {0}, best = busy_ns * 0.05 * (b1 - b0);
+        int act = -1;
+        for (int b = b0; b < b1; b++)
+            for (int a = 0; a < VIZ_N_ACT; a++) sum[a] += v[(size_t)b * k + a];
+        for (int a = 0; a < VIZ_N_ACT; a++)
+            if (sum[a] > best) best = sum[a], act = a;
+        viz_rgb col = act >= 0 ? viz_act_color(act) : VIZ_PANEL;
+        double f = act >= 0 && b0 > cur ? 0.3 : 1;   /* the future, faded */
+        col = (viz_rgb){col.r * f + VIZ_PANEL.r * (1 - f), col.g * f + VIZ_PANEL.g * (1 - f),
+                        col.b * f + VIZ_PANEL.b * (1 - f)};
+        row[px] = 0xFF000000u | (uint32_t)(col.r * 255 + 0.5) << 16 |
+                  (uint32_t)(col.g * 255 + 0.5) << 8 | (uint32_t)(col.b * 255 + 0.5);
+    }
+}
+
+static void blit_row(cairo_t *cr, cairo_surface_t *img, int row, int width, viz_rect r)
+{
+    cairo_save(cr);
+    cairo_translate(cr, r.x, r.y);
+    cairo_scale(cr, r.w / width, r.h);
+    cairo_set_source_surface(cr, img, 0, -row);
+    cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
+    cairo_rectangle(cr, 0, 0, width, 1);
+    cairo_fill(cr);
+    cairo_restore(cr);
+}
+
+void viz_draw_timeline(viz_ctx *c)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    const viz_model *m = &c->src->m;
+    double s = l->s;
+    viz_set(cr, VIZ_PANEL);
+    viz_round_rect(cr, l->timeline, 6 * s);
+    cairo_fill(cr);
+    /* which lanes: ps, then workers; the last lane aggregates when they do not fit */
+    int n_tasks = l->n_ps + l->n_workers, lanes = l->n_lanes;
+    int agg = n_tasks > lanes || m->n_lanes < n_tasks;
+    int direct = agg ? lanes - 1 : lanes;
+    int job = EVT_JOB_PS, task = 0;
+    char buf[96];
+    int width = (int)ceil(l->lanes.w);
+    if (width < 1) width = 1;
+    cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, lanes);
+    cairo_surface_flush(img);
+    unsigned char *px = cairo_image_surface_get_data(img);
+    int stride = cairo_image_surface_get_stride(img);
+    viz_rect *rects = xcalloc((size_t)lanes, sizeof *rects);
+    char *has = xcalloc((size_t)lanes, 1);
+    for (int i = 0; i < lanes; i++) {
+        viz_rect r = {l->lanes.x, l->lanes.y + i * l->lane_h + l->lane_h * 0.12, l->lanes.w,
+                      l->lane_h * 0.76};
+        rects[i] = r;
+        viz_font(cr, l->font_small * 0.9, 0);
+        viz_set(cr, VIZ_INK);
+        if (i < direct) {
+            if (job == EVT_JOB_PS && task >= l->n_ps) {
+                job = EVT_JOB_WORKER;
+                task = 0;
+            }
+            int lane = viz_model_lane(m, job, task);
+            snprintf(buf, sizeof buf, "%s %d", job == EVT_JOB_PS ? "ps" : "worker", task);
+            viz_text(cr, l->timeline.x + 8 * s, r.y + r.h * 0.85, buf, 0, l->lanes.x - l->timeline.x - 12 * s);
+            if (lane >= 0) {
+                lane_pixels(c, (uint32_t *)(void *)(px + (size_t)i * (size_t)stride), width,
+                            m->lane.v + (size_t)lane * VIZ_N_ACT, m->lane.k, (double)m->bw);
+                has[i] = 1;
+            }
+            task++;
+        } else {
+            int rest = l->n_workers - (job == EVT_JOB_WORKER ? task : 0);
+            snprintf(buf, sizeof buf, "all %d workers", l->n_workers);
+            DP_UNUSED(rest);
+            viz_text(cr, l->timeline.x + 8 * s, r.y + r.h * 0.85, buf, 0, l->lanes.x - l->timeline.x - 12 * s);
+            lane_pixels(c, (uint32_t *)(void *)(px + (size_t)i * (size_t)stride), width, m->agg.v,
+                        m->agg.k, (double)m->bw * l->n_workers);
+            has[i] = 1;
+        }
+    }
+    /* rows are all written before the image is first used as a source (vector
+     * surfaces snapshot their sources) */
+    cairo_surface_mark_dirty(img);
+    for (int i = 0; i < lanes; i++)
+        if (has[i]) blit_row(cr, img, i, width, rects[i]);
+    cairo_surface_destroy(img);
+    free(rects);
+    free(has);
+    /* markers */
+    for (size_t i = 0; i < m->n_marks; i++) {
+        const viz_mark *mk = &m->marks[i];
+        double x = tx(c, l->lanes, mk->t);
+        viz_rgb col = mk->kind == EVT_EVAL ? VIZ_ACCENT
+                      : mk->kind == EVT_FAILURE ? viz_phase_color(EVT_PHASE_DEAD)
+                      : (viz_rgb){0.2, 0.55, 0.2};
+        viz_seta(cr, col, mk->t > c->t ? 0.35 : 0.9);
+        cairo_set_line_width(cr, 1.5 * s);
+        cairo_move_to(cr, x, l->lanes.y);
+        cairo_line_to(cr, x, l->lanes.y + l->lanes.h);
+        cairo_stroke(cr);
+        double y = l->lanes.y, d = 5 * s;
+        cairo_move_to(cr, x - d, y);
+        cairo_line_to(cr, x + d, y);
+        cairo_line_to(cr, x, y + d * 1.4);
+        cairo_close_path(cr);
+        cairo_fill(cr);
+    }
+    /* scrubber */
+    viz_rect sc = l->scrub;
+    viz_set(cr, VIZ_LINE);
+    viz_round_rect(cr, sc, sc.h / 2);
+    cairo_fill(cr);
+    double x = tx(c, sc, c->t);
+    viz_set(cr, VIZ_ACCENT);
+    viz_round_rect(cr, (viz_rect){sc.x, sc.y, fmax(x - sc.x, sc.h), sc.h}, sc.h / 2);
+    cairo_fill(cr);
+    cairo_set_line_width(cr, 2 * s);
+    cairo_move_to(cr, x, l->lanes.y);
+    cairo_line_to(cr, x, sc.y);
+    cairo_stroke(cr);
+    cairo_new_sub_path(cr);
+    cairo_arc(cr, x, sc.y + sc.h / 2, sc.h * 0.95, 0, 2 * M_PI);
+    cairo_fill_preserve(cr);
+    viz_set(cr, VIZ_PANEL);
+    cairo_stroke(cr);
+    viz_font(cr, l->font_small * 0.9, 0);
+    viz_set(cr, VIZ_MUTED);
+    viz_fmt_time(buf, sizeof buf, c->t_end);
+    viz_text(cr, sc.x + sc.w, sc.y + sc.h + l->font_small * 1.0, buf, 2, 0);
+    viz_text(cr, sc.x, sc.y + sc.h + l->font_small * 1.0, "0", 0, 0);
+    /* legend in the label column of the scrubber row */
+    static const char *names[VIZ_N_ACT] = {"pull", "compute", "push", "wait"};
+    double lx = l->timeline.x + 8 * s, ly = sc.y + sc.h * 0.2, fs = l->font_small * 0.8;
+    viz_font(cr, fs, 0);
+    for (int a = 0; a < VIZ_N_ACT; a++) {
+        double cx = lx + (a % 2) * (l->lanes.x - l->timeline.x) * 0.45, cy = ly + (a / 2) * fs * 1.25;
+        viz_set(cr, viz_act_color(a));
+        cairo_rectangle(cr, cx, cy - fs * 0.8, fs * 0.8, fs * 0.8);
+        cairo_fill(cr);
+        viz_set(cr, VIZ_INK);
+        viz_text(cr, cx + fs, cy, names[a], 0, 0);
+    }
+}

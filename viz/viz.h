@@ -1,0 +1,135 @@
+/* viz.h — Downpour's viewer: turns a run's events (a recorded trace, or a live stream
+ * from the hub) into pictures. The picture at one instant is a pure function of
+ * (source, view): the same trace, time and size give the same pixels, which is what
+ * `downpour render` writes and what the SDL window shows. Depends only on events/ and
+ * common/; the viewer cannot tell real runs from simulated ones except by metadata.
+ * Threading: a source and its frames belong to one thread. */
+#ifndef VIZ_VIZ_H
+#define VIZ_VIZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cairo.h>
+
+#include "events/event.h"
+#include "events/state.h"
+
+/* ---- sources: where the events come from ------------------------------------------ */
+typedef struct viz_source viz_source;
+
+/* Opens a recorded trace and indexes it once (time series for the panels and the
+ * timeline: one pass over the events). Returns NULL with err filled when the file is
+ * not a readable trace; damage is reported by viz_source_damage(). Free with
+ * viz_source_free(). */
+viz_source *viz_source_open(const char *path, char *err);
+
+/* An in-memory source fed with viz_source_append() (tests, live view). strings is
+ * borrowed until viz_source_free() and resolves the records' string ids. */
+viz_source *viz_source_new_mem(const evt_strtab *strings, const char *metadata_json);
+
+/* A live source: connects to the hub at addr ("host:port") within timeout_ms and
+ * subscribes. Returns NULL with err filled on failure. Call viz_source_pump() often. */
+viz_source *viz_source_connect(const char *addr, int timeout_ms, char *err);
+
+void viz_source_free(viz_source *s);
+
+/* Appends one event (copied) to an in-memory source. Events should come in time order
+ * (a slightly earlier one is tolerated). */
+void viz_source_append(viz_source *s, const evt_record *e);
+
+/* Live sources: reads whatever the hub has sent, without waiting. Returns the number
+ * of new events, 0, or DP_ECLOSED once the hub has gone (the events stay viewable), or
+ * another dp_err with err filled. A no-op returning 0 for other sources. */
+int viz_source_pump(viz_source *s, char *err);
+
+int viz_source_is_live(const viz_source *s);
+/* Time range of the events, ns since trace start. */
+int64_t viz_source_t0(const viz_source *s);
+int64_t viz_source_t1(const viz_source *s);
+uint64_t viz_source_events(const viz_source *s);
+/* One-line damage description, or NULL. Borrowed. */
+const char *viz_source_damage(const viz_source *s);
+/* String for an id of this source ("" unknown). Borrowed until the source is freed. */
+const char *viz_source_string(const viz_source *s, uint32_t id);
+
+/* The replay state at time t (every event with time <= t). Borrowed until the next
+ * call on this source. Never NULL. */
+const evt_state *viz_source_state_at(viz_source *s, int64_t t);
+
+/* Navigation for the arrow and ,/. keys: the time of the next (dir > 0) or previous
+ * (dir < 0) event strictly after/before t; with by_step, of the next/previous change of
+ * the global step. Returns t itself when there is none. */
+int64_t viz_source_seek_event(viz_source *s, int64_t t, int dir, int by_step);
+
+/* Time at which the global step first reached step (for compare-by-step), or the end. */
+int64_t viz_source_time_of_step(viz_source *s, int64_t step);
+
+/* ---- views: what to draw -------------------------------------------------------------- */
+enum viz_sel_kind { VIZ_SEL_NONE = 0, VIZ_SEL_TASK, VIZ_SEL_PACKET };
+
+typedef struct viz_selection {
+    int kind;            /* viz_sel_kind */
+    int job, task;       /* task (or the packet's worker) */
+    uint64_t id;         /* packet: message id (per worker) */
+    int packet_kind;     /* packet: EVT_PULL_BEGIN or EVT_PUSH_BEGIN */
+} viz_selection;
+
+typedef struct viz_view {
+    int64_t t;           /* trace time shown, ns */
+    int width, height;   /* pixels */
+    double dpr;          /* device pixels per logical pixel (HiDPI), >= 1 */
+    int placement;       /* show the placement table instead of the cluster */
+    int help;            /* help overlay */
+    int paused;
+    double speed;        /* playback speed shown in the top bar */
+    int live;            /* source is live: LIVE badge; behind_live: paused or scrubbed */
+    int behind_live;
+    int compare_by_step; /* compare: B follows A's global step rather than its time */
+    viz_selection sel;   /* inspector card */
+    const char *toast;   /* short message in the corner ("saved frame-0001.png"), or NULL */
+    viz_source *compare; /* second trace drawn beside the first, or NULL (borrowed) */
+} viz_view;
+
+/* A default view: t = start, 1280x720, dpr 1, speed 1, nothing toggled. */
+void viz_view_init(viz_view *v);
+
+/* Draws the frame for view onto cr, filling (0, 0, width, height). Deterministic. */
+void viz_draw(cairo_t *cr, viz_source *s, const viz_view *view);
+
+/* What is under pixel (x, y) in the frame for view: a task box, a packet in flight,
+ * or nothing (out->kind = VIZ_SEL_NONE). */
+void viz_hit(viz_source *s, const viz_view *view, double x, double y, viz_selection *out);
+
+/* Scrubber: the trace time for pixel x on the timeline, or -1 when (x, y) is not on
+ * the timeline. */
+int64_t viz_scrub_time(viz_source *s, const viz_view *view, double x, double y);
+
+/* ---- headless output ------------------------------------------------------------------ */
+/* Writes the frame for view to path; the format follows the extension (.png, .pdf,
+ * .svg). Same source, view and path extension give the same bytes. Returns 0 or a
+ * dp_err with err filled. */
+int viz_render_file(viz_source *s, const viz_view *view, const char *path, char *err);
+
+/* Draws into a new ARGB32 image surface (caller destroys it). */
+cairo_surface_t *viz_render_image(viz_source *s, const viz_view *view);
+
+/* ---- the window (viz/app.c) ------------------------------------------------------------ */
+typedef struct viz_app_options {
+    const char *trace;         /* replay this trace, or */
+    const char *connect;       /* watch the hub at this address */
+    const char *compare;       /* second trace, side by side (replay only) */
+    int width, height;         /* initial window size (default 1280x720) */
+    const char *script;        /* test hook: "space,wait:300,right,p,s,q" */
+    const char *screenshot_dir;/* where `s` saves PNGs (default ".") */
+    double speed;              /* initial speed (default 1) */
+    int start_paused;
+    double at_s;               /* initial time, seconds (replay) */
+} viz_app_options;
+
+void viz_app_options_init(viz_app_options *o);
+/* Opens the window and runs until `q`/close. Returns the exit status (0 ok, 1 failure
+ * with a message on stderr). */
+int viz_app_run(const viz_app_options *o);
+
+#endif
