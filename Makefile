@@ -70,8 +70,7 @@ bench: check-deps
 
 demo: check-deps
 	@$(MAKE) --no-print-directory $(BUILD)/downpour
-	./$(BUILD)/downpour cluster --ps 1 --workers 2 --mode sync --model mlp \
-	    --optimizer momentum --lr 0.05 --steps 600 --eval-every 200 --log-device-placement
+	@BUILD=$(BUILD) ./scripts/demo.sh
 
 clean:
 	rm -rf build build-asan

@@ -22,10 +22,13 @@ static void usage(FILE *f)
             "Draws what `downpour view` shows, headlessly. Same trace + same time => same image.\n\n"
             "  --out FILE       one frame; the format follows the extension\n"
             "  --at SECONDS     time of that frame, from the start of the trace (default: the end)\n"
+            "  --at-step N      the moment the global step first reached N\n"
             "  --size WxH       frame size in pixels (default 1280x720)\n"
             "  --frames DIR     write DIR/frame-00001.png ... at --fps frames per trace second\n"
             "  --fps N          frames per second of trace time (default 30)\n"
             "  --from S --to S  time range for --frames (default: the whole trace)\n"
+            "  --sheet FILE     a one-page PNG summary: header, three moments, placement\n"
+            "                   (--title TEXT for its heading)\n"
             "  --placement      draw the placement view instead of the cluster\n"
             "  --compare TRACE2 draw TRACE2 beside TRACE on one clock (--by-step: by global step)\n"
             "  --write-synthetic FILE [--ps N] [--workers N] [--vars N] [--steps N] [--backup N]\n"
@@ -125,8 +128,10 @@ static int write_synthetic(const char *path, const viz_synth_opts *o)
 int cmd_render(int argc, char **argv)
 {
     const char *trace = NULL, *out = NULL, *frames = NULL, *compare = NULL, *synth = NULL, *v;
+    const char *sheet = NULL, *title = NULL;
     viz_synth_opts so = {2, 8, 4, 100, 1, 1, 0, NULL};
     double at = -1, fps = 30, from = 0, to = -1;
+    long long at_step = -1;
     int width = 1280, height = 720, placement = 0, by_step = 0;
     for (int i = 1; i < argc; i++) {
         int bad = 0;
@@ -151,12 +156,21 @@ int cmd_render(int argc, char **argv)
             if (parse_count("--backup", v, 0, 60000, &so.backup)) return 2;
         } else if ((v = flag_value(argc, argv, &i, "--out", &bad))) {
             out = v;
+        } else if ((v = flag_value(argc, argv, &i, "--sheet", &bad))) {
+            sheet = v;
+        } else if ((v = flag_value(argc, argv, &i, "--title", &bad))) {
+            title = v;
         } else if ((v = flag_value(argc, argv, &i, "--frames", &bad))) {
             frames = v;
         } else if ((v = flag_value(argc, argv, &i, "--compare", &bad))) {
             compare = v;
         } else if ((v = flag_value(argc, argv, &i, "--at", &bad))) {
             if (parse_seconds("--at", v, &at)) return 2;
+        } else if ((v = flag_value(argc, argv, &i, "--at-step", &bad))) {
+            if (dp_parse_int(v, &at_step) || at_step < 0) {
+                fprintf(stderr, "downpour: render: --at-step '%s' must be a global step >= 0\n", v);
+                return 2;
+            }
         } else if ((v = flag_value(argc, argv, &i, "--from", &bad))) {
             if (parse_seconds("--from", v, &from)) return 2;
         } else if ((v = flag_value(argc, argv, &i, "--to", &bad))) {
@@ -181,8 +195,8 @@ int cmd_render(int argc, char **argv)
         }
     }
     if (synth) return write_synthetic(synth, &so);
-    if (!trace || (!out && !frames) || (out && frames)) {
-        fprintf(stderr, "downpour: render: need TRACE and exactly one of --out FILE or --frames DIR\n");
+    if (!trace || (!!out + !!frames + !!sheet) != 1) {
+        fprintf(stderr, "downpour: render: need TRACE and exactly one of --out FILE, --frames DIR or --sheet FILE\n");
         usage(stderr);
         return 2;
     }
@@ -208,10 +222,16 @@ int cmd_render(int argc, char **argv)
     view.compare_by_step = by_step;
     double end_s = (double)viz_source_t1(src) / 1e9;
     int rc = 0;
-    if (frames) {
+    if (sheet) {
+        if (viz_render_sheet(src, sheet, title, err)) {
+            fprintf(stderr, "downpour: render: %s\n", err);
+            rc = 1;
+        }
+    } else if (frames) {
         rc = render_frames(src, &view, frames, fps, from, to >= 0 ? fmin(to, end_s) : end_s);
     } else {
         view.t = at >= 0 ? (int64_t)(at * 1e9) : viz_source_t1(src);
+        if (at_step >= 0) view.t = viz_source_time_of_step(src, at_step);
         if (viz_render_file(src, &view, out, err)) {
             fprintf(stderr, "downpour: render: %s\n", err);
             rc = 1;

@@ -71,7 +71,7 @@ void hub_conn_close(evt_hub *h, hub_conn *c, const char *why, int bad)
         h->st.bad_conns++;
         dp_log(DP_LOG_WARN, "hub", "dropping %s %s: %s", c->name, c->peer, why);
     } else {
-        dp_log(DP_LOG_INFO, "hub", "%s %s disconnected%s%s", c->name, c->peer,
+        dp_log(h->opt.quiet ? DP_LOG_DEBUG : DP_LOG_INFO, "hub", "%s %s disconnected%s%s", c->name, c->peer,
                why ? ": " : "", why ? why : "");
     }
     ev_io_stop(h->loop, &c->rio);
@@ -166,7 +166,7 @@ static void hub_task_synced(evt_hub *h, hub_conn *c)
     r.value = (double)c->offset;
     r.value2 = (double)c->best_rtt;
     hub_merge_push(h, &r);
-    dp_log(DP_LOG_INFO, "hub", "%s %s connected: clock offset %+.3f ms (rtt %.1f us)", c->name,
+    dp_log(h->opt.quiet ? DP_LOG_DEBUG : DP_LOG_INFO, "hub", "%s %s connected: clock offset %+.3f ms (rtt %.1f us)", c->name,
            c->peer, (double)c->offset / 1e6, (double)c->best_rtt / 1e3);
 }
 
@@ -226,7 +226,7 @@ static int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
             if (h->opt.sub_sndbuf > 0)
                 setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &h->opt.sub_sndbuf,
                            sizeof h->opt.sub_sndbuf);
-            dp_log(DP_LOG_INFO, "hub", "subscriber %s attached", c->peer);
+            dp_log(h->opt.quiet ? DP_LOG_DEBUG : DP_LOG_INFO, "hub", "subscriber %s attached", c->peer);
             hub_merge_send_state(h, c);
             return 0;
         }
@@ -566,7 +566,7 @@ int evt_hub_run(evt_hub *h, char *err)
         h->trace = NULL;
     }
     hub_publish(h);
-    dp_log(DP_LOG_INFO, "hub", "stopped: %llu events merged, %llu late, %llu dropped for viewers",
+    dp_log(h->opt.quiet ? DP_LOG_DEBUG : DP_LOG_INFO, "hub", "stopped: %llu events merged, %llu late, %llu dropped for viewers",
            (unsigned long long)h->st.events_out, (unsigned long long)h->st.events_late,
            (unsigned long long)h->st.sub_dropped);
     h->running = 0;

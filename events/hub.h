@@ -31,6 +31,8 @@ typedef struct evt_hub_options {
                                 * this long (for launchers) */
     int handle_signals;        /* stop on SIGINT / SIGTERM (watched in the hub's loop) */
     int progress_ms;           /* > 0: a stats line on stderr this often */
+    int quiet;                 /* connection and stop lines at debug level (for launchers
+                                * whose own output tells the story); warnings stay */
 } evt_hub_options;
 
 /* Fills o with the defaults above. */

@@ -392,7 +392,13 @@ void evt_state_apply(evt_state *st, const evt_record *e)
             tk->step = e->step;
         }
         if ((v = var_slot(st, e->var))) {
-            v->version++;
+            /* APPLY carries the variable's version after the update; in sync mode
+             * several gradients land in one update, so count by it, not by events. */
+            if (e->step > 0) {
+                if (e->step > v->version) v->version = e->step;
+            } else {
+                v->version++;
+            }
             v->last_staleness = e->value;
         }
         break;

@@ -66,7 +66,7 @@ typedef struct evt_var_state {
     int64_t bytes;
     int32_t ps;              /* ps task holding it, -1 unplaced */
     uint32_t device;         /* string id, 0 unplaced */
-    int64_t version;         /* gradients applied to it */
+    int64_t version;         /* updates applied: the largest APPLY step (its version after), or a count of APPLYs that carry none */
     int64_t drops;
     double last_staleness;
 } evt_var_state;

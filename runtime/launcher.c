@@ -25,7 +25,8 @@ typedef struct child {
     struct launcher *l;
     pid_t pid;
     dp_job job;
-    int index;               /* -1 for the hub */
+    int index;
+    int viewer;              /* the --view window: its exit never fails the run */
     char name[64];
     ev_child cw;
     ev_io out_w;
@@ -41,7 +42,13 @@ typedef struct launcher {
     const rt_config *cfg;
     child *kids;
     int n_kids;
-    int alive, open_pipes;
+    int alive, open_pipes;   /* tasks (not the viewer) still running / pipes still open */
+    child *viewer;           /* the --view window, or NULL */
+    int told_viewer;
+    int summary_done;
+    int finished;            /* every task has exited */
+    uint64_t t0;
+    double wall_s;
     int workers_left;
     int stopping;            /* we are killing the rest */
     int interrupted;
@@ -53,15 +60,53 @@ typedef struct launcher {
     uint64_t events, events_dropped;
 } launcher;
 
-static void kill_all(launcher *l, int sig)
+/* Signals every task (and the viewer too when with_viewer). */
+static void kill_tasks(launcher *l, int sig, int with_viewer)
 {
     for (int i = 0; i < l->n_kids; i++)
-        if (!l->kids[i].exited && l->kids[i].pid > 0) kill(l->kids[i].pid, sig);
+        if (!l->kids[i].exited && l->kids[i].pid > 0 && (with_viewer || !l->kids[i].viewer))
+            kill(l->kids[i].pid, sig);
+}
+
+static void kill_all(launcher *l, int sig) { kill_tasks(l, sig, 1); }
+
+static void print_summary(launcher *l, double wall_s);
+
+/* Every task has exited: the run's wall time is known and CLUSTER_STOP goes out. */
+static void run_finished(launcher *l)
+{
+    if (l->finished) return;
+    l->finished = 1;
+    l->wall_s = (double)(dp_now_ns() - l->t0) / 1e9;
+    if (l->in) {
+        evt_record e = rt_instr_record(l->in, EVT_CLUSTER_STOP);
+        e.value = l->wall_s;
+        rt_instr_emit(l->in, &e);
+    }
 }
 
 static void maybe_done(launcher *l)
 {
-    if (l->alive == 0 && l->open_pipes == 0) ev_break(l->loop, EVBREAK_ALL);
+    if (l->alive > 0 || l->open_pipes > 0) return;
+    run_finished(l);
+    if (!l->viewer || l->viewer->exited) {
+        ev_break(l->loop, EVBREAK_ALL);
+        return;
+    }
+    /* The run is over but its viewer is open: report now, exit when it closes. */
+    if (!l->told_viewer) {
+        l->told_viewer = 1;
+        if (!l->failure[0] && !l->interrupted) {
+            for (int i = 0; i < l->n_kids; i++) {
+                l->events += (uint64_t)json_number_value(json_object_get(l->kids[i].stats, "events"));
+                l->events_dropped +=
+                    (uint64_t)json_number_value(json_object_get(l->kids[i].stats, "events_dropped"));
+            }
+            print_summary(l, l->wall_s);
+            l->summary_done = 1;
+        }
+        dp_log(DP_LOG_INFO, "cluster", "training finished; close the viewer window to exit");
+    }
 }
 
 static void on_grace(struct ev_loop *loop, ev_timer *w, int revents)
@@ -69,8 +114,9 @@ static void on_grace(struct ev_loop *loop, ev_timer *w, int revents)
     DP_UNUSED(loop);
     DP_UNUSED(revents);
     launcher *l = dp_container_of(w, launcher, grace_w);
-    /* Tasks that outlive the run (a ps waiting for a lost worker, the hub) are told to go. */
-    kill_all(l, SIGTERM);
+    /* Tasks that outlive the run (a ps waiting for a lost worker) are told to go; the
+     * viewer stays until its window is closed. */
+    kill_tasks(l, SIGTERM, 0);
 }
 
 static void on_child(struct ev_loop *loop, ev_child *w, int revents)
@@ -81,6 +127,11 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents)
     ev_child_stop(loop, w);
     c->exited = 1;
     c->status = w->rstatus;
+    if (c->viewer) {
+        if (l->alive > 0) dp_log(DP_LOG_INFO, "cluster", "viewer closed; training goes on");
+        maybe_done(l);
+        return;
+    }
     l->alive--;
     int clean = WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0;
     int by_us = l->stopping && WIFSIGNALED(c->status) && WTERMSIG(c->status) == SIGTERM;
@@ -139,7 +190,7 @@ static void on_out(struct ev_loop *loop, ev_io *w, int revents)
         ev_io_stop(loop, w);
         close(c->out_fd);
         c->out_fd = -1;
-        c->l->open_pipes--;
+        if (!c->viewer) c->l->open_pipes--;
         maybe_done(c->l);
         return;
     }
@@ -192,8 +243,10 @@ static int spawn(launcher *l, child *c, char **argv, char *err)
     ev_child_start(l->loop, &c->cw);
     ev_io_init(&c->out_w, on_out, fds[0], EV_READ);
     ev_io_start(l->loop, &c->out_w);
-    l->alive++;
-    l->open_pipes++;
+    if (!c->viewer) {
+        l->alive++;
+        l->open_pipes++;
+    }
     return DP_OK;
 }
 
@@ -333,7 +386,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     worker_hosts = hosts_list(cfg->n_workers, ports + cfg->n_ps);
     signal(SIGPIPE, SIG_IGN);
     l.loop = ev_default_loop(EVFLAG_AUTO);
-    l.kids = xcalloc((size_t)n_tasks, sizeof *l.kids);
+    l.kids = xcalloc((size_t)n_tasks + 1, sizeof *l.kids);
     l.workers_left = cfg->n_workers;
     ev_signal_init(&l.sigint_w, on_signal, SIGINT);
     ev_signal_init(&l.sigterm_w, on_signal, SIGTERM);
@@ -344,11 +397,12 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     /* --trace: our own hub, on a thread of this process, recording the run. */
     rt_config task_cfg = *cfg;
     char *meta = config_json(cfg);
-    if (cfg->trace[0]) {
+    if (cfg->trace[0] || (cfg->view && !cfg->hub[0])) {
         evt_hub_options ho;
         evt_hub_options_init(&ho);
         ho.listen = "127.0.0.1:0";
-        ho.trace_path = cfg->trace;
+        ho.quiet = 1;
+        ho.trace_path = cfg->trace[0] ? cfg->trace : NULL;
         ho.metadata_json = meta;
         l.hub = evt_hub_new(&ho, err);
         if (!l.hub || evt_hub_start_thread(l.hub, err)) {
@@ -361,7 +415,8 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
             return DP_EIO;
         }
         snprintf(task_cfg.hub, sizeof task_cfg.hub, "%s", evt_hub_address(l.hub));
-        dp_log(DP_LOG_INFO, "cluster", "recording events to %s (hub on %s)", cfg->trace, task_cfg.hub);
+        if (cfg->trace[0])
+            dp_log(DP_LOG_INFO, "cluster", "recording events to %s (hub on %s)", cfg->trace, task_cfg.hub);
     }
     l.in = rt_instr_new(task_cfg.hub, EVT_JOB_CLIENT, 0, NULL);
     if (l.in) {
@@ -374,6 +429,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     dp_log(DP_LOG_INFO, "cluster", "starting %d ps and %d workers on 127.0.0.1 (%s mode)", cfg->n_ps,
            cfg->n_workers, update_mode_name(cfg->mode));
     uint64_t t0 = dp_now_ns();
+    l.t0 = t0;
     for (int t = 0; t < n_tasks && !rc; t++) {
         child *c = &l.kids[l.n_kids];
         c->job = t < cfg->n_ps ? JOB_PS : JOB_WORKER;
@@ -402,19 +458,31 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
         if (!rc) l.n_kids++;
     }
     for (int i = 0; i < n_train; i++) free(train_argv[i]);
+    if (!rc && cfg->view) {
+        /* The viewer watches through the hub; closing it never disturbs the run. */
+        child *c = &l.kids[l.n_kids];
+        c->viewer = 1;
+        c->index = -1;
+        c->out_fd = -1;
+        snprintf(c->name, sizeof c->name, "viewer");
+        char *argv[] = {(char *)self, "view", "--connect", task_cfg.hub, NULL};
+        if (spawn(&l, c, argv, err) == DP_OK) {
+            l.viewer = c;
+            l.n_kids++;
+        } else {
+            dp_log(DP_LOG_WARN, "cluster", "cannot start the viewer: %s; training goes on", err);
+            rc = DP_OK;
+        }
+    }
     if (rc) {
         l.stopping = 1;
         kill_all(&l, SIGTERM);
     }
     ev_run(l.loop, 0);
-    double wall_s = (double)(dp_now_ns() - t0) / 1e9;
-    if (l.in) {
-        evt_record e = rt_instr_record(l.in, EVT_CLUSTER_STOP);
-        e.value = wall_s;
-        rt_instr_emit(l.in, &e);
-    }
+    run_finished(&l);
+    double wall_s = l.wall_s;
     rt_instr_free(l.in);
-    for (int i = 0; i < l.n_kids; i++) {
+    for (int i = 0; i < l.n_kids && !l.summary_done; i++) {
         l.events += (uint64_t)jnum(l.kids[i].stats, "events");
         l.events_dropped += (uint64_t)jnum(l.kids[i].stats, "events_dropped");
     }
@@ -434,7 +502,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     free(meta);
     if (!rc && l.failure[0]) rc = dp_fail(err, DP_ERR, "%s", l.failure);
     else if (!rc && l.interrupted) rc = dp_fail(err, DP_ECLOSED, "interrupted");
-    if (!rc) print_summary(&l, wall_s);
+    if (!rc && !l.summary_done) print_summary(&l, wall_s);
     for (int i = 0; i < l.n_kids; i++) json_decref(l.kids[i].stats);
     free(l.kids);
     free(ports);

@@ -111,6 +111,11 @@ int64_t viz_scrub_time(viz_source *s, const viz_view *view, double x, double y);
  * dp_err with err filled. */
 int viz_render_file(viz_source *s, const viz_view *view, const char *path, char *err);
 
+/* Writes a one-page PNG summary sheet to path: a header (title, cluster, duration,
+ * global step, events, last evaluation) above four frames — the run at 10%, 50% and
+ * 100% of its training time (from global step 1) and the placement view. title may be NULL. Returns 0 or a dp_err. */
+int viz_render_sheet(viz_source *s, const char *path, const char *title, char *err);
+
 /* Draws into a new ARGB32 image surface (caller destroys it). */
 cairo_surface_t *viz_render_image(viz_source *s, const viz_view *view);
 
