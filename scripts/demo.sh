@@ -4,8 +4,8 @@
 # trace and leaves a few rendered frames and a summary sheet in out/demo/.
 set -eu
 BUILD=${BUILD:-build}
-D="$BUILD/downpour"
-OUT=out/demo
+D=${DOWNPOUR:-$BUILD/downpour}
+OUT=${DEMO_OUT:-out/demo}
 mkdir -p "$OUT"
 rm -f "$OUT"/*.png "$OUT"/run.dptrace
 DATA=/usr/share/datasets/fashion-mnist

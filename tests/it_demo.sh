@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# it_demo.sh — `make demo`'s two faces: headless (no display: trace, frames and a summary
+# sheet land in the output folder) and `cluster --view` under Xvfb (the viewer attaches
+# live; closing it mid-run does not disturb the run; after the run the launcher waits
+# for the window and exits cleanly when it closes).
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+
+env -u DISPLAY -u WAYLAND_DISPLAY DEMO_OUT="$TMP/demo" DOWNPOUR="$DOWNPOUR" \
+    ./scripts/demo.sh >"$TMP/demo.out" 2>&1
+check "headless demo exits 0" test $? -eq 0
+for f in run.dptrace summary.json frame-step10.png frame-step300.png frame-step590.png placement.png sheet.png; do
+    check "demo wrote $f" test -s "$TMP/demo/$f"
+done
+check "demo says where its output is" grep -q "everything is in $TMP/demo" "$TMP/demo.out"
+check "demo trace validates" $DOWNPOUR trace validate "$TMP/demo/run.dptrace"
+check "demo sheet is a 2560x1600 PNG" python3 -c "
+import struct; d=open('$TMP/demo/sheet.png','rb').read(24); assert d[:8]==b'\x89PNG\r\n\x1a\n'; assert struct.unpack('>II', d[16:24])==(2560,1600)"
+
+if ! command -v Xvfb >/dev/null; then
+    echo "skipped: Xvfb is not installed; cluster --view not tested"
+    done_tests; exit
+fi
+N=$((90 + RANDOM % 100))
+Xvfb :$N -screen 0 1280x800x24 >/dev/null 2>&1 &
+XV=$!
+sleep 1
+SYN="--data synthetic --model mlp --hidden 32 --quiet"
+# The viewer closes mid-run: training goes on.
+DISPLAY=:$N $DOWNPOUR cluster --ps 1 --workers 2 --steps 3000 $SYN --view >"$TMP/v1.json" 2>"$TMP/v1.err" &
+RUN=$!
+for _ in $(seq 50); do pgrep -f "downpour view --connect" >/dev/null && break; sleep 0.1; done
+check "cluster --view starts the viewer" bash -c "pgrep -f 'downpour view --connec[t]' >/dev/null"
+sleep 1
+pkill -f "downpour view --connect"
+wait $RUN
+check "run completes after its viewer closed mid-run" test $? -eq 0
+check "launcher noted the viewer closing" grep -q "viewer closed; training goes on" "$TMP/v1.err"
+check "run reached its last step" test "$(json "$TMP/v1.json" global_step)" -eq 3000
+# The viewer stays open after the run; the launcher reports and waits for it.
+DISPLAY=:$N $DOWNPOUR cluster --ps 1 --workers 2 --steps 100 $SYN --view >"$TMP/v2.json" 2>"$TMP/v2.err" &
+RUN=$!
+for _ in $(seq 100); do grep -q "close the viewer window" "$TMP/v2.err" && break; sleep 0.1; done
+check "summary printed while the viewer is still open" test "$(json "$TMP/v2.json" global_step)" -eq 100
+check "launcher asks to close the viewer" grep -q "training finished; close the viewer window to exit" "$TMP/v2.err"
+pkill -f "downpour view --connect"
+wait $RUN
+check "launcher exits 0 once the viewer closes" test $? -eq 0
+kill $XV 2>/dev/null
+done_tests
