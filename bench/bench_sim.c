@@ -1,0 +1,105 @@
+/* bench_sim.c — simulator throughput, printed as markdown rows: the 10,000-worker x
+ * 100-ps x 100-step sync run (100 MB model, 10 Gbit NICs) with constant and exponential
+ * compute, events per second, and wall time as workers grow from 100 to 10,000. Each
+ * case runs in a forked child so that its peak RSS is its own. BENCH_SIM_QUICK=1 runs
+ * smaller cases; BENCH_SIM_EXP_STEPS sets the exponential case's steps (default 10). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/dp.h"
+#include "sim/sim.h"
+
+typedef struct outcome {
+    int ok;
+    double wall_s, rss_mb, sim_s, mean_step_s;
+    uint64_t events, solves;
+    int64_t global_step;
+} outcome;
+
+static outcome run_case(int workers, int ps, int64_t steps, int exponential)
+{
+    outcome o;
+    memset(&o, 0, sizeof o);
+    int fd[2];
+    if (pipe(fd)) return o;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        sim_config c;
+        sim_config_init(&c);
+        c.n_ps = ps;
+        c.n_workers = workers;
+        c.steps = steps;
+        c.model_bytes = 100e6;
+        c.ps_bw = c.worker_bw = 10e9 / 8;
+        if (exponential) c.compute.kind = SIM_DIST_EXPONENTIAL;
+        sim_result r;
+        char err[DP_ERRLEN];
+        uint64_t t0 = dp_now_ns();
+        int rc = sim_run(&c, &r, err);
+        outcome x;
+        memset(&x, 0, sizeof x);
+        x.ok = rc == 0;
+        x.wall_s = (double)(dp_now_ns() - t0) / 1e9;
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        x.rss_mb = (double)ru.ru_maxrss / 1024.0;
+        x.sim_s = r.sim_s;
+        x.mean_step_s = r.mean_step_s;
+        x.events = r.sim_events;
+        x.solves = r.net_solves;
+        x.global_step = r.global_step;
+        if (write(fd[1], &x, sizeof x) != (ssize_t)sizeof x) _exit(1);
+        _exit(0);
+    }
+    close(fd[1]);
+    if (pid > 0 && read(fd[0], &o, sizeof o) != (ssize_t)sizeof o) o.ok = 0;
+    close(fd[0]);
+    if (pid > 0) waitpid(pid, NULL, 0);
+    return o;
+}
+
+int main(void)
+{
+    int quick = getenv("BENCH_SIM_QUICK") != NULL;
+    int big = quick ? 1000 : 10000;
+    int64_t steps = quick ? 20 : 100;
+    const char *es = getenv("BENCH_SIM_EXP_STEPS");
+    int64_t exp_steps = es ? atoll(es) : quick ? 3 : 10;
+    if (exp_steps < 2) exp_steps = 2;
+
+    printf("### simulator (`downpour sim`), one core\n\n");
+    printf("| case | workers x ps x steps | wall s | peak RSS MiB | engine events | events/s | "
+           "rate solves | simulated s | mean step s |\n");
+    printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for (int e = 0; e < 2; e++) {
+        int64_t st = e ? exp_steps : steps;
+        outcome o = run_case(big, 100, st, e);
+        printf("| sync, 100 MB, 10 Gbit, %s compute | %d x 100 x %lld | %.2f | %.0f | %llu | %.3g | %llu | "
+               "%.1f | %.3f |\n", e ? "exponential" : "constant", big, (long long)st, o.wall_s, o.rss_mb,
+               (unsigned long long)o.events, o.wall_s > 0 ? (double)o.events / o.wall_s : 0,
+               (unsigned long long)o.solves, o.sim_s, o.mean_step_s);
+        fflush(stdout);
+    }
+    printf("\n### wall time vs workers (sync, 100 ps, 100 MB, constant compute, %lld steps)\n\n",
+           (long long)steps);
+    printf("| workers | wall s | engine events E | wall / (E log2 E) ns | wall / (workers x steps) us | "
+           "peak RSS MiB |\n");
+    printf("| ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    int ws[] = {100, 300, 1000, 3000, 10000};
+    for (size_t i = 0; i < DP_ARRAY_LEN(ws); i++) {
+        if (ws[i] > big) break;
+        outcome o = run_case(ws[i], 100, steps, 0);
+        double E = (double)o.events;
+        printf("| %d | %.3f | %llu | %.2f | %.2f | %.0f |\n", ws[i], o.wall_s, (unsigned long long)o.events,
+               E > 1 ? o.wall_s * 1e9 / (E * log2(E)) : 0, o.wall_s * 1e6 / ((double)ws[i] * (double)steps),
+               o.rss_mb);
+        fflush(stdout);
+    }
+    return 0;
+}

@@ -1,0 +1,305 @@
+/* calibrate.c — --calibrate-from: fits the simulator's parameters to a recorded run.
+ *   compute: per worker step, the gap from its last pull_end to its first push_begin (what
+ *            the simulator's compute phase stands for: batch gathering, forward/backward,
+ *            overheads); compute_end durations when a trace has no pulls. The base mean is
+ *            the median of the workers' means; each worker's factor is its mean over that;
+ *            the shape is constant (cv < 5%) or lognormal with the pooled cv.
+ *   network: each worker's pull phase (first pull_begin .. last pull_end, all ps) gives
+ *            a duration d and x = (largest bytes from one ps) * (workers pulling at once);
+ *            least squares d = 2L + x / B gives latency L and bandwidth B.
+ *   cluster: ps / workers / mode / model from the metadata ("config" object or top level),
+ *            else counted from the events. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/dp.h"
+#include "events/event.h"
+#include "events/trace.h"
+#include "sim/sim.h"
+
+typedef struct wstat {
+    double sum, sumsq;
+    int64_t n;
+    int pulls_out;           /* pulls in flight */
+    int pushes_out;          /* pushes not yet acked */
+    int64_t push_t0;
+    double push_bytes, push_integ0;
+    int push_ps_mask_n;      /* distinct ps pushed to (counted on first push per ps) */
+    int64_t phase_t0, last_pull_end, first_push;
+    double *ps_bytes;        /* bytes per ps in the current pull phase */
+    int64_t *ps_end;         /* last pull_end per ps in the current phase, -1 none */
+    double integ0;           /* pullers integral when this phase began */
+    int in_phase;
+} wstat;
+
+typedef struct fit {
+    double sx, sy, sxx, sxy;
+    int64_t n;
+} fit;
+
+static void meta_int(json_t *o, const char *k, int *out)
+{
+    json_t *v = o ? json_object_get(o, k) : NULL;
+    if (v && json_is_integer(v)) *out = (int)json_integer_value(v);
+}
+
+static void read_metadata(const char *json, sim_calibration *cal)
+{
+    json_t *root = json_loads(json, 0, NULL);
+    if (!root) return;
+    json_t *srcs[3] = {root, json_object_get(root, "config"), json_object_get(root, "cluster")};
+    for (int i = 0; i < 3; i++) {
+        json_t *o = srcs[i];
+        if (!o || !json_is_object(o)) continue;
+        meta_int(o, "ps", &cal->n_ps);
+        meta_int(o, "workers", &cal->n_workers);
+        meta_int(o, "hidden", &cal->hidden);
+        meta_int(o, "partition", &cal->partition);
+        meta_int(o, "batch", &cal->batch);
+        meta_int(o, "steps", &cal->steps);
+        json_t *m = json_object_get(o, "mode");
+        update_mode um;
+        if (m && json_is_string(m) && !update_mode_parse(json_string_value(m), &um)) cal->mode = um;
+        json_t *md = json_object_get(o, "model");
+        if (md && json_is_string(md) && strlen(json_string_value(md)) < sizeof cal->model)
+            snprintf(cal->model, sizeof cal->model, "%s", json_string_value(md));
+    }
+    json_decref(root);
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int sim_calibrate(const char *path, sim_calibration *cal, char *err)
+{
+    memset(cal, 0, sizeof *cal);
+    cal->mode = -1;
+    cal->latency = -1;
+    char e2[DP_ERRLEN];
+    trace_reader *r = trace_reader_open(path, e2);
+    if (!r) return dp_fail(err, DP_EINVAL, "--calibrate-from: %s", e2);
+    read_metadata(trace_reader_metadata(r), cal);
+    int cap_w = 0, max_w = -1, max_ps = -1, pulling = 0;
+    wstat *ws = NULL;
+    int np_alloc = cal->n_ps > 0 ? cal->n_ps : 256;
+    fit f = {0}, pf = {0};
+    int pushing = 0;
+    double pinteg = 0;
+    int64_t pinteg_t = 0;
+    double phase_bytes_sum = 0;
+    int64_t phases = 0, gs_n = 0, gs_t0 = 0, gs_t1 = 0, zero_n = 0;
+    double zero_min = 0, integ = 0;
+    int64_t integ_t = 0;
+    int64_t *cb = NULL;  /* compute_begin time per worker */
+    evt_record e;
+    int rc;
+    while ((rc = trace_reader_next(r, &e)) == 1) {
+        if (e.kind == EVT_GLOBAL_STEP) {
+            if (!gs_n) gs_t0 = e.t;
+            gs_t1 = e.t;
+            gs_n++;
+            continue;
+        }
+        if (e.job == EVT_JOB_PS && e.task > max_ps) max_ps = e.task;
+        if (e.job != EVT_JOB_WORKER || e.task < 0 || e.task >= 65536) continue;
+        int k = e.task;
+        if (k >= cap_w) {
+            int nc = cap_w ? cap_w : 16;
+            while (nc <= k) nc *= 2;
+            ws = xrealloc(ws, (size_t)nc * sizeof *ws);
+            cb = xrealloc(cb, (size_t)nc * sizeof *cb);
+            memset(ws + cap_w, 0, (size_t)(nc - cap_w) * sizeof *ws);
+            for (int i = cap_w; i < nc; i++) {
+                ws[i].last_pull_end = ws[i].first_push = -1;
+                cb[i] = -1;
+            }
+            cap_w = nc;
+        }
+        if (k > max_w) max_w = k;
+        wstat *s = &ws[k];
+        int p = e.peer;
+        if (e.kind == EVT_PULL_BEGIN) {
+            if (p > max_ps) max_ps = p;
+            if (!s->ps_bytes) {
+                s->ps_bytes = xcalloc((size_t)np_alloc, sizeof *s->ps_bytes);
+                s->ps_end = xcalloc((size_t)np_alloc, sizeof *s->ps_end);
+            }
+            if (!s->in_phase) {
+                s->in_phase = 1;
+                s->phase_t0 = e.t;
+                integ += (double)pulling * (double)(e.t - integ_t);
+                integ_t = e.t;
+                s->integ0 = integ;
+                pulling++;
+                memset(s->ps_bytes, 0, (size_t)np_alloc * sizeof *s->ps_bytes);
+                for (int i = 0; i < np_alloc; i++) s->ps_end[i] = -1;
+            }
+            if (p >= 0 && p < np_alloc) s->ps_bytes[p] += (double)e.bytes;
+            s->pulls_out++;
+        } else if (e.kind == EVT_PULL_END && s->in_phase) {
+            if (p >= 0 && p < np_alloc) s->ps_end[p] = e.t;
+            if (--s->pulls_out <= 0) {
+                s->pulls_out = 0;
+                s->in_phase = 0;
+                integ += (double)pulling * (double)(e.t - integ_t);
+                integ_t = e.t;
+                pulling--;
+                /* mean number of workers pulling while this phase ran */
+                double conc = e.t > s->phase_t0 ? (integ - s->integ0) / (double)(e.t - s->phase_t0) : 1;
+                if (conc < 1) conc = 1;
+                double tot = 0;
+                /* one point per ps: its answers took d for x = bytes * concurrent pullers */
+                for (int i = 0; i < np_alloc; i++) {
+                    tot += s->ps_bytes[i];
+                    if (s->ps_end[i] < 0) continue;
+                    double d = (double)(s->ps_end[i] - s->phase_t0) / 1e9, x = s->ps_bytes[i] * conc;
+                    f.sx += x; f.sy += d; f.sxx += x * x; f.sxy += x * d; f.n++;
+                    if (x == 0 && (zero_n == 0 || d < zero_min)) zero_min = d;
+                    if (x == 0) zero_n++;
+                }
+                phase_bytes_sum += tot;
+                phases++;
+                s->last_pull_end = e.t;
+                s->first_push = -1;
+                cal->transfers++;
+            }
+        } else if (e.kind == EVT_PUSH_END && s->pushes_out > 0) {
+            if (--s->pushes_out == 0) {
+                pinteg += (double)pushing * (double)(e.t - pinteg_t);
+                pinteg_t = e.t;
+                pushing--;
+                double d = (double)(e.t - s->push_t0) / 1e9;
+                double conc = e.t > s->push_t0 ? (s->push_integ0 < 0 ? 1 : (pinteg - s->push_integ0) /
+                                                  (double)(e.t - s->push_t0)) : 1;
+                if (conc < 1) conc = 1;
+                int nps = max_ps + 1 > 0 ? max_ps + 1 : 1;
+                double x = s->push_bytes / nps * conc;
+                pf.sx += x; pf.sy += d; pf.n++;
+            }
+        } else if (e.kind == EVT_PUSH_BEGIN) {
+            if (s->pushes_out == 0) {
+                pinteg += (double)pushing * (double)(e.t - pinteg_t);
+                pinteg_t = e.t;
+                pushing++;
+                s->push_t0 = e.t;
+                s->push_bytes = 0;
+                s->push_integ0 = pinteg;
+            }
+            s->pushes_out++;
+            s->push_bytes += (double)e.bytes;
+            if (s->first_push < 0 && s->last_pull_end >= 0) {
+                s->first_push = e.t;
+                double g = (double)(e.t - s->last_pull_end) / 1e9;
+                s->sum += g; s->sumsq += g * g; s->n++;
+                s->last_pull_end = -1;
+            }
+        } else if (e.kind == EVT_COMPUTE_BEGIN) {
+            cb[k] = e.t;
+        } else if (e.kind == EVT_COMPUTE_END && phases == 0) {
+            /* only when the trace has no pulls: use the compute spans themselves */
+            double d = e.dur > 0 ? (double)e.dur / 1e9 : cb[k] >= 0 ? (double)(e.t - cb[k]) / 1e9 : -1;
+            if (d > 0) { s->sum += d; s->sumsq += d * d; s->n++; }
+        }
+    }
+    trace_reader_close(r);
+    if (rc < 0) {
+        for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end);
+        free(ws);
+        free(cb);
+        return dp_fail(err, DP_ECORRUPT, "--calibrate-from: %s: unreadable events", path);
+    }
+    if (cal->n_workers <= 0) cal->n_workers = max_w + 1;
+    if (cal->n_ps <= 0) cal->n_ps = max_ps + 1;
+    /* compute: median of worker means, per-worker factors, pooled cv */
+    int nw = max_w + 1;
+    double *means = xcalloc((size_t)(nw > 0 ? nw : 1), sizeof *means);
+    int nm = 0;
+    double cv2_sum = 0;
+    int64_t cv_n = 0;
+    for (int k = 0; k < nw; k++) {
+        if (ws[k].n < 1) continue;
+        double m = ws[k].sum / (double)ws[k].n;
+        means[nm++] = m;
+        cal->compute_spans += ws[k].n;
+        if (ws[k].n > 1 && m > 0) {
+            double var = ws[k].sumsq / (double)ws[k].n - m * m;
+            cv2_sum += (var > 0 ? var : 0) / (m * m) * (double)ws[k].n;
+            cv_n += ws[k].n;
+        }
+    }
+    if (nm == 0) {
+        free(means);
+        for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end);
+        free(ws);
+        free(cb);
+        return dp_fail(err, DP_EINVAL, "--calibrate-from: %s has no worker compute or pull/push events "
+                       "to fit (record it with --trace)", path);
+    }
+    double *sorted = xmalloc((size_t)nm * sizeof *sorted);
+    memcpy(sorted, means, (size_t)nm * sizeof *sorted);
+    qsort(sorted, (size_t)nm, sizeof *sorted, dbl_cmp);
+    double base = nm % 2 ? sorted[nm / 2] : 0.5 * (sorted[nm / 2 - 1] + sorted[nm / 2]);
+    free(sorted);
+    cal->n_speed = nw;
+    cal->speed = xmalloc((size_t)nw * sizeof *cal->speed);
+    for (int k = 0; k < nw; k++)
+        cal->speed[k] = ws[k].n > 0 && base > 0 ? (ws[k].sum / (double)ws[k].n) / base : 1.0;
+    double cv = cv_n ? sqrt(cv2_sum / (double)cv_n) : 0;
+    cal->compute.mean = base > 0 ? base : 1e-6;
+    if (cv < 0.05) {
+        cal->compute.kind = SIM_DIST_CONSTANT;
+    } else {
+        cal->compute.kind = SIM_DIST_LOGNORMAL;
+        cal->compute.sigma = sqrt(log(1 + cv * cv));
+    }
+    /* network */
+    cal->bandwidth = 0;
+    cal->latency = 0;
+    if (f.n >= 1) {
+        double n = (double)f.n, mx = f.sx / n, my = f.sy / n;
+        double varx = f.sxx / n - mx * mx;
+        double slope = varx > 0.0025 * mx * mx ? (f.sxy / n - mx * my) / varx : 0;
+        if (slope > 0 && my - slope * mx >= 0) {
+            cal->bandwidth = 1 / slope;
+            cal->latency = (my - slope * mx) / 2;
+        } else {
+            /* x hardly varies (e.g. sync with one ps): latency and bandwidth cannot be told
+             * apart. Take latency from answers that carried no bytes, else assume 50 us
+             * (at most a quarter of the mean), and give the rest to bandwidth: the same
+             * cluster is then reproduced exactly and bigger ones scale with bytes. */
+            double lat = zero_n ? zero_min / 2 : 50e-6;
+            if (lat > my / 4) lat = my / 4;
+            cal->latency = lat;
+            if (mx > 0 && my - 2 * lat > 0) cal->bandwidth = mx / (my - 2 * lat);
+        }
+    }
+    if (!(cal->bandwidth > 0)) cal->bandwidth = 10e9 / 8;  /* no signal: transfers are not the cost */
+    /* pushes: same latency, their own effective bandwidth (the ps applies each gradient
+     * as it arrives, so a push costs more than the bytes alone) */
+    cal->push_bandwidth = cal->bandwidth;
+    if (pf.n >= 1) {
+        double mx = pf.sx / (double)pf.n, my = pf.sy / (double)pf.n;
+        if (mx > 0 && my - 2 * cal->latency > 0) cal->push_bandwidth = mx / (my - 2 * cal->latency);
+    }
+    cal->model_bytes = phases ? phase_bytes_sum / (double)phases : 0;
+    cal->mean_step_s = gs_n > 1 ? (double)(gs_t1 - gs_t0) / 1e9 / (double)(gs_n - 1) : 0;
+    free(means);
+    for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end);
+    free(ws);
+    free(cb);
+    return DP_OK;
+}
+
+void sim_calibration_release(sim_calibration *cal)
+{
+    if (!cal) return;
+    free(cal->speed);
+    cal->speed = NULL;
+    cal->n_speed = 0;
+}

@@ -1,0 +1,185 @@
+/* emit.c — the simulator's events, in the runtime's vocabulary (events/event.h) and into
+ * the same trace files (events/trace.h, metadata "engine":"sim"). Trace levels: full
+ * (everything), sample (per-message events only for an evenly spaced sample of workers,
+ * always including the chief; every worker's step_end; every ps event about a sampled
+ * worker; global steps and failures), steps (step_end, global_step, failures). Events
+ * are only ever emitted at the current virtual time, so the trace is time-ordered. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cluster/spec.h"
+#include "sim/world.h"
+
+void emit(sim_world *w, const evt_record *e)
+{
+    if (!w->tw || w->trace_err) return;
+    if (trace_writer_add(w->tw, e)) w->trace_err = 1;
+}
+
+void emit_wk(sim_world *w, int kind, int wk, int ps, int var, int64_t step, int64_t bytes,
+             int64_t dur, double value, double value2, uint64_t id)
+{
+    if (!w->tw) return;
+    if (kind != EVT_STEP_END && kind != EVT_FAILURE && kind != EVT_RECOVERY && !w->detail[wk]) return;
+    evt_record e;
+    evt_init(&e, (evt_kind)kind, EVT_JOB_WORKER, wk);
+    e.t = w->now;
+    if (ps >= 0) {
+        e.peer = ps;
+        e.peer_job = EVT_JOB_PS;
+    }
+    if (var >= 0) e.var = w->vars[var].sid;
+    if (kind == EVT_COMPUTE_BEGIN || kind == EVT_COMPUTE_END) e.device = w->wk_dev[wk];
+    e.step = step;
+    e.bytes = bytes;
+    e.dur = dur;
+    e.value = value;
+    e.value2 = value2;
+    e.id = id;
+    emit(w, &e);
+}
+
+void emit_ps(sim_world *w, int kind, int ps, int wk, int var, int64_t step, double value, uint64_t id)
+{
+    if (!w->tw) return;
+    if (kind != EVT_GLOBAL_STEP && wk >= 0 && !w->detail[wk]) return;
+    /* as the runtime: APPLY / DROP only for gradients, not for the global-step token */
+    if ((kind == EVT_APPLY || kind == EVT_DROP) && !w->cat.v[var].trainable) return;
+    evt_record e;
+    evt_init(&e, (evt_kind)kind, EVT_JOB_PS, ps);
+    e.t = w->now;
+    e.device = w->ps_dev[ps];
+    if (var >= 0) e.bytes = (int64_t)w->cat.v[var].count * 4;
+    if (wk >= 0) {
+        e.peer = wk;
+        e.peer_job = EVT_JOB_WORKER;
+    }
+    if (var >= 0) e.var = w->vars[var].sid;
+    e.step = step;
+    e.value = value;
+    e.id = id;
+    emit(w, &e);
+}
+
+/* The run's configuration as JSON (no creation time: it goes in the metadata only). */
+static void config_json(const sim_world *w, char *buf, size_t n)
+{
+    const sim_config *c = w->cfg;
+    char dist[128];
+    sim_dist_format(&c->compute, dist, sizeof dist);
+    snprintf(buf, n,
+             "{\"engine\":\"sim\",\"ps\":%d,\"workers\":%d,\"mode\":\"%s\",\"backup_workers\":%d,"
+             "\"staleness\":%d,\"steps\":%lld,\"model\":\"%s\",\"hidden\":%d,\"partition\":%d,"
+             "\"placement\":\"%s\",\"model_bytes\":%.0f,\"ps_bandwidth_Bps\":%.6g,"
+             "\"worker_bandwidth_Bps\":%.6g,\"latency_s\":%.9g,\"compute\":\"%s\",\"seed\":%llu,"
+             "\"batch\":%d,\"optimizer\":\"%s\",\"lr\":%.6g,\"loss\":\"noisy quadratic surrogate\","
+             "\"nqm_dims\":%d,\"stragglers\":%d,\"failures\":%d}",
+             c->n_ps, c->n_workers, update_mode_name(c->mode), c->backup_workers, c->staleness,
+             (long long)c->steps, model_name(w->cat.model), w->cat.hidden,
+             c->partition > 0 ? c->partition : 1, placement_name(c->placement), w->model_bytes,
+             c->ps_bw, c->worker_bw, c->latency, dist, (unsigned long long)c->seed, c->batch,
+             optim_name(c->optimizer), c->lr, c->nqm_dims, c->n_stragglers, c->n_failures);
+}
+
+int emit_open(sim_world *w, char *err)
+{
+    const sim_config *c = w->cfg;
+    int level = c->trace_level;
+    if (level == SIM_TRACE_AUTO) level = w->W <= 64 ? SIM_TRACE_FULL : SIM_TRACE_SAMPLE;
+    int sample = c->trace_sample > 0 ? c->trace_sample : 16;
+    for (int i = 0; i < w->W; i++) {
+        if (level == SIM_TRACE_FULL) w->detail[i] = 1;
+        else if (level == SIM_TRACE_SAMPLE) {
+            int stride = (w->W + sample - 1) / sample;
+            w->detail[i] = i % stride == 0;
+        }
+    }
+    if (!c->trace[0]) return DP_OK;
+    char cfg[2048], meta[2600];
+    config_json(w, cfg, sizeof cfg);
+    snprintf(meta, sizeof meta,
+             "{\"engine\":\"sim\",\"format\":\"downpour-sim/1\",\"config\":%s,\"seed\":%llu,"
+             "\"cluster\":{\"ps\":%d,\"workers\":%d},\"trace_level\":\"%s\",\"created_ns\":%llu}",
+             cfg, (unsigned long long)c->seed, w->P, w->W,
+             level == SIM_TRACE_FULL ? "full" : level == SIM_TRACE_SAMPLE ? "sample" : "steps",
+             (unsigned long long)dp_wall_ns());
+    w->tw = trace_writer_open(c->trace, meta, err);
+    if (!w->tw) return DP_EIO;
+    char name[160];
+    evt_record e;
+    evt_init(&e, EVT_CLUSTER_START, EVT_JOB_CLIENT, 0);
+    e.str = trace_writer_intern(w->tw, cfg);
+    emit(w, &e);
+    for (int j = 0; j < 2; j++) {
+        int n = j ? w->W : w->P;
+        for (int i = 0; i < n; i++) {
+            int job = j ? EVT_JOB_WORKER : EVT_JOB_PS;
+            evt_init(&e, EVT_TASK_START, job, i);
+            snprintf(name, sizeof name, "sim-%s-%d", j ? "worker" : "ps", i);
+            e.str = trace_writer_intern(w->tw, name);
+            emit(w, &e);
+            spec_device_name(name, sizeof name, j ? JOB_WORKER : JOB_PS, i, "CPU", 0);
+            uint32_t dev = trace_writer_intern(w->tw, name);
+            if (j) w->wk_dev[i] = dev;
+            else w->ps_dev[i] = dev;
+            evt_init(&e, EVT_DEVICE, job, i);
+            e.device = dev;
+            emit(w, &e);
+        }
+    }
+    for (int v = 0; v < w->nv; v++) {
+        const var_def *d = &w->cat.v[v];
+        w->vars[v].sid = trace_writer_intern(w->tw, d->name);
+        char shape[64];
+        if (d->ndim == 2) snprintf(shape, sizeof shape, "%dx%d", d->rows, d->cols);
+        else if (d->ndim == 1) snprintf(shape, sizeof shape, "%d", d->rows);
+        else snprintf(shape, sizeof shape, "scalar");
+        evt_init(&e, EVT_VAR_DEFINE, EVT_JOB_CLIENT, 0);
+        e.var = w->vars[v].sid;
+        e.str = trace_writer_intern(w->tw, shape);
+        e.bytes = (int64_t)d->bytes;
+        emit(w, &e);
+        evt_init(&e, EVT_VAR_PLACE, EVT_JOB_CLIENT, 0);
+        e.var = w->vars[v].sid;
+        e.peer = d->ps;
+        e.peer_job = EVT_JOB_PS;
+        e.device = w->ps_dev[d->ps];
+        emit(w, &e);
+    }
+    return w->trace_err ? dp_fail(err, DP_EIO, "%s: write failed", c->trace) : DP_OK;
+}
+
+int emit_close(sim_world *w, const sim_result *res, char *err)
+{
+    if (!w->tw) return DP_OK;
+    evt_record e;
+    for (int j = 0; j < 2; j++) {
+        int n = j ? w->W : w->P;
+        for (int i = 0; i < n; i++) {
+            evt_init(&e, EVT_TASK_STOP, j ? EVT_JOB_WORKER : EVT_JOB_PS, i);
+            e.t = w->now;
+            emit(w, &e);
+        }
+    }
+    evt_init(&e, EVT_CLUSTER_STOP, EVT_JOB_CLIENT, 0);
+    e.t = w->now;
+    e.value = res->sim_s;
+    emit(w, &e);
+    char cfg[2048], meta[3200];
+    config_json(w, cfg, sizeof cfg);
+    snprintf(meta, sizeof meta,
+             "{\"engine\":\"sim\",\"format\":\"downpour-sim/1\",\"config\":%s,\"seed\":%llu,"
+             "\"cluster\":{\"ps\":%d,\"workers\":%d},\"final\":{\"global_step\":%lld,"
+             "\"sim_time_s\":%.9g,\"mean_step_s\":%.9g,\"final_loss\":%.9g,\"stalled\":%d}}",
+             cfg, (unsigned long long)w->cfg->seed, w->P, w->W, (long long)res->global_step,
+             res->sim_s, res->mean_step_s, res->final_loss, res->stalled);
+    trace_writer_set_final_metadata(w->tw, meta);
+    w->trace_events = trace_writer_events(w->tw);
+    int failed = w->trace_err;
+    char e2[DP_ERRLEN];
+    int rc = trace_writer_close(w->tw, e2);
+    w->tw = NULL;
+    if (failed) return dp_fail(err, DP_EIO, "%s: write failed", w->cfg->trace);
+    if (rc) return dp_fail(err, rc, "%s", e2);
+    return DP_OK;
+}

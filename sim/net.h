@@ -1,0 +1,58 @@
+/* net.h — the simulator's flow-level network. Links have capacities (bytes/s); a flow
+ * group is g.k identical flows that cross a few links (a link may be crossed by several
+ * of the group's flows: weight w = how many). All flows of a group always get the same
+ * rate, the max-min fair one, computed by progressive filling (water-filling) and
+ * recomputed only when groups start or finish (lazily: once per instant, however many
+ * start or finish then). A group finishes when its bytes per flow are sent.
+ * Grouping is how 10,000 workers stay cheap: workers that start the same phase at the
+ * same instant form one group per ps (weight k on the ps link, weight 1 on a stand-in
+ * link for their identical NICs); by symmetry max-min gives them equal rates, so the
+ * grouped answer is exact. Single-threaded. Times are seconds (double). */
+#ifndef SIM_NET_H
+#define SIM_NET_H
+
+#include <stdint.h>
+
+#define SIM_NET_MAX_LINKS 4
+
+typedef struct sim_net sim_net;
+
+typedef struct sim_net_done {
+    int group;
+    int64_t cookie;
+} sim_net_done;
+
+/* A network at time 0 with no links. Free with sim_net_free(). */
+sim_net *sim_net_new(void);
+void sim_net_free(sim_net *n);
+
+/* Adds a link of capacity cap bytes/s (> 0). A temporary link is freed by itself when
+ * its last group finishes. Returns the link id. */
+int sim_net_link_add(sim_net *n, double cap, int temporary);
+
+/* Starts a group at the network's current time (call sim_net_advance first): flows crossing
+ * links[0..nl) with weights w (NULL: all 1), each flow sending `bytes` (> 0). The
+ * cookie comes back on completion. Returns the group id. */
+int sim_net_group_add(sim_net *n, const int *links, const double *w, int nl, double bytes,
+                      int64_t cookie);
+
+/* Time at which the next group finishes (recomputing rates first if groups started or
+ * finished since the last call), or INFINITY when nothing is in flight. */
+double sim_net_next(sim_net *n);
+
+/* Moves the network to time t (>= its current time, <= sim_net_next()), draining every
+ * group at its rate, and returns the groups that finished (their bytes all sent, to
+ * within a nanosecond's worth) in *done (borrowed until the next call; in group start
+ * order). Returns their count. */
+int sim_net_advance(sim_net *n, double t, const sim_net_done **done);
+
+/* Per-flow rate of an in-flight group (bytes/s), after sim_net_next(). */
+double sim_net_rate(sim_net *n, int group);
+/* Bytes left per flow of an in-flight group at the network's current time. */
+double sim_net_remaining(const sim_net *n, int group);
+double sim_net_time(const sim_net *n);
+int sim_net_active(const sim_net *n);
+/* Number of rate recomputations so far. */
+uint64_t sim_net_solves(const sim_net *n);
+
+#endif

@@ -1,0 +1,286 @@
+/* run.c — one simulation from configuration to result: defaults and checks, building the
+ * world (catalogue and placement through cluster/vars.h, accumulators, network links,
+ * workers with their RNG streams and speeds), the main loop, and the summary numbers.
+ * Main loop invariant: all events at the current instant run before the network's flows
+ * of that instant start (so simultaneous starters share one flow group and one solve),
+ * then time moves to the earlier of the next event and the next flow completion. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/spec.h"
+#include "sim/world.h"
+
+void sim_config_init(sim_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->n_ps = 1;
+    c->n_workers = 2;
+    c->mode = MODE_SYNC;
+    c->staleness = 3;
+    c->steps = 100;
+    c->model = MODEL_MLP;
+    c->hidden = 128;
+    c->placement = PLACE_ROUND_ROBIN;
+    c->ps_bw = c->worker_bw = 10e9 / 8;
+    c->latency = 50e-6;
+    c->compute.kind = SIM_DIST_CONSTANT;
+    c->compute.mean = 0.1;
+    c->seed = 1;
+    c->batch = 64;
+    c->optimizer = OPT_SGD;
+    c->lr = 0.2;
+    c->nqm_dims = 32;
+    c->nqm_noise = 1.0;
+    c->trace_level = SIM_TRACE_AUTO;
+    c->trace_sample = 16;
+}
+
+int sim_config_check(const sim_config *c, char *err)
+{
+    if (c->n_ps < 1 || c->n_ps > SPEC_MAX_PS)
+        return dp_fail(err, DP_EINVAL, "--ps: %d out of range 1..%d", c->n_ps, SPEC_MAX_PS);
+    if (c->n_workers < 1 || c->n_workers > SPEC_MAX_WORKERS)
+        return dp_fail(err, DP_EINVAL, "--workers: %d out of range 1..%d", c->n_workers, SPEC_MAX_WORKERS);
+    if (c->backup_workers < 0 || c->backup_workers >= c->n_workers)
+        return dp_fail(err, DP_EINVAL, "--backup-workers: %d must be in 0..%d (fewer than the workers)",
+                       c->backup_workers, c->n_workers - 1);
+    if (c->backup_workers && c->mode != MODE_SYNC)
+        return dp_fail(err, DP_EINVAL, "--backup-workers only applies to --mode sync");
+    if (c->staleness < 0) return dp_fail(err, DP_EINVAL, "--staleness: must be >= 0");
+    if (c->steps < 1) return dp_fail(err, DP_EINVAL, "--steps: must be >= 1");
+    if (c->batch < 1) return dp_fail(err, DP_EINVAL, "--batch: must be >= 1");
+    if (!(c->ps_bw > 0) || !(c->worker_bw > 0)) return dp_fail(err, DP_EINVAL, "--bandwidth: must be positive");
+    if (!(c->latency >= 0) || c->latency > 60) return dp_fail(err, DP_EINVAL, "--latency: must be in 0..60s");
+    if (!(c->compute.mean > 0)) return dp_fail(err, DP_EINVAL, "--compute: mean must be positive");
+    if (c->nqm_dims < 0 || c->nqm_dims > 4096) return dp_fail(err, DP_EINVAL, "--nqm-dims: must be in 0..4096");
+    if (!(c->lr > 0)) return dp_fail(err, DP_EINVAL, "--lr: must be positive");
+    if (c->model_bytes < 0 || c->model_bytes > 200e9)
+        return dp_fail(err, DP_EINVAL, "--model-bytes: must be in 0..200GB");
+    for (int i = 0; i < c->n_stragglers; i++)
+        if (c->stragglers[i].worker >= c->n_workers)
+            return dp_fail(err, DP_EINVAL, "--straggler: worker %d does not exist (%d workers)",
+                           c->stragglers[i].worker, c->n_workers);
+    for (int i = 0; i < c->n_failures; i++) {
+        const sim_failure *f = &c->failures[i];
+        int n = f->job == JOB_PS ? c->n_ps : c->n_workers;
+        if (f->task >= n)
+            return dp_fail(err, DP_EINVAL, "--fail: %s %d does not exist (%d %s tasks)",
+                           spec_job_name((dp_job)f->job), f->task, n, spec_job_name((dp_job)f->job));
+    }
+    return DP_OK;
+}
+
+static int world_init(sim_world *w, const sim_config *c, char *err)
+{
+    memset(w, 0, sizeof *w);
+    w->cfg = c;
+    w->P = c->n_ps;
+    w->W = c->n_workers;
+    w->free_ack = -1;
+    sim_heap_init(&w->heap);
+    dp_rng_seed(&w->rng, c->seed);
+    w->lat_ns = (int64_t)llround(c->latency * 1e9);
+    model_kind model = c->model;
+    int hidden = c->hidden, partition = c->partition > 0 ? c->partition : 1;
+    if (c->model_bytes > 0) {
+        /* an MLP 784-H-10 whose float32 variables add up to about model_bytes */
+        double h = (c->model_bytes / 4 - 10) / (MODEL_INPUTS + 1 + MODEL_CLASSES);
+        model = MODEL_MLP;
+        hidden = h < 1 ? 1 : h > 65536 ? 65536 : (int)llround(h);
+        if (c->partition <= 0) partition = c->n_ps < 1024 ? c->n_ps : 1024;
+    }
+    int rc = catalog_build(&w->cat, model, hidden, partition, err);
+    if (rc) return rc;
+    rc = catalog_place(&w->cat, w->P, c->placement, err);
+    if (rc) return rc;
+    w->nv = w->cat.n;
+    w->step_var = catalog_find(&w->cat, "global_step");
+    dp_assert("sim: the catalogue starts with global_step", w->step_var == 0);
+    w->ps_first = xcalloc((size_t)w->P + 1, sizeof *w->ps_first);
+    w->ps_vars = xmalloc((size_t)w->nv * sizeof *w->ps_vars);
+    w->ps_bytes = xcalloc((size_t)w->P, sizeof *w->ps_bytes);
+    for (int v = 0; v < w->nv; v++) w->ps_first[w->cat.v[v].ps + 1]++;
+    for (int p = 0; p < w->P; p++) w->ps_first[p + 1] += w->ps_first[p];
+    int *fill = xcalloc((size_t)w->P, sizeof *fill);
+    for (int v = 0; v < w->nv; v++) {
+        int p = w->cat.v[v].ps;
+        w->ps_vars[w->ps_first[p] + fill[p]++] = v;
+        /* what goes over the wire: the floats (global_step's payload is empty) */
+        w->ps_bytes[p] += (double)w->cat.v[v].count * 4;
+        w->model_bytes += (double)w->cat.v[v].count * 4;
+    }
+    free(fill);
+    optim_conf_init(&w->opt, c->optimizer, (float)c->lr);
+    w->vars = xcalloc((size_t)w->nv, sizeof *w->vars);
+    nqm_init(w);
+    for (int v = 0; v < w->nv; v++)
+        if (c->mode == MODE_SYNC)
+            w->vars[v].acc = sync_acc_new(w->W, w->W - c->backup_workers, (size_t)w->vars[v].dims, 0);
+    if (c->mode == MODE_SSP) {
+        w->gate = ssp_gate_new(w->W, c->staleness);
+        w->ssp_wait = xmalloc((size_t)w->W * sizeof *w->ssp_wait);
+        w->ssp_step = xmalloc((size_t)w->W * sizeof *w->ssp_step);
+    }
+    w->wk = xcalloc((size_t)w->W, sizeof *w->wk);
+    w->cur_snap = -1;
+    for (int k = 0; k < w->W; k++) {
+        sim_wk *wk = &w->wk[k];
+        dp_rng_seed(&wk->rng, c->seed * 0x9E3779B97F4A7C15ull + (uint64_t)k * 0xD1B54A32D192ED03ull + 1);
+        wk->speed = c->speed ? c->speed[k] : 1.0;
+        wk->t_wait = -1;
+        wk->snap = -1;
+    }
+    for (int i = 0; i < c->n_stragglers; i++) w->wk[c->stragglers[i].worker].speed *= c->stragglers[i].factor;
+    w->net = sim_net_new();
+    w->ps_up = xmalloc((size_t)w->P * sizeof *w->ps_up);
+    w->ps_down = xmalloc((size_t)w->P * sizeof *w->ps_down);
+    for (int p = 0; p < w->P; p++) {
+        w->ps_up[p] = sim_net_link_add(w->net, c->ps_bw, 0);
+        w->ps_down[p] = sim_net_link_add(w->net, c->ps_push_bw > 0 ? c->ps_push_bw : c->ps_bw, 0);
+    }
+    w->pend[0] = xmalloc((size_t)w->W * sizeof *w->pend[0]);
+    w->pend[1] = xmalloc((size_t)w->W * sizeof *w->pend[1]);
+    w->released = xmalloc((size_t)w->W * sizeof *w->released);
+    w->ps_dead = xcalloc((size_t)w->P, 1);
+    w->deferred = xcalloc((size_t)w->P, sizeof *w->deferred);
+    w->n_deferred = xcalloc((size_t)w->P, sizeof *w->n_deferred);
+    w->cap_deferred = xcalloc((size_t)w->P, sizeof *w->cap_deferred);
+    w->fail_done = xcalloc((size_t)(c->n_failures ? c->n_failures : 1), 1);
+    w->detail = xcalloc((size_t)w->W, 1);
+    w->wk_dev = xcalloc((size_t)w->W, sizeof *w->wk_dev);
+    w->ps_dev = xcalloc((size_t)w->P, sizeof *w->ps_dev);
+    return DP_OK;
+}
+
+static void world_release(sim_world *w)
+{
+    if (w->tw) trace_writer_close(w->tw, NULL);
+    for (int v = 0; w->vars && v < w->nv; v++) sync_acc_free(w->vars[v].acc);
+    free(w->vars);
+    if (w->theta) nqm_release(w);
+    ssp_gate_free(w->gate);
+    free(w->ssp_wait);
+    free(w->ssp_step);
+    free(w->wk);
+    for (int i = 0; i < w->n_snaps; i++) free(w->snap[i]);
+    free(w->snap);
+    free(w->snap_refs);
+    free(w->free_snaps);
+    sim_net_free(w->net);
+    free(w->ps_up);
+    free(w->ps_down);
+    for (int i = 0; i < w->n_cohorts; i++) {
+        free(w->cohorts[i].members);
+        free(w->cohorts[i].incs);
+    }
+    free(w->cohorts);
+    free(w->free_cohorts);
+    free(w->pend[0]);
+    free(w->pend[1]);
+    free(w->released);
+    for (int i = 0; i < w->n_acks; i++) {
+        free(w->acks[i].w);
+        free(w->acks[i].v);
+        free(w->acks[i].inc);
+        free(w->acks[i].st);
+    }
+    free(w->acks);
+    for (int p = 0; w->deferred && p < w->P; p++) free(w->deferred[p]);
+    free(w->deferred);
+    free(w->n_deferred);
+    free(w->cap_deferred);
+    free(w->ps_dead);
+    free(w->fail_done);
+    free(w->detail);
+    free(w->wk_dev);
+    free(w->ps_dev);
+    free(w->ps_first);
+    free(w->ps_vars);
+    free(w->ps_bytes);
+    catalog_release(&w->cat);
+    sim_heap_release(&w->heap);
+}
+
+static void progress(sim_world *w)
+{
+    if (!w->cfg->progress) return;
+    sim_progress p = {w->gs_max, w->cfg->steps, (double)w->now / 1e9, w->events};
+    w->cfg->progress(&p, w->cfg->progress_ctx);
+}
+
+int sim_run(const sim_config *c, sim_result *res, char *err)
+{
+    memset(res, 0, sizeof *res);
+    int rc = sim_config_check(c, err);
+    if (rc) return rc;
+    sim_world w_, *w = &w_;
+    rc = world_init(w, c, err);
+    if (rc) goto out;
+    rc = emit_open(w, err);
+    if (rc) goto out;
+    res->initial_loss = nqm_loss(w, w->theta);
+    sim_world_start(w);
+    int64_t max_ns = c->max_sim_s > 0 ? (int64_t)llround(c->max_sim_s * 1e9) : INT64_MAX;
+    int stuck = 0;
+    for (;;) {
+        sim_event ev;
+        if (sim_heap_top_time(&w->heap) <= w->now) {
+            sim_heap_pop(&w->heap, &ev);
+            sim_world_dispatch(w, &ev);
+            if ((++w->events & 0xffff) == 0) progress(w);
+            continue;
+        }
+        sim_world_flush(w);
+        double tn = sim_net_next(w->net);
+        int64_t tn_ns = isfinite(tn) ? (int64_t)ceil(tn * 1e9 - 1e-6) : INT64_MAX;
+        if (tn_ns < w->now) tn_ns = w->now;
+        int64_t th = sim_heap_top_time(&w->heap);
+        if (tn_ns == INT64_MAX && th == INT64_MAX) break;
+        int64_t next = tn_ns <= th ? tn_ns : th;
+        if (next > max_ns) break;
+        if (tn_ns <= th) {
+            int before = sim_net_active(w->net);
+            w->now = tn_ns;
+            sim_world_net_sync(w);
+            w->events++;
+            /* a completion lost to rounding is retried; never spin at one instant */
+            if (sim_net_active(w->net) == before && sim_heap_top_time(&w->heap) > w->now) {
+                if (++stuck > 4) w->now++;
+            } else {
+                stuck = 0;
+            }
+        } else {
+            w->now = th;
+        }
+    }
+    progress(w);
+    int64_t gs = c->mode == MODE_SYNC ? sync_acc_step(w->vars[w->step_var].acc)
+                                       : w->vars[w->step_var].av.version;
+    res->global_step = gs;
+    res->sim_s = (double)w->now / 1e9;
+    res->mean_step_s = w->gs_advances > 1
+        ? (double)(w->gs_last_ns - w->gs_first_ns) / 1e9 / (double)(w->gs_advances - 1) : 0;
+    res->first_step_s = (double)w->gs_first_ns / 1e9;
+    res->samples = w->samples;
+    res->samples_per_s = res->sim_s > 0 ? (double)w->samples / res->sim_s : 0;
+    res->final_loss = nqm_loss(w, w->theta);
+    res->mean_staleness = stale_stats_mean(&w->stale);
+    res->max_staleness = w->stale.max;
+    res->dropped = w->drops;
+    res->applies = w->applies;
+    res->bytes_pulled = w->bytes_pulled;
+    res->bytes_pushed = w->bytes_pushed;
+    res->sim_events = w->events;
+    res->net_solves = sim_net_solves(w->net);
+    res->stalled = gs < c->steps;
+    res->n_vars = w->nv;
+    res->model_bytes = w->model_bytes;
+    if (w->tw) {
+        rc = emit_close(w, res, err);
+        res->trace_events = w->trace_events;
+    }
+out:
+    world_release(w);
+    return rc;
+}

@@ -1,0 +1,608 @@
+/* sim.c — the simulated cluster: workers and ps tasks following the runtime's protocol
+ * (runtime/worker.c, runtime/ps.c) in virtual time, driving the same cluster/ rules.
+ * A worker loops { [ssp: ask the gate] pull every variable (the ps reads each variable's
+ * version when the request arrives); stop when the global step read >= --steps; compute;
+ * push every variable; wait for every ack }. A ps applies each push with the configured
+ * rule: sync offers it to the variable's sync_acc (acks held until the step completes,
+ * stale/duplicate gradients dropped), async/ssp apply at once with async_apply staleness;
+ * global_step is variable 0 and is pushed like the others (its accumulator is the step
+ * token; in async every applied push advances it; the SSP gate lives with it).
+ * Messages: a request costs one latency; data moves as network flows (one flow per
+ * worker and ps per phase, carrying that ps's variables) plus one latency; acks cost one
+ * latency. Workers starting a phase at the same instant share flow groups (see net.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/spec.h"
+#include "sim/world.h"
+
+enum {
+    EV_PULL_ARRIVE = 1, EV_PULL_DELIVER, EV_COMPUTE_END, EV_PUSH_DELIVER, EV_ACKS,
+    EV_SSP_REQ, EV_SSP_GO, EV_FAIL, EV_RESTART
+};
+
+static void wk_start_step(sim_world *w, int k);
+
+static int64_t ns_of(double s)
+{
+    return (int64_t)llround(s * 1e9);
+}
+
+/* The runtime's message id (rt_instr_msg_id): ((local step << 16) | var) + 1, the same
+ * for a variable's pull and push of one step. */
+static uint64_t msg_id(const sim_world *w, int k, int v)
+{
+    return ((uint64_t)w->wk[k].local << 16 | (uint64_t)(v & 0xffff)) + 1;
+}
+
+/* ---- acks --------------------------------------------------------------------------- */
+
+static int ack_new(sim_world *w)
+{
+    int id;
+    if (w->free_ack >= 0) {
+        id = w->free_ack;
+        w->free_ack = w->acks[id].next_free;
+    } else {
+        if (w->n_acks == w->cap_acks) {
+            w->cap_acks = w->cap_acks ? w->cap_acks * 2 : 64;
+            w->acks = xrealloc(w->acks, (size_t)w->cap_acks * sizeof *w->acks);
+        }
+        id = w->n_acks++;
+        memset(&w->acks[id], 0, sizeof w->acks[id]);
+    }
+    w->acks[id].n = 0;
+    w->acks[id].next_free = -1;
+    return id;
+}
+
+static void ack_add(sim_world *w, int id, int k, int v, int st)
+{
+    sim_ack *a = &w->acks[id];
+    if (a->n == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 16;
+        a->w = xrealloc(a->w, (size_t)a->cap * sizeof *a->w);
+        a->v = xrealloc(a->v, (size_t)a->cap * sizeof *a->v);
+        a->inc = xrealloc(a->inc, (size_t)a->cap * sizeof *a->inc);
+        a->st = xrealloc(a->st, (size_t)a->cap * sizeof *a->st);
+    }
+    a->st[a->n] = (int8_t)st;
+    a->w[a->n] = k;
+    a->v[a->n] = v;
+    a->inc[a->n] = w->wk[k].inc;
+    a->n++;
+}
+
+/* Sends the batch (arrives one latency later) or frees it when empty. */
+static void ack_send(sim_world *w, int id)
+{
+    if (w->acks[id].n) {
+        sim_heap_push(&w->heap, w->now + w->lat_ns, EV_ACKS, id, 0);
+        return;
+    }
+    w->acks[id].next_free = w->free_ack;
+    w->free_ack = id;
+}
+
+/* ---- failures ----------------------------------------------------------------------- */
+
+static void fire_failure(sim_world *w, int i)
+{
+    const sim_failure *f = &w->cfg->failures[i];
+    if (w->fail_done[i]) return;
+    w->fail_done[i] = 1;
+    evt_record e;
+    evt_init(&e, EVT_FAILURE, f->job == JOB_PS ? EVT_JOB_PS : EVT_JOB_WORKER, f->task);
+    e.t = w->now;
+    if (w->tw) e.str = trace_writer_intern(w->tw, "simulated failure (--fail)");
+    emit(w, &e);
+    if (f->job == JOB_PS) {
+        w->ps_dead[f->task] = 1;
+    } else {
+        sim_wk *k = &w->wk[f->task];
+        if (k->phase == W_DONE) return;
+        k->dead = 1;
+        k->inc++;
+        k->phase = W_IDLE;
+    }
+    if (f->restart_s >= 0) sim_heap_push(&w->heap, w->now + ns_of(f->restart_s), EV_RESTART, i, 0);
+}
+
+static void restart(sim_world *w, int i)
+{
+    const sim_failure *f = &w->cfg->failures[i];
+    evt_record e;
+    evt_init(&e, EVT_RECOVERY, f->job == JOB_PS ? EVT_JOB_PS : EVT_JOB_WORKER, f->task);
+    e.t = w->now;
+    emit(w, &e);
+    if (f->job == JOB_PS) {
+        int p = f->task;
+        w->ps_dead[p] = 0;
+        for (int j = 0; j < w->n_deferred[p]; j++) {
+            sim_event *d = &w->deferred[p][j];
+            sim_heap_push(&w->heap, w->now, d->type, d->a, d->b);
+        }
+        w->n_deferred[p] = 0;
+        return;
+    }
+    sim_wk *k = &w->wk[f->task];
+    if (!k->dead) return;
+    k->dead = 0;
+    wk_start_step(w, f->task);
+}
+
+/* Holds a delivery for a dead ps until it restarts; returns 1 when held. */
+static int defer_if_dead(sim_world *w, int p, const sim_event *ev)
+{
+    if (!w->ps_dead[p]) return 0;
+    if (w->n_deferred[p] == w->cap_deferred[p]) {
+        w->cap_deferred[p] = w->cap_deferred[p] ? 2 * w->cap_deferred[p] : 16;
+        w->deferred[p] = xrealloc(w->deferred[p], (size_t)w->cap_deferred[p] * sizeof *w->deferred[p]);
+    }
+    w->deferred[p][w->n_deferred[p]++] = *ev;
+    return 1;
+}
+
+/* ---- global step and ssp ------------------------------------------------------------ */
+
+static void global_step_advanced(sim_world *w, int64_t gs)
+{
+    if (!w->gs_advances) w->gs_first_ns = w->now;
+    w->gs_last_ns = w->now;
+    w->gs_advances++;
+    if (gs > w->gs_max) w->gs_max = gs;
+    emit_ps(w, EVT_GLOBAL_STEP, w->cat.v[w->step_var].ps, -1, -1, gs, 0, 0);
+    for (int i = 0; i < w->cfg->n_failures; i++) {
+        const sim_failure *f = &w->cfg->failures[i];
+        if (f->job == JOB_PS && f->at_step >= 0 && gs >= f->at_step) fire_failure(w, i);
+    }
+}
+
+static void ssp_release(sim_world *w)
+{
+    int j = 0;
+    for (int i = 0; i < w->n_ssp_wait; i++) {
+        int k = w->ssp_wait[i];
+        if (ssp_gate_may_start(w->gate, w->ssp_step[i]))
+            sim_heap_push(&w->heap, w->now + w->lat_ns, EV_SSP_GO, k, w->wk[k].inc);
+        else {
+            w->ssp_wait[j] = k;
+            w->ssp_step[j] = w->ssp_step[i];
+            j++;
+        }
+    }
+    w->n_ssp_wait = j;
+}
+
+/* ---- network glue ------------------------------------------------------------------- */
+
+/* Moves the network to now and schedules the deliveries of finished flows. */
+static void net_sync(sim_world *w)
+{
+    const sim_net_done *d;
+    int n = sim_net_advance(w->net, (double)w->now / 1e9, &d);
+    for (int i = 0; i < n; i++) {
+        int c = (int)(d[i].cookie / w->P), p = (int)(d[i].cookie % w->P);
+        int type = w->cohorts[c].dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER;
+        sim_heap_push(&w->heap, w->now + w->lat_ns, type, c, p);
+    }
+}
+
+static int cohort_new(sim_world *w)
+{
+    int id;
+    if (w->n_free_cohorts) {
+        id = w->free_cohorts[--w->n_free_cohorts];
+    } else {
+        if (w->n_cohorts == w->cap_cohorts) {
+            w->cap_cohorts = w->cap_cohorts ? w->cap_cohorts * 2 : 64;
+            w->cohorts = xrealloc(w->cohorts, (size_t)w->cap_cohorts * sizeof *w->cohorts);
+            w->free_cohorts = xrealloc(w->free_cohorts, (size_t)w->cap_cohorts * sizeof *w->free_cohorts);
+        }
+        id = w->n_cohorts++;
+        memset(&w->cohorts[id], 0, sizeof w->cohorts[id]);
+    }
+    return id;
+}
+
+static void cohort_done_one(sim_world *w, int c)
+{
+    sim_cohort *co = &w->cohorts[c];
+    if (--co->groups_left > 0) return;
+    free(co->members);
+    free(co->incs);
+    co->members = NULL;
+    co->incs = NULL;
+    w->free_cohorts[w->n_free_cohorts++] = c;
+}
+
+static int int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Starts the flows of every worker that began a pull (dir 0) or push (dir 1) now. */
+static void flush_dir(sim_world *w, int dir)
+{
+    int n = w->n_pend[dir];
+    if (!n) return;
+    w->n_pend[dir] = 0;
+    net_sync(w);
+    int c = cohort_new(w);
+    sim_cohort *co = &w->cohorts[c];
+    co->dir = dir;
+    co->n = n;
+    co->members = xmalloc((size_t)n * sizeof *co->members);
+    co->incs = xmalloc((size_t)n * sizeof *co->incs);
+    memcpy(co->members, w->pend[dir], (size_t)n * sizeof *co->members);
+    qsort(co->members, (size_t)n, sizeof *co->members, int_cmp);
+    for (int i = 0; i < n; i++) co->incs[i] = w->wk[co->members[i]].inc;
+    co->groups_left = 0;
+    co->link = -1;
+    for (int p = 0; p < w->P; p++) {
+        if (w->ps_first[p + 1] == w->ps_first[p]) continue;
+        co->groups_left++;
+        if (w->ps_bytes[p] <= 0) {
+            sim_heap_push(&w->heap, w->now + w->lat_ns, dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER, c, p);
+            continue;
+        }
+        if (co->link < 0) {
+            double cap = dir && w->cfg->worker_push_bw > 0 ? w->cfg->worker_push_bw : w->cfg->worker_bw;
+            co->link = sim_net_link_add(w->net, cap, 1);
+        }
+        int links[2] = {dir ? w->ps_down[p] : w->ps_up[p], co->link};
+        double wt[2] = {(double)n, 1.0};
+        sim_net_group_add(w->net, links, wt, 2, w->ps_bytes[p], (int64_t)c * w->P + p);
+    }
+}
+
+/* ---- worker ------------------------------------------------------------------------- */
+
+static void wk_pull(sim_world *w, int k)
+{
+    sim_wk *wk = &w->wk[k];
+    wk->phase = W_PULL;
+    wk->t_phase = w->now;
+    wk->outstanding = w->nv;
+    for (int v = 0; v < w->nv; v++)
+        emit_wk(w, EVT_PULL_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
+                0, msg_id(w, k, v));
+    sim_heap_push(&w->heap, w->now + w->lat_ns, EV_PULL_ARRIVE, k, wk->inc);
+}
+
+static void wk_start_step(sim_world *w, int k)
+{
+    sim_wk *wk = &w->wk[k];
+    for (int i = 0; i < w->cfg->n_failures; i++) {
+        const sim_failure *f = &w->cfg->failures[i];
+        if (f->job == JOB_WORKER && f->task == k && f->at_step >= 0 && !w->fail_done[i] &&
+            wk->local >= f->at_step) {
+            fire_failure(w, i);
+            return;
+        }
+    }
+    if (w->gate) {
+        wk->phase = W_SSP;
+        wk->t_wait = -1;
+        sim_heap_push(&w->heap, w->now + w->lat_ns, EV_SSP_REQ, k, wk->inc);
+        return;
+    }
+    wk_pull(w, k);
+}
+
+/* The versions worker k read at its last pull. */
+static const int64_t *read_versions(const sim_world *w, int k)
+{
+    return w->snap[w->wk[k].snap];
+}
+
+static void snap_unref(sim_world *w, int id)
+{
+    if (id < 0 || --w->snap_refs[id] > 0 || id == w->cur_snap) return;
+    w->free_snaps[w->n_free_snaps++] = id;
+}
+
+/* A snapshot of the current versions (shared until a version changes). */
+static int snap_current(sim_world *w)
+{
+    if (w->cur_snap >= 0) return w->cur_snap;
+    int id;
+    if (w->n_free_snaps) {
+        id = w->free_snaps[--w->n_free_snaps];
+    } else {
+        if (w->n_snaps == w->cap_snaps) {
+            w->cap_snaps = w->cap_snaps ? 2 * w->cap_snaps : 16;
+            w->snap = xrealloc(w->snap, (size_t)w->cap_snaps * sizeof *w->snap);
+            w->snap_refs = xrealloc(w->snap_refs, (size_t)w->cap_snaps * sizeof *w->snap_refs);
+            w->free_snaps = xrealloc(w->free_snaps, (size_t)w->cap_snaps * sizeof *w->free_snaps);
+        }
+        id = w->n_snaps++;
+        w->snap[id] = xmalloc((size_t)w->nv * sizeof **w->snap);
+    }
+    int64_t *ver = w->snap[id];
+    for (int v = 0; v < w->nv; v++)
+        ver[v] = w->cfg->mode == MODE_SYNC ? sync_acc_step(w->vars[v].acc) : w->vars[v].av.version;
+    w->snap_refs[id] = 0;
+    w->cur_snap = id;
+    return id;
+}
+
+/* A variable's version changed: the current snapshot no longer describes the ps. */
+static void versions_changed(sim_world *w)
+{
+    int id = w->cur_snap;
+    if (id < 0) return;
+    w->cur_snap = -1;
+    if (w->snap_refs[id] == 0) w->free_snaps[w->n_free_snaps++] = id;
+}
+
+static void pull_arrive(sim_world *w, int k)
+{
+    sim_wk *wk = &w->wk[k];
+    int id = snap_current(w);
+    w->snap_refs[id]++;
+    snap_unref(w, wk->snap);
+    wk->snap = id;
+    float *th = w->theta_read + (size_t)k * (size_t)w->d;
+    memcpy(th, w->theta, (size_t)w->d * sizeof *th);
+    wk->loss_read = nqm_loss(w, th);
+    w->bytes_pulled += (int64_t)w->model_bytes;
+    w->pend[0][w->n_pend[0]++] = k;
+}
+
+static void pull_done(sim_world *w, int k)
+{
+    sim_wk *wk = &w->wk[k];
+    wk->gs_read = read_versions(w, k)[w->step_var];
+    if (wk->gs_read >= w->cfg->steps) {
+        wk->phase = W_DONE;
+        w->n_done++;
+        if (w->gate) {
+            ssp_gate_retire(w->gate, k);
+            ssp_release(w);
+        }
+        return;
+    }
+    wk->phase = W_COMPUTE;
+    wk->t_compute = w->now;
+    emit_wk(w, EVT_COMPUTE_BEGIN, k, -1, -1, wk->local, 0, 0, 0, 0, 0);
+    double d = sim_draw_compute(w, k);
+    sim_heap_push(&w->heap, w->now + ns_of(d), EV_COMPUTE_END, k, wk->inc);
+}
+
+static void compute_end(sim_world *w, int k)
+{
+    sim_wk *wk = &w->wk[k];
+    emit_wk(w, EVT_COMPUTE_END, k, -1, -1, wk->local, 0, w->now - wk->t_compute, 0, 0, 0);
+    nqm_grad(w, k);
+    wk->phase = W_PUSH;
+    wk->t_phase = w->now;
+    wk->outstanding = w->nv;
+    wk->releases_due = 0;
+    wk->t_wait = -1;
+    for (int v = 0; v < w->nv; v++)
+        if (w->cat.v[v].trainable)  /* global_step's push is the step token: no events */
+            emit_wk(w, EVT_PUSH_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
+                0, msg_id(w, k, v));
+    w->bytes_pushed += (int64_t)w->model_bytes;
+    w->pend[1][w->n_pend[1]++] = k;
+}
+
+static void push_done(sim_world *w, int k)
+{
+    sim_wk *wk = &w->wk[k];
+    if (wk->t_wait >= 0)
+        emit_wk(w, EVT_BARRIER_RELEASE, k, -1, -1, wk->local, 0, w->now - wk->t_wait, 0, 0, 0);
+    emit_wk(w, EVT_STEP_END, k, -1, -1, wk->local, 0, 0, wk->loss_read, (double)wk->gs_read, 0);
+    wk->local++;
+    w->samples += w->cfg->batch;
+    wk_start_step(w, k);
+}
+
+/* ---- ps ----------------------------------------------------------------------------- */
+
+static void handle_push(sim_world *w, int p, int k, int v, int acks)
+{
+    sim_var *sv = &w->vars[v];
+    const var_def *d = &w->cat.v[v];
+    int64_t read = read_versions(w, k)[v];
+    const float *g = sv->dims ? w->grad + (size_t)k * (size_t)w->d + (size_t)sv->dim0 : NULL;
+    if (w->cfg->mode == MODE_SYNC) {
+        int64_t cur = sync_acc_step(sv->acc);
+        int r = sync_acc_offer(sv->acc, k, read, g);
+        if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
+            if (d->trainable) w->drops++;
+            emit_ps(w, EVT_DROP, p, k, v, cur, (double)(cur - read), msg_id(w, k, v));
+            ack_add(w, acks, k, v, SIM_ACK_DROPPED);
+            return;
+        }
+        if (r != SYNC_READY) {
+            /* accepted: acked now, released when the step completes */
+            ack_add(w, acks, k, v, SIM_ACK_ACCUMULATED);
+            return;
+        }
+        int n = sync_acc_take(sv->acc, w->mean, w->released);
+        int64_t now_step = sync_acc_step(sv->acc);
+        versions_changed(w);
+        if (d->trainable) {
+            optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, w->mean, (size_t)sv->dims);
+            w->applies += n;
+            for (int i = 0; i < n; i++) stale_stats_add(&w->stale, 0);
+        }
+        int rel = ack_new(w);
+        for (int i = 0; i < n; i++) {
+            int r2 = w->released[i];
+            emit_ps(w, EVT_APPLY, p, r2, v, now_step, 0, msg_id(w, r2, v));
+            if (r2 == k) ack_add(w, acks, k, v, SIM_ACK_APPLIED);
+            else ack_add(w, rel, r2, v, SIM_RELEASE);
+        }
+        ack_send(w, rel);
+        if (!d->trainable) global_step_advanced(w, now_step);
+        return;
+    }
+    int64_t s = async_apply(&sv->av, read);
+    versions_changed(w);
+    if (d->trainable) {
+        optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, g, (size_t)sv->dims);
+        w->applies++;
+        stale_stats_add(&w->stale, s);
+    }
+    emit_ps(w, EVT_APPLY, p, k, v, sv->av.version, (double)s, msg_id(w, k, v));
+    ack_add(w, acks, k, v, SIM_ACK_APPLIED);
+    if (!d->trainable) {
+        global_step_advanced(w, sv->av.version);
+        if (w->gate) {
+            ssp_gate_clock(w->gate, k, w->wk[k].local + 1);
+            ssp_release(w);
+        }
+    }
+}
+
+static void deliver(sim_world *w, const sim_event *ev)
+{
+    int c = ev->a, p = (int)ev->b;
+    if (defer_if_dead(w, p, ev)) return;
+    sim_cohort *co = &w->cohorts[c];
+    int v0 = w->ps_first[p], v1 = w->ps_first[p + 1];
+    if (ev->type == EV_PULL_DELIVER) {
+        for (int i = 0; i < co->n; i++) {
+            int k = co->members[i];
+            sim_wk *wk = &w->wk[k];
+            if (wk->dead || wk->inc != co->incs[i]) continue;
+            const int64_t *ver = read_versions(w, k);
+            for (int j = v0; w->tw && w->detail[k] && j < v1; j++) {
+                int v = w->ps_vars[j];
+                emit_wk(w, EVT_PULL_END, k, p, v, wk->local, (int64_t)w->cat.v[v].count * 4,
+                        w->now - wk->t_phase, (double)ver[v], 0, msg_id(w, k, v));
+            }
+            wk->outstanding -= v1 - v0;
+            if (wk->outstanding == 0) pull_done(w, k);
+        }
+    } else {
+        int acks = ack_new(w);
+        for (int i = 0; i < co->n; i++) {
+            int k = co->members[i];
+            sim_wk *wk = &w->wk[k];
+            if (wk->dead || wk->inc != co->incs[i]) continue;
+            for (int j = v0; j < v1; j++) handle_push(w, p, k, w->ps_vars[j], acks);
+        }
+        ack_send(w, acks);
+    }
+    cohort_done_one(w, c);
+}
+
+/* A worker's push phase ends when every ack is in; in sync it then waits (the barrier)
+ * until every accumulated gradient has been released. */
+static void push_progress(sim_world *w, int k)
+{
+    sim_wk *wk = &w->wk[k];
+    if (wk->outstanding > 0) return;
+    if (wk->releases_due == 0) {
+        push_done(w, k);
+    } else if (wk->t_wait < 0) {
+        wk->t_wait = w->now;
+        emit_wk(w, EVT_BARRIER_WAIT, k, -1, -1, wk->local, 0, 0, 0, 0, 0);
+    }
+}
+
+static void acks_arrive(sim_world *w, int id)
+{
+    sim_ack *a = &w->acks[id];
+    for (int i = 0; i < a->n; i++) {
+        int k = a->w[i], v = a->v[i];
+        sim_wk *wk = &w->wk[k];
+        if (wk->dead || wk->inc != a->inc[i] || wk->phase != W_PUSH) continue;
+        if (a->st[i] == SIM_RELEASE) {
+            wk->releases_due--;  /* may run ahead of its ACCUMULATED ack: counted signed */
+        } else {
+            if (w->cat.v[v].trainable)
+                emit_wk(w, EVT_PUSH_END, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4,
+                        w->now - wk->t_phase, (double)a->st[i], 0, msg_id(w, k, v));
+            if (a->st[i] == SIM_ACK_ACCUMULATED) wk->releases_due++;
+            wk->outstanding--;
+        }
+        push_progress(w, k);
+    }
+    a->n = 0;
+    a->next_free = w->free_ack;
+    w->free_ack = id;
+}
+
+static void dispatch(sim_world *w, const sim_event *ev)
+{
+    int k = ev->a;
+    switch (ev->type) {
+    case EV_PULL_ARRIVE:
+        if (!w->wk[k].dead && w->wk[k].inc == ev->b) pull_arrive(w, k);
+        return;
+    case EV_COMPUTE_END:
+        if (!w->wk[k].dead && w->wk[k].inc == ev->b) compute_end(w, k);
+        return;
+    case EV_PULL_DELIVER:
+    case EV_PUSH_DELIVER:
+        deliver(w, ev);
+        return;
+    case EV_ACKS:
+        acks_arrive(w, k);
+        return;
+    case EV_SSP_REQ: {
+        sim_wk *wk = &w->wk[k];
+        if (wk->dead || wk->inc != ev->b) return;
+        if (ssp_gate_may_start(w->gate, wk->local)) {
+            sim_heap_push(&w->heap, w->now + w->lat_ns, EV_SSP_GO, k, wk->inc);
+            return;
+        }
+        wk->t_wait = w->now;
+        emit_wk(w, EVT_SSP_WAIT, k, -1, -1, wk->local, 0, 0, (double)ssp_gate_min(w->gate), 0, 0);
+        w->ssp_wait[w->n_ssp_wait] = k;
+        w->ssp_step[w->n_ssp_wait++] = wk->local;
+        return;
+    }
+    case EV_SSP_GO: {
+        sim_wk *wk = &w->wk[k];
+        if (wk->dead || wk->inc != ev->b) return;
+        if (wk->t_wait >= 0)
+            emit_wk(w, EVT_SSP_RELEASE, k, -1, -1, wk->local, 0, w->now - wk->t_wait,
+                    (double)ssp_gate_min(w->gate), 0, 0);
+        wk_pull(w, k);
+        return;
+    }
+    case EV_FAIL:
+        fire_failure(w, k);
+        return;
+    case EV_RESTART:
+        restart(w, k);
+        return;
+    default:
+        dp_assert("sim: unknown event type", 0);
+    }
+}
+
+/* ---- entry points for run.c ------------------------------------------------------- */
+
+void sim_world_dispatch(sim_world *w, const sim_event *ev)
+{
+    dispatch(w, ev);
+}
+
+void sim_world_flush(sim_world *w)
+{
+    flush_dir(w, 0);
+    flush_dir(w, 1);
+}
+
+void sim_world_net_sync(sim_world *w)
+{
+    net_sync(w);
+}
+
+void sim_world_start(sim_world *w)
+{
+    for (int i = 0; i < w->cfg->n_failures; i++) {
+        const sim_failure *f = &w->cfg->failures[i];
+        if (f->at_s >= 0) sim_heap_push(&w->heap, ns_of(f->at_s), EV_FAIL, i, 0);
+    }
+    for (int k = 0; k < w->W; k++) wk_start_step(w, k);
+}

@@ -1,0 +1,174 @@
+/* sim.h — the discrete-event simulator of a ps/worker cluster (`downpour sim`): the
+ * configuration, its unit-aware parsers, the run, and --calibrate-from. The simulator
+ * drives the very same cluster/ rules as the real runtime (placement, sync accumulators,
+ * async staleness, SSP gate, optimizers) in virtual time, over a flow-level max-min fair
+ * network model and per-step compute-time distributions, and emits the same events into
+ * the same trace files. Learning is simulated on a noisy quadratic surrogate (not the
+ * real model). Runs are deterministic for a seed: all state hangs off one world struct.
+ * Single-threaded; separate runs are independent. */
+#ifndef SIM_SIM_H
+#define SIM_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster/optim.h"
+#include "cluster/update.h"
+#include "cluster/vars.h"
+
+/* ---- units: every parser fills err with a one-line message naming `what` ------------ */
+
+/* Sizes: "100MB", "4 KiB", "12" (bytes); B KB MB GB TB (powers of 1000), KiB MiB GiB TiB. */
+int sim_parse_bytes(const char *s, const char *what, double *bytes, char *err);
+/* Bandwidth: "10Gbit", "100 Mbit", "1.5Gbit/s" (bits/s, powers of 1000; also bit, Kbit,
+ * Tbit, and byte rates "125MB/s"). Returns bytes per second in *bytes_per_s (> 0). */
+int sim_parse_bandwidth(const char *s, const char *what, double *bytes_per_s, char *err);
+/* Times: "50us", "100ms", "1.5s", "200ns" (a unit is required; "0" alone is accepted). */
+int sim_parse_time(const char *s, const char *what, double *seconds, char *err);
+
+/* Compute-time distributions. */
+typedef enum sim_dist_kind {
+    SIM_DIST_CONSTANT = 0, SIM_DIST_NORMAL, SIM_DIST_LOGNORMAL, SIM_DIST_EXPONENTIAL
+} sim_dist_kind;
+
+typedef struct sim_dist {
+    sim_dist_kind kind;
+    double mean;   /* seconds, > 0 */
+    double sd;     /* normal: seconds (draws are truncated at 1% of the mean) */
+    double sigma;  /* lognormal: sigma of the underlying normal (mean is the real mean) */
+} sim_dist;
+
+/* Parses "constant:mean=100ms", "normal:mean=100ms,sd=10ms",
+ * "lognormal:mean=100ms,sigma=0.3", "exponential:mean=100ms". */
+int sim_parse_dist(const char *s, sim_dist *d, char *err);
+/* Writes the canonical spelling of d into buf. */
+void sim_dist_format(const sim_dist *d, char *buf, size_t n);
+
+/* --straggler worker:I xF  ("worker:3x4": worker 3 computes 4 times slower). */
+typedef struct sim_straggler { int worker; double factor; } sim_straggler;
+int sim_parse_straggler(const char *s, sim_straggler *out, char *err);
+
+/* --fail JOB:I@step=N | JOB:I@t=T [,restart=T]: the task dies when it reaches local
+ * step N (worker) / global step N (ps), or at simulated time T; with restart it comes
+ * back after that long (a worker re-pulls and carries on; a ps resumes with its state). */
+typedef struct sim_failure {
+    int job;            /* JOB_PS or JOB_WORKER (cluster/spec.h) */
+    int task;
+    int64_t at_step;    /* -1 when by time */
+    double at_s;        /* -1 when by step */
+    double restart_s;   /* -1: never */
+} sim_failure;
+int sim_parse_failure(const char *s, sim_failure *out, char *err);
+
+/* ---- configuration ------------------------------------------------------------------ */
+
+enum sim_trace_level {
+    SIM_TRACE_AUTO = 0,   /* full up to 64 workers, else sample */
+    SIM_TRACE_FULL,       /* every event of every task */
+    SIM_TRACE_SAMPLE,     /* per-message events for trace_sample workers; steps for all */
+    SIM_TRACE_STEPS       /* step_end / global_step / failures only */
+};
+/* Parses "full", "sample", "sample:K", "steps", "auto". */
+int sim_parse_trace_level(const char *s, int *level, int *sample, char *err);
+
+#define SIM_MAX_STRAGGLERS 64
+#define SIM_MAX_FAILURES 64
+#define SIM_PATH_MAX 1024
+
+typedef struct sim_progress {
+    int64_t global_step, steps;
+    double sim_s;
+    uint64_t events;
+} sim_progress;
+
+typedef struct sim_config {
+    int n_ps, n_workers;
+    update_mode mode;
+    int backup_workers;
+    int staleness;
+    int64_t steps;
+    model_kind model;
+    int hidden;
+    int partition;          /* 0: 1, or n_ps when model_bytes is set */
+    placement_kind placement;
+    double model_bytes;     /* > 0: an MLP whose hidden width gives about this many bytes */
+    double ps_bw, worker_bw;/* bytes/s of each NIC, both directions */
+    double ps_push_bw, worker_push_bw;  /* > 0: the push direction differs (calibration) */
+    double latency;         /* seconds, one way, per message */
+    sim_dist compute;
+    double *speed;          /* NULL or n_workers compute-time factors (borrowed) */
+    sim_straggler stragglers[SIM_MAX_STRAGGLERS];
+    int n_stragglers;
+    sim_failure failures[SIM_MAX_FAILURES];
+    int n_failures;
+    uint64_t seed;
+    int batch;
+    opt_kind optimizer;
+    double lr;
+    int nqm_dims;           /* surrogate dimension (default 32) */
+    double nqm_noise;       /* gradient-noise scale (default 1) */
+    char trace[SIM_PATH_MAX];
+    int trace_level, trace_sample;
+    double max_sim_s;       /* stop after this much simulated time (0: none) */
+    /* optional progress callback, called about every 2^16 events and at the end */
+    void (*progress)(const sim_progress *p, void *ctx);
+    void *progress_ctx;
+} sim_config;
+
+/* Defaults: 1 ps, 2 workers, sync, 100 steps, mlp H=128, round-robin, 10 Gbit NICs,
+ * 50 us latency, constant:mean=100ms, seed 1, batch 64, sgd lr 0.2, 32 surrogate dims. */
+void sim_config_init(sim_config *c);
+
+/* Cross-checks (backups < workers, stragglers and failures name existing tasks ...). */
+int sim_config_check(const sim_config *c, char *err);
+
+typedef struct sim_result {
+    int64_t global_step;
+    double sim_s;            /* simulated time at the end */
+    double mean_step_s;      /* mean simulated time between global-step advances */
+    double first_step_s;     /* simulated time of the first global-step advance */
+    double samples_per_s;
+    int64_t samples;
+    double final_loss;       /* surrogate loss at the final parameters */
+    double initial_loss;
+    double mean_staleness;
+    int64_t max_staleness;
+    int64_t dropped;
+    int64_t applies;
+    int64_t bytes_pulled, bytes_pushed;
+    uint64_t sim_events;     /* engine events processed */
+    uint64_t trace_events;   /* events written to the trace */
+    uint64_t net_solves;     /* max-min recomputations */
+    int stalled;             /* the run could not reach --steps (a failure without restart) */
+    int n_vars;
+    double model_bytes;      /* bytes of all variables */
+} sim_result;
+
+/* Runs the simulation described by cfg (borrowed for the call). Writes cfg->trace when
+ * set. Returns 0 or a dp_err with err filled (bad config, trace write failure). */
+int sim_run(const sim_config *cfg, sim_result *res, char *err);
+
+/* ---- calibration ---------------------------------------------------------------------- */
+
+typedef struct sim_calibration {
+    int n_ps, n_workers;     /* as seen in the trace (0 if unknown) */
+    int mode;                /* update_mode, -1 if unknown */
+    sim_dist compute;        /* fitted over every worker's compute spans */
+    double *speed;           /* per-worker factor (worker mean / overall mean), owned */
+    int n_speed;
+    double bandwidth;        /* bytes/s, fitted on pulls */
+    double push_bandwidth;   /* bytes/s, fitted on pushes (includes the ps's apply) */
+    double latency;          /* seconds, one way */
+    double model_bytes;      /* bytes pulled per worker step */
+    double mean_step_s;      /* measured on the trace (global-step advances) */
+    int64_t compute_spans, transfers;
+    char model[16];          /* "mlp"/"softmax" from the metadata, "" if unknown */
+    int hidden, partition, batch, steps;
+} sim_calibration;
+
+/* Reads a trace (real or simulated) and fits the compute distribution, per-worker speed
+ * factors, effective bandwidth and latency. Release with sim_calibration_release(). */
+int sim_calibrate(const char *trace_path, sim_calibration *cal, char *err);
+void sim_calibration_release(sim_calibration *cal);
+
+#endif

@@ -1,0 +1,153 @@
+/* world.h — the simulator's internal state, shared by sim.c (the protocol: workers and
+ * ps driving cluster/ rules), emit.c (events and the trace) and nqm.c (the surrogate).
+ * Everything of one run hangs off one sim_world: virtual clock, RNG, event heap,
+ * network, tasks. Not part of the public API. Single-threaded. */
+#ifndef SIM_WORLD_H
+#define SIM_WORLD_H
+
+#include <stdint.h>
+
+#include "cluster/optim.h"
+#include "cluster/update.h"
+#include "cluster/vars.h"
+#include "common/dp.h"
+#include "events/event.h"
+#include "events/trace.h"
+#include "sim/engine.h"
+#include "sim/net.h"
+#include "sim/sim.h"
+
+enum sim_wphase { W_IDLE = 0, W_SSP, W_PULL, W_COMPUTE, W_PUSH, W_DONE };
+
+typedef struct sim_wk {
+    int64_t local;        /* steps completed (the worker's clock) */
+    int64_t gs_read;      /* global step read at the last pull */
+    int phase;
+    int outstanding;      /* pull answers or push acks still awaited */
+    int releases_due;     /* sync: accumulated gradients whose RELEASE has not come */
+    int64_t t_phase;      /* ns: start of the current pull/push */
+    int64_t t_compute;
+    int64_t t_wait;       /* barrier / ssp wait start */
+    int dead;
+    int32_t inc;          /* incarnation: events of an earlier life are ignored */
+    int snap;             /* versions read at the last pull (world snapshot), -1 none */
+    double speed;         /* compute-time factor */
+    double loss_read;     /* surrogate loss at the parameters read */
+    dp_rng rng;           /* per worker, so draws do not depend on event order */
+} sim_wk;
+
+typedef struct sim_var {
+    sync_acc *acc;        /* sync */
+    async_var av;         /* async / ssp */
+    int dim0, dims;       /* surrogate dimensions carried by this variable */
+    uint32_t sid;         /* trace string id of the name */
+} sim_var;
+
+typedef struct sim_cohort {
+    int dir;              /* 0 pull, 1 push */
+    int n;
+    int *members;         /* worker indices, ascending */
+    int32_t *incs;
+    int groups_left;      /* ps deliveries not yet handled */
+    int link;             /* stand-in NIC link, -1 when none */
+} sim_cohort;
+
+/* The runtime's ack statuses (ACK_APPLIED, ACK_ACCUMULATED, ACK_DROPPED), and the
+ * RELEASE that ends a sync worker's barrier wait for one variable. */
+enum { SIM_ACK_APPLIED = 0, SIM_ACK_ACCUMULATED = 1, SIM_ACK_DROPPED = 2, SIM_RELEASE = 3 };
+
+typedef struct sim_ack {  /* acknowledgements arriving together */
+    int n, cap;
+    int32_t *w, *v, *inc;
+    int8_t *st;           /* ACK status (runtime/proto.h numbering) or SIM_RELEASE */
+    int next_free;
+} sim_ack;
+
+typedef struct sim_world {
+    const sim_config *cfg;
+    int P, W;
+    sim_heap heap;
+    int64_t now;          /* ns */
+    int64_t lat_ns;
+    dp_rng rng;
+    var_catalog cat;
+    int nv, step_var;
+    int *ps_first, *ps_vars;  /* CSR: vars on ps p are ps_vars[ps_first[p] .. ps_first[p+1]) */
+    double *ps_bytes;     /* bytes of the vars on each ps */
+    double model_bytes;
+    sim_var *vars;
+    sim_wk *wk;
+    /* Versions read at pulls, shared: a snapshot of every variable's version is taken
+     * when a pull arrives after a version changed; workers that read the same state
+     * share it (refcounted). Keeps 10,000 workers' reads in cache. */
+    int64_t **snap;       /* snapshot i: nv versions, NULL when free */
+    int *snap_refs;
+    int n_snaps, cap_snaps, cur_snap;
+    int *free_snaps;
+    int n_free_snaps;
+    optim_conf opt;
+    /* surrogate */
+    int d;
+    double *h;
+    float *theta, *slot, *theta_read, *grad, *mean;  /* theta_read, grad: W x d */
+    /* network */
+    sim_net *net;
+    int *ps_up, *ps_down;
+    sim_cohort *cohorts;
+    int n_cohorts, cap_cohorts;
+    int *free_cohorts;
+    int n_free_cohorts;
+    int *pend[2];         /* workers starting a pull / push at this instant */
+    int n_pend[2];
+    int *released;        /* scratch for sync takes */
+    /* acks */
+    sim_ack *acks;
+    int n_acks, cap_acks, free_ack;
+    /* ssp */
+    ssp_gate *gate;
+    int *ssp_wait;        /* workers waiting, their wanted step in ssp_step */
+    int64_t *ssp_step;
+    int n_ssp_wait;
+    /* failures */
+    uint8_t *ps_dead;
+    sim_event **deferred; /* per ps: deliveries waiting for a restart */
+    int *n_deferred, *cap_deferred;
+    uint8_t *fail_done;
+    /* statistics */
+    stale_stats stale;
+    int64_t applies, drops, bytes_pulled, bytes_pushed, samples, gs_max;
+    int64_t gs_first_ns, gs_last_ns, gs_advances;
+    uint64_t events;
+    /* trace */
+    trace_writer *tw;
+    int trace_err;
+    uint64_t trace_events;
+    uint8_t *detail;      /* per worker: per-message events */
+    uint32_t *wk_dev, *ps_dev;
+    int n_done;
+} sim_world;
+
+/* ---- sim.c: the protocol ---- */
+void sim_world_start(sim_world *w);          /* every worker starts its first step */
+void sim_world_dispatch(sim_world *w, const sim_event *ev);
+void sim_world_flush(sim_world *w);          /* starts the flows of this instant */
+void sim_world_net_sync(sim_world *w);       /* network to now, deliveries scheduled */
+
+/* ---- emit.c ---- */
+int emit_open(sim_world *w, char *err);
+int emit_close(sim_world *w, const sim_result *res, char *err);
+void emit(sim_world *w, const evt_record *e);
+/* A worker event: kind, worker, peer ps (-1), var (-1), step, bytes, dur, value, value2, id */
+void emit_wk(sim_world *w, int kind, int wk, int ps, int var, int64_t step, int64_t bytes,
+             int64_t dur, double value, double value2, uint64_t id);
+void emit_ps(sim_world *w, int kind, int ps, int wk, int var, int64_t step, double value, uint64_t id);
+
+/* ---- nqm.c ---- */
+void nqm_init(sim_world *w);
+void nqm_release(sim_world *w);
+double nqm_loss(const sim_world *w, const float *theta);
+/* Gradient of worker wk at the parameters it read, into its grad row. */
+void nqm_grad(sim_world *w, int wk);
+double sim_draw_compute(sim_world *w, int wk);
+
+#endif

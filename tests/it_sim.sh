@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# it_sim.sh — `downpour sim` end to end: --help, the summary JSON's keys, flag errors
+# naming the flag, a recorded trace that `downpour trace validate` accepts, determinism
+# of the trace's events, sampled traces, failures, and --calibrate-from on a recorded
+# real run (tests/data/*.trace; named .trace because .gitignore drops *.dptrace). Each run takes well under a second.
+. "$(dirname "$0")/lib.sh"
+
+check "sim --help mentions the surrogate" sh -c "'$DOWNPOUR' sim --help | grep -q 'SURROGATE'"
+check "sim is listed by downpour --help" sh -c "'$DOWNPOUR' --help | grep -q '^  sim '"
+
+"$DOWNPOUR" sim --ps 2 --workers 8 --mode sync --steps 20 --model-bytes 10MB --bandwidth 1Gbit \
+    --latency 100us --compute 'lognormal:mean=20ms,sigma=0.3' --straggler worker:3x4 \
+    --trace "$TMP/a.dptrace" --summary "$TMP/sum.json" --quiet >"$TMP/out" 2>"$TMP/err"
+check "sim exits 0" test $? -eq 0
+for k in engine mode ps workers steps global_step wall_s mean_step_s samples_per_s final_loss \
+         mean_staleness max_staleness dropped_gradients bytes_pulled bytes_pushed events \
+         events_dropped trace sim_time_s events_per_s peak_rss_mb loss_model; do
+    check "summary has $k" sh -c "grep -q '\"$k\":' '$TMP/out'"
+done
+check "engine is sim" test "$(json "$TMP/out" engine)" = sim
+check "global step reached" test "$(json "$TMP/out" global_step)" = 20
+check "--summary file written" sh -c "grep -q '\"engine\":\"sim\"' '$TMP/sum.json'"
+check "stderr says the loss is a surrogate's" grep -q surrogate "$TMP/err"
+check "trace validates" "$DOWNPOUR" trace validate "$TMP/a.dptrace"
+check "trace metadata says engine sim" sh -c "'$DOWNPOUR' trace info '$TMP/a.dptrace' | grep -q '\"engine\":\"sim\"'"
+check "trace has pulls, applies and steps" sh -c "'$DOWNPOUR' trace info '$TMP/a.dptrace' | grep -q apply"
+
+"$DOWNPOUR" sim --ps 2 --workers 8 --mode sync --steps 20 --model-bytes 10MB --bandwidth 1Gbit \
+    --latency 100us --compute 'lognormal:mean=20ms,sigma=0.3' --straggler worker:3x4 \
+    --trace "$TMP/b.dptrace" --quiet >/dev/null 2>&1
+"$DOWNPOUR" trace export --chrome "$TMP/a.json" "$TMP/a.dptrace" >/dev/null 2>&1
+"$DOWNPOUR" trace export --chrome "$TMP/b.json" "$TMP/b.dptrace" >/dev/null 2>&1
+check "same seed, same events" cmp -s "$TMP/a.json" "$TMP/b.json"
+
+bad_flag() { # bad_flag "description" "expected text" args...
+    local what=$1 want=$2; shift 2
+    "$DOWNPOUR" sim "$@" >/dev/null 2>"$TMP/e"
+    local rc=$?
+    check "$what" sh -c "[ $rc -eq 2 ] && grep -q -- '$want' '$TMP/e'"
+}
+bad_flag "bad bandwidth unit" "--bandwidth: unknown bandwidth unit" --bandwidth 10Gbt
+bad_flag "bandwidth without unit" "needs a unit" --bandwidth 10
+bad_flag "bad size unit" "--model-bytes: unknown size unit" --model-bytes 10Mb
+bad_flag "bad time" "--latency" --latency fast
+bad_flag "bad distribution" "unknown distribution" --compute 'gamma:mean=1s'
+bad_flag "straggler out of range" "worker 9 does not exist" --workers 4 --straggler worker:9x2
+bad_flag "bad failure" "--fail" --fail 'worker:1@soon'
+bad_flag "backups >= workers" "--backup-workers" --workers 2 --backup-workers 2
+bad_flag "unknown flag" "unknown flag" --frobnicate 1
+bad_flag "missing calibration trace" "--calibrate-from" --calibrate-from "$TMP/none.dptrace"
+
+"$DOWNPOUR" sim --ps 4 --workers 300 --mode async --steps 600 --model-bytes 1MB \
+    --compute 'exponential:mean=10ms' --trace "$TMP/s.dptrace" --trace-level sample:4 --quiet \
+    >"$TMP/s.out" 2>/dev/null
+check "sampled 300-worker trace validates" "$DOWNPOUR" trace validate "$TMP/s.dptrace"
+check "sampled trace stays small" test "$(json "$TMP/s.out" events)" -lt 20000
+
+"$DOWNPOUR" sim --workers 4 --steps 30 --fail 'worker:1@step=5' --quiet >"$TMP/f.out" 2>"$TMP/f.err"
+check "a dead worker stalls sync" grep -q stalled "$TMP/f.err"
+check "summary says stalled" test "$(json "$TMP/f.out" stalled)" = True
+"$DOWNPOUR" sim --workers 4 --steps 30 --fail 'worker:1@step=5,restart=2s' --quiet >"$TMP/f.out" 2>/dev/null
+check "a restarted worker lets it finish" test "$(json "$TMP/f.out" global_step)" = 30
+
+if [ -f tests/data/real_sync_1ps_2w.trace ]; then
+    "$DOWNPOUR" sim --calibrate-from tests/data/real_sync_1ps_2w.trace --quiet >"$TMP/c.out" 2>"$TMP/c.err"
+    check "calibrated run uses the trace's cluster" test "$(json "$TMP/c.out" workers)" = 2
+    check "calibration is reported" grep -q "calibrated from" "$TMP/c.err"
+    "$DOWNPOUR" sim --calibrate-from tests/data/real_sync_1ps_2w.trace --workers 64 --ps 4 \
+        --quiet >"$TMP/c2.out" 2>/dev/null
+    check "calibrated bigger cluster runs" test "$(json "$TMP/c2.out" workers)" = 64
+fi
+done_tests

@@ -1,0 +1,377 @@
+/* test_sim.c — the simulator against closed forms (each within 2%), determinism, failures,
+ * SSP, trace sampling and --calibrate-from round trips:
+ *   sync, constant compute C, one ps, one worker: step = C + pull + push
+ *     with pull = push = 2 latencies + M/B;
+ *   sync, exponential compute (mean c), W workers, negligible network: step = c * H_W;
+ *   with b backup workers, the first step's barrier = E[(W-b)-th order statistic of W
+ *     exponentials] = c * (H_W - H_b) (averaged over independent seeds: later steps start
+ *     late workers behind, see docs/simulator.md);
+ *   one ps, W workers, M bytes each way, NIC bandwidth B, negligible compute:
+ *     step = 2 W M / B (and never below);
+ *   async, identical workers with random compute, negligible latency: staleness = W - 1. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/dp.h"
+#include "events/trace.h"
+#include "sim/sim.h"
+#include "tests/check.h"
+
+static double harmonic(int n)
+{
+    double h = 0;
+    for (int i = 1; i <= n; i++) h += 1.0 / i;
+    return h;
+}
+
+static int run(const sim_config *c, sim_result *r)
+{
+    char err[DP_ERRLEN];
+    int rc = sim_run(c, r, err);
+    if (rc) fprintf(stderr, "sim_run: %s\n", err);
+    return rc;
+}
+
+#define CHECK_REL(a, b, tol) CHECK_MSG(fabs((a) - (b)) <= (tol) * fabs(b), \
+    "%.9g vs %.9g (rel tol %g, off %.3f%%)", (double)(a), (double)(b), (double)(tol), \
+    100 * fabs((a) - (b)) / fabs(b))
+
+static void test_step_closed_form(void)
+{
+    sim_config c;
+    sim_config_init(&c);
+    c.n_ps = 1;
+    c.n_workers = 1;
+    c.model_bytes = 10e6;
+    c.steps = 50;
+    sim_result r;
+    CHECK(run(&c, &r) == 0);
+    double M = r.model_bytes, B = c.ps_bw, L = c.latency;
+    double expect = c.compute.mean + 2 * (2 * L + M / B);
+    CHECK_REL(r.mean_step_s, expect, 0.02);
+    printf("step = C + pull + push:     sim %.6f s  closed form %.6f s\n", r.mean_step_s, expect);
+    CHECK(r.global_step == 50 && !r.stalled && r.dropped == 0);
+}
+
+static void test_exponential_barrier(void)
+{
+    sim_config c;
+    sim_config_init(&c);
+    c.n_workers = 16;
+    c.compute.kind = SIM_DIST_EXPONENTIAL;
+    c.compute.mean = 0.1;
+    c.model_bytes = 1000;
+    c.latency = 1e-7;
+    c.steps = 4000;
+    sim_result r;
+    CHECK(run(&c, &r) == 0);
+    CHECK_REL(r.mean_step_s, 0.1 * harmonic(16), 0.02);
+    printf("exp barrier c*H_16:         sim %.6f s  closed form %.6f s\n", r.mean_step_s, 0.1 * harmonic(16));
+}
+
+static void test_backup_order_statistic(void)
+{
+    const int W = 16, b = 4, runs = 1500;
+    sim_config c;
+    sim_config_init(&c);
+    c.n_workers = W;
+    c.backup_workers = b;
+    c.compute.kind = SIM_DIST_EXPONENTIAL;
+    c.compute.mean = 0.1;
+    c.model_bytes = 1000;
+    c.latency = 1e-7;
+    c.steps = 1;
+    c.nqm_dims = 2;
+    double sum = 0;
+    int64_t dropped = 0;
+    for (int i = 0; i < runs; i++) {
+        c.seed = 1000 + (uint64_t)i;
+        sim_result r;
+        if (run(&c, &r)) break;
+        sum += r.first_step_s;
+        dropped += r.dropped;
+    }
+    CHECK_REL(sum / runs, 0.1 * (harmonic(W) - harmonic(b)), 0.02);
+    printf("12th of 16 exp (b=4):       sim %.6f s  closed form %.6f s\n", sum / runs,
+           0.1 * (harmonic(W) - harmonic(b)));
+    CHECK(dropped > 0);  /* the late workers' gradients were dropped as stale */
+    /* steady state with backups is faster than without */
+    c.steps = 300;
+    c.seed = 1;
+    sim_result with, without;
+    CHECK(run(&c, &with) == 0);
+    c.backup_workers = 0;
+    CHECK(run(&c, &without) == 0);
+    CHECK(with.mean_step_s < without.mean_step_s);
+}
+
+static void test_bandwidth_bound(void)
+{
+    sim_config c;
+    sim_config_init(&c);
+    c.n_ps = 1;
+    c.n_workers = 8;
+    c.model_bytes = 10e6;
+    c.ps_bw = c.worker_bw = 1e9 / 8;
+    c.latency = 0;
+    c.compute.mean = 1e-6;
+    c.steps = 20;
+    sim_result r;
+    CHECK(run(&c, &r) == 0);
+    double bound = 2.0 * c.n_workers * r.model_bytes / c.ps_bw;
+    CHECK(r.mean_step_s >= bound * (1 - 1e-9));
+    CHECK_REL(r.mean_step_s, bound, 0.02);
+    printf("bandwidth bound 2WM/B:      sim %.6f s  closed form %.6f s\n", r.mean_step_s, bound);
+    /* more ps split the load: 4 ps, balanced enough to be well under the 1-ps bound */
+    c.n_ps = 4;
+    c.partition = 4;
+    CHECK(run(&c, &r) == 0);
+    CHECK(r.mean_step_s < 0.5 * bound);
+}
+
+static void test_async_staleness(void)
+{
+    sim_config c;
+    sim_config_init(&c);
+    c.n_workers = 8;
+    c.mode = MODE_ASYNC;
+    c.compute.kind = SIM_DIST_EXPONENTIAL;
+    c.compute.mean = 0.1;
+    c.model_bytes = 1000;
+    c.latency = 1e-6;
+    c.steps = 8 * 4000;
+    c.lr = 0.02;
+    sim_result r;
+    CHECK(run(&c, &r) == 0);
+    CHECK_REL(r.mean_staleness, c.n_workers - 1.0, 0.02);
+    printf("async staleness W-1:        sim %.4f    closed form %.4f\n", r.mean_staleness, c.n_workers - 1.0);
+    CHECK(r.global_step >= c.steps);  /* pushes in flight still advance it */
+    CHECK(r.final_loss < r.initial_loss);
+    /* identical constant workers run in lockstep: staleness 0..W-1, mean (W-1)/2 */
+    c.compute.kind = SIM_DIST_CONSTANT;
+    c.steps = 8 * 100;
+    CHECK(run(&c, &r) == 0);
+    CHECK_REL(r.mean_staleness, (c.n_workers - 1) / 2.0, 0.02);
+    printf("lockstep staleness (W-1)/2: sim %.4f    closed form %.4f\n", r.mean_staleness,
+           (c.n_workers - 1) / 2.0);
+}
+
+/* Reads every event of a trace into a flat buffer of fields, strings resolved. */
+static int trace_events(const char *path, char **out, size_t *len)
+{
+    char err[DP_ERRLEN];
+    trace_reader *r = trace_reader_open(path, err);
+    if (!r) return -1;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = xmalloc(cap);
+    evt_record e;
+    while (trace_reader_next(r, &e) == 1) {
+        char line[512];
+        int k = snprintf(line, sizeof line, "%lld %u %u %d %d %s %s %s %lld %lld %lld %llu %.17g %.17g\n",
+                         (long long)e.t, e.kind, e.job, e.task, e.peer, trace_reader_string(r, e.device),
+                         trace_reader_string(r, e.var), e.kind == 1 ? "cfg" : trace_reader_string(r, e.str),
+                         (long long)e.step, (long long)e.bytes, (long long)e.dur,
+                         (unsigned long long)e.id, e.value, e.value2);
+        if (n + (size_t)k + 1 > cap) {
+            cap *= 2;
+            buf = xrealloc(buf, cap);
+        }
+        memcpy(buf + n, line, (size_t)k);
+        n += (size_t)k;
+    }
+    trace_reader_close(r);
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+static void test_determinism(const char *dir)
+{
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/a.trace", dir);
+    snprintf(b, sizeof b, "%s/b.trace", dir);
+    sim_config c;
+    sim_config_init(&c);
+    c.n_ps = 2;
+    c.n_workers = 6;
+    c.backup_workers = 1;
+    c.compute.kind = SIM_DIST_LOGNORMAL;
+    c.compute.sigma = 0.5;
+    c.steps = 30;
+    c.stragglers[c.n_stragglers++] = (sim_straggler){2, 3};
+    snprintf(c.trace, sizeof c.trace, "%s", a);
+    sim_result r1, r2;
+    CHECK(run(&c, &r1) == 0);
+    snprintf(c.trace, sizeof c.trace, "%s", b);
+    CHECK(run(&c, &r2) == 0);
+    char *ea, *eb;
+    size_t la, lb;
+    CHECK(trace_events(a, &ea, &la) == 0 && trace_events(b, &eb, &lb) == 0);
+    CHECK(la == lb && la > 0 && memcmp(ea, eb, la) == 0);
+    CHECK(r1.trace_events == r2.trace_events && r1.trace_events > 1000);
+    free(eb);
+    c.seed = 2;
+    CHECK(run(&c, &r2) == 0);
+    CHECK(trace_events(b, &eb, &lb) == 0);
+    CHECK(la != lb || memcmp(ea, eb, la) != 0);
+    free(ea);
+    free(eb);
+    /* sampled traces keep step_end for everyone, per-message events for a few */
+    c.n_workers = 200;
+    c.backup_workers = 0;
+    c.trace_level = SIM_TRACE_SAMPLE;
+    c.trace_sample = 4;
+    c.steps = 5;
+    CHECK(run(&c, &r1) == 0);
+    c.trace_level = SIM_TRACE_FULL;
+    CHECK(run(&c, &r2) == 0);
+    CHECK(r1.trace_events * 10 < r2.trace_events);
+    CHECK(r1.global_step == r2.global_step && r1.mean_step_s == r2.mean_step_s);
+    unlink(a);
+    unlink(b);
+}
+
+static void test_failures_and_ssp(void)
+{
+    sim_config c;
+    sim_config_init(&c);
+    c.n_workers = 4;
+    c.steps = 40;
+    char err[DP_ERRLEN];
+    CHECK(sim_parse_failure("worker:1@step=10", &c.failures[c.n_failures++], err) == 0);
+    sim_result r;
+    CHECK(run(&c, &r) == 0);
+    CHECK(r.stalled && r.global_step == 10);   /* sync without backups waits forever */
+    c.backup_workers = 1;
+    CHECK(run(&c, &r) == 0);
+    CHECK(!r.stalled && r.global_step == 40);  /* a backup worker covers for it */
+    c.backup_workers = 0;
+    CHECK(sim_parse_failure("worker:1@step=10,restart=1s", &c.failures[0], err) == 0);
+    CHECK(run(&c, &r) == 0);
+    CHECK(!r.stalled && r.global_step == 40 && r.sim_s > 1.0);
+    CHECK(sim_parse_failure("ps:0@t=1s,restart=2s", &c.failures[0], err) == 0);
+    sim_result r0;
+    c.n_failures = 0;
+    CHECK(run(&c, &r0) == 0);
+    c.n_failures = 1;
+    CHECK(run(&c, &r) == 0);
+    CHECK(!r.stalled && r.sim_s > r0.sim_s + 1.9);
+    /* ssp: a 4x straggler; the others run ahead by at most the bound */
+    sim_config s;
+    sim_config_init(&s);
+    s.n_workers = 4;
+    s.mode = MODE_SSP;
+    s.staleness = 2;
+    s.steps = 200;
+    s.stragglers[s.n_stragglers++] = (sim_straggler){0, 4};
+    CHECK(run(&s, &r) == 0);
+    CHECK(r.global_step >= 200 && r.max_staleness > 0);
+    s.mode = MODE_ASYNC;
+    sim_result ra;
+    CHECK(run(&s, &ra) == 0);
+    CHECK(ra.sim_s < r.sim_s);  /* async never waits for the straggler */
+}
+
+static void test_calibration_roundtrip(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/cal.trace", dir);
+    sim_config c;
+    sim_config_init(&c);
+    c.n_ps = 1;
+    c.n_workers = 4;
+    c.compute.kind = SIM_DIST_LOGNORMAL;
+    c.compute.mean = 0.05;
+    c.compute.sigma = 0.3;
+    c.model_bytes = 4e6;
+    c.ps_bw = c.worker_bw = 1e9 / 8;
+    c.latency = 200e-6;
+    c.steps = 200;
+    c.stragglers[c.n_stragglers++] = (sim_straggler){3, 2};
+    snprintf(c.trace, sizeof c.trace, "%s", path);
+    sim_result truth;
+    CHECK(run(&c, &truth) == 0);
+    sim_calibration cal;
+    char err[DP_ERRLEN];
+    CHECK(sim_calibrate(path, &cal, err) == 0);
+    CHECK(cal.n_ps == 1 && cal.n_workers == 4 && cal.mode == MODE_SYNC);
+    CHECK_REL(cal.compute.mean, 0.05, 0.05);
+    CHECK(cal.n_speed == 4 && fabs(cal.speed[3] - 2) < 0.2);
+    CHECK_REL(cal.mean_step_s, truth.mean_step_s, 1e-6);
+    sim_config p;
+    sim_config_init(&p);
+    p.n_ps = cal.n_ps;
+    p.n_workers = cal.n_workers;
+    p.compute = cal.compute;
+    p.speed = cal.speed;
+    p.ps_bw = p.worker_bw = cal.bandwidth;
+    p.latency = cal.latency;
+    p.model_bytes = cal.model_bytes;
+    p.steps = 200;
+    p.seed = 7;
+    sim_result pred;
+    CHECK(run(&p, &pred) == 0);
+    CHECK_REL(pred.mean_step_s, truth.mean_step_s, 0.05);
+    sim_calibration_release(&cal);
+    CHECK(sim_calibrate("/nonexistent.trace", &cal, err) == DP_EINVAL && strstr(err, "--calibrate-from"));
+    unlink(path);
+}
+
+/* --calibrate-from on recorded real runs (tests/data, recorded with `downpour cluster
+ * --data synthetic --trace`): the simulated mean step is within 10% of the measured one. */
+static void test_against_real(void)
+{
+    static const char *const traces[] = {
+        "tests/data/real_sync_1ps_2w.trace",       /* 1 ps, 2 workers, sync, 300 steps */
+        "tests/data/real_async_2ps_4w.trace",      /* 2 ps, 4 workers, async, 600 steps */
+        "tests/data/real_sync_1ps_4w_slow.trace",  /* 1 ps, 4 workers, sync, worker 3 3x slower */
+    };
+    for (size_t i = 0; i < DP_ARRAY_LEN(traces); i++) {
+        sim_calibration cal;
+        char err[DP_ERRLEN];
+        int rc = sim_calibrate(traces[i], &cal, err);
+        CHECK_MSG(rc == 0, "%s: %s", traces[i], err);
+        if (rc) continue;
+        sim_config c;
+        sim_config_init(&c);
+        c.n_ps = cal.n_ps;
+        c.n_workers = cal.n_workers;
+        c.mode = (update_mode)cal.mode;
+        c.steps = cal.steps;
+        c.compute = cal.compute;
+        c.speed = cal.n_speed == cal.n_workers ? cal.speed : NULL;
+        c.ps_bw = c.worker_bw = cal.bandwidth;
+        c.ps_push_bw = c.worker_push_bw = cal.push_bandwidth;
+        c.latency = cal.latency;
+        CHECK(model_parse(cal.model, &c.model) == 0);
+        c.hidden = cal.hidden;
+        c.partition = cal.partition;
+        sim_result r;
+        CHECK(run(&c, &r) == 0);
+        CHECK(cal.mean_step_s > 0);
+        CHECK_REL(r.mean_step_s, cal.mean_step_s, 0.10);
+        printf("%-40s real %.6f s  sim %.6f s  (%+.1f%%)\n", traces[i], cal.mean_step_s, r.mean_step_s,
+               100 * (r.mean_step_s / cal.mean_step_s - 1));
+        sim_calibration_release(&cal);
+    }
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/downpour-test-sim.XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    test_step_closed_form();
+    test_exponential_barrier();
+    test_backup_order_statistic();
+    test_bandwidth_bound();
+    test_async_staleness();
+    test_determinism(dir);
+    test_failures_and_ssp();
+    test_calibration_roundtrip(dir);
+    test_against_real();
+    rmdir(dir);
+    return CHECK_DONE();
+}

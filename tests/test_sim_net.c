@@ -1,0 +1,201 @@
+/* test_sim_net.c — the simulator's building blocks: max-min fair rates on small
+ * hand-solved flow sets (progressive filling, grouped flows with weights), flow
+ * completion times, the event heap's order, and unit / distribution / flag parsing with
+ * its error messages. */
+#include <math.h>
+#include <string.h>
+
+#include "common/dp.h"
+#include "sim/engine.h"
+#include "sim/net.h"
+#include "sim/sim.h"
+#include "tests/check.h"
+
+#define REL(a, b) (fabs((double)(a) - (double)(b)) <= 1e-9 * (fabs((double)(b)) + 1))
+
+static void test_maxmin(void)
+{
+    /* A=1, B=1; f1:A f2:A+B f3:B -> 1/2 each */
+    sim_net *n = sim_net_new();
+    int A = sim_net_link_add(n, 1, 0), B = sim_net_link_add(n, 1, 0);
+    int l1[] = {A}, l2[] = {A, B}, l3[] = {B};
+    int f1 = sim_net_group_add(n, l1, NULL, 1, 100, 1);
+    int f2 = sim_net_group_add(n, l2, NULL, 2, 100, 2);
+    int f3 = sim_net_group_add(n, l3, NULL, 1, 100, 3);
+    CHECK(REL(sim_net_rate(n, f1), 0.5) && REL(sim_net_rate(n, f2), 0.5) && REL(sim_net_rate(n, f3), 0.5));
+    sim_net_free(n);
+
+    /* A=10, B=4; f1:A f2:A+B f3:B f4:B -> B saturates at 4/3; f1 gets the rest of A */
+    n = sim_net_new();
+    A = sim_net_link_add(n, 10, 0);
+    B = sim_net_link_add(n, 4, 0);
+    int a[] = {A}, ab[] = {A, B}, b[] = {B};
+    f1 = sim_net_group_add(n, a, NULL, 1, 100, 1);
+    f2 = sim_net_group_add(n, ab, NULL, 2, 100, 2);
+    f3 = sim_net_group_add(n, b, NULL, 1, 100, 3);
+    int f4 = sim_net_group_add(n, b, NULL, 1, 100, 4);
+    CHECK_NEAR(sim_net_rate(n, f2), 4.0 / 3, 1e-9);
+    CHECK_NEAR(sim_net_rate(n, f3), 4.0 / 3, 1e-9);
+    CHECK_NEAR(sim_net_rate(n, f4), 4.0 / 3, 1e-9);
+    CHECK_NEAR(sim_net_rate(n, f1), 10 - 4.0 / 3, 1e-9);
+    sim_net_free(n);
+
+    /* linear network: 3 links of 1, a long flow across all, one short flow per link */
+    n = sim_net_new();
+    int L[3];
+    for (int i = 0; i < 3; i++) L[i] = sim_net_link_add(n, 1, 0);
+    int lng = sim_net_group_add(n, L, NULL, 3, 10, 0);
+    int sh[3];
+    for (int i = 0; i < 3; i++) sh[i] = sim_net_group_add(n, &L[i], NULL, 1, 10, i + 1);
+    CHECK_NEAR(sim_net_rate(n, lng), 0.5, 1e-12);
+    for (int i = 0; i < 3; i++) CHECK_NEAR(sim_net_rate(n, sh[i]), 0.5, 1e-12);
+    sim_net_free(n);
+
+    /* three links of different capacity in a chain: 1, 2, 3 with flows x:{1,2}, y:{2,3},
+     * z:{3}: link 1 holds x at 1; link 2 gives y 1; link 3 gives z 2 */
+    n = sim_net_new();
+    int c1 = sim_net_link_add(n, 1, 0), c2 = sim_net_link_add(n, 2, 0), c3 = sim_net_link_add(n, 3, 0);
+    int lx[] = {c1, c2}, ly[] = {c2, c3}, lz[] = {c3};
+    int x = sim_net_group_add(n, lx, NULL, 2, 10, 0);
+    int y = sim_net_group_add(n, ly, NULL, 2, 10, 1);
+    int z = sim_net_group_add(n, lz, NULL, 1, 10, 2);
+    CHECK_NEAR(sim_net_rate(n, x), 1, 1e-12);
+    CHECK_NEAR(sim_net_rate(n, y), 1, 1e-12);
+    CHECK_NEAR(sim_net_rate(n, z), 2, 1e-12);
+    sim_net_free(n);
+
+    /* grouped flows: 3 workers behind one group (weight 3 on the ps link, 1 on the
+     * stand-in NIC) plus a single flow: 9 / 4 each; a NIC of 1 caps the group at 1 and
+     * the single flow takes the remaining 6 */
+    n = sim_net_new();
+    int ps = sim_net_link_add(n, 9, 0), nic = sim_net_link_add(n, 100, 1), nic2 = sim_net_link_add(n, 100, 1);
+    int lg[] = {ps, nic}, ls[] = {ps, nic2};
+    double wg[] = {3, 1};
+    int g = sim_net_group_add(n, lg, wg, 2, 10, 0), s = sim_net_group_add(n, ls, NULL, 2, 10, 1);
+    CHECK_NEAR(sim_net_rate(n, g), 9.0 / 4, 1e-12);
+    CHECK_NEAR(sim_net_rate(n, s), 9.0 / 4, 1e-12);
+    sim_net_free(n);
+    n = sim_net_new();
+    ps = sim_net_link_add(n, 9, 0);
+    nic = sim_net_link_add(n, 1, 1);
+    nic2 = sim_net_link_add(n, 100, 1);
+    int lg2[] = {ps, nic}, ls2[] = {ps, nic2};
+    g = sim_net_group_add(n, lg2, wg, 2, 10, 0);
+    s = sim_net_group_add(n, ls2, NULL, 2, 10, 1);
+    CHECK_NEAR(sim_net_rate(n, g), 1, 1e-12);
+    CHECK_NEAR(sim_net_rate(n, s), 6, 1e-12);
+    sim_net_free(n);
+}
+
+static void test_completion(void)
+{
+    /* 10 B and 20 B share 10 B/s: first done at t=2, then the second alone: t=3 */
+    sim_net *n = sim_net_new();
+    int A = sim_net_link_add(n, 10, 0);
+    int la[] = {A};
+    sim_net_group_add(n, la, NULL, 1, 10, 7);
+    sim_net_group_add(n, la, NULL, 1, 20, 8);
+    CHECK_NEAR(sim_net_next(n), 2, 1e-9);
+    const sim_net_done *d;
+    int k = sim_net_advance(n, 2, &d);
+    CHECK(k == 1 && d[0].cookie == 7);
+    CHECK_NEAR(sim_net_next(n), 3, 1e-9);
+    k = sim_net_advance(n, 3, &d);
+    CHECK(k == 1 && d[0].cookie == 8);
+    CHECK(isinf(sim_net_next(n)) && sim_net_active(n) == 0);
+    /* simultaneous finishes come back in start order */
+    sim_net_group_add(n, la, NULL, 1, 5, 1);
+    sim_net_group_add(n, la, NULL, 1, 5, 2);
+    sim_net_group_add(n, la, NULL, 1, 5, 3);
+    k = sim_net_advance(n, sim_net_next(n), &d);
+    CHECK(k == 3 && d[0].cookie == 1 && d[1].cookie == 2 && d[2].cookie == 3);
+    sim_net_free(n);
+}
+
+static void test_heap(void)
+{
+    sim_heap h;
+    sim_heap_init(&h);
+    dp_rng r;
+    dp_rng_seed(&r, 3);
+    for (int i = 0; i < 100000; i++) sim_heap_push(&h, (int64_t)dp_rng_below(&r, 1000), 0, i, 0);
+    sim_event e, prev = {-1, 0, 0, 0, 0};
+    int ok = 1, n = 0;
+    while (sim_heap_pop(&h, &e)) {
+        if (e.t < prev.t || (e.t == prev.t && e.seq < prev.seq)) ok = 0;
+        prev = e;
+        n++;
+    }
+    CHECK(ok && n == 100000);
+    CHECK(sim_heap_top_time(&h) == INT64_MAX);
+    sim_heap_release(&h);
+}
+
+static void test_units(void)
+{
+    char err[DP_ERRLEN];
+    double v;
+    CHECK(sim_parse_bytes("100MB", "--model-bytes", &v, err) == 0 && v == 100e6);
+    CHECK(sim_parse_bytes("1MiB", "--model-bytes", &v, err) == 0 && v == 1048576);
+    CHECK(sim_parse_bytes("4 KiB", "--model-bytes", &v, err) == 0 && v == 4096);
+    CHECK(sim_parse_bytes("12", "--model-bytes", &v, err) == 0 && v == 12);
+    CHECK(sim_parse_bytes("10Mb", "--model-bytes", &v, err) == DP_EINVAL && strstr(err, "unknown size unit \"Mb\""));
+    CHECK(sim_parse_bytes("-5MB", "--model-bytes", &v, err) == DP_EINVAL && strstr(err, "--model-bytes"));
+    CHECK(sim_parse_bytes("abc", "--model-bytes", &v, err) == DP_EINVAL && strstr(err, "not a size"));
+    CHECK(sim_parse_bandwidth("10Gbit", "--bandwidth", &v, err) == 0 && REL(v, 1.25e9));
+    CHECK(sim_parse_bandwidth("100 Mbit", "--bandwidth", &v, err) == 0 && REL(v, 12.5e6));
+    CHECK(sim_parse_bandwidth("125MB/s", "--bandwidth", &v, err) == 0 && REL(v, 125e6));
+    CHECK(sim_parse_bandwidth("10", "--bandwidth", &v, err) == DP_EINVAL && strstr(err, "needs a unit"));
+    CHECK(sim_parse_bandwidth("10Gbt", "--bandwidth", &v, err) == DP_EINVAL && strstr(err, "Gbt"));
+    CHECK(sim_parse_bandwidth("0Gbit", "--bandwidth", &v, err) == DP_EINVAL && strstr(err, "positive"));
+    CHECK(sim_parse_time("50us", "--latency", &v, err) == 0 && REL(v, 50e-6));
+    CHECK(sim_parse_time("1.5s", "--latency", &v, err) == 0 && REL(v, 1.5));
+    CHECK(sim_parse_time("200ns", "--latency", &v, err) == 0 && REL(v, 200e-9));
+    CHECK(sim_parse_time("0", "--latency", &v, err) == 0 && v == 0);
+    CHECK(sim_parse_time("100", "--latency", &v, err) == DP_EINVAL && strstr(err, "needs a unit"));
+    CHECK(sim_parse_time("5 hours", "--latency", &v, err) == DP_EINVAL && strstr(err, "hours"));
+    CHECK(sim_parse_time("nan", "--latency", &v, err) == DP_EINVAL);
+    sim_dist d;
+    CHECK(sim_parse_dist("lognormal:mean=100ms,sigma=0.3", &d, err) == 0 && d.kind == SIM_DIST_LOGNORMAL &&
+          REL(d.mean, 0.1) && REL(d.sigma, 0.3));
+    CHECK(sim_parse_dist("normal:mean=10ms,sd=1ms", &d, err) == 0 && REL(d.sd, 1e-3));
+    CHECK(sim_parse_dist("exponential:mean=2s", &d, err) == 0 && d.kind == SIM_DIST_EXPONENTIAL);
+    CHECK(sim_parse_dist("constant:mean=100ms", &d, err) == 0 && d.kind == SIM_DIST_CONSTANT);
+    CHECK(sim_parse_dist("gamma:mean=1s", &d, err) == DP_EINVAL && strstr(err, "unknown distribution \"gamma\""));
+    CHECK(sim_parse_dist("normal:mean=1s", &d, err) == DP_EINVAL && strstr(err, "sd=T"));
+    CHECK(sim_parse_dist("constant:mean=100", &d, err) == DP_EINVAL && strstr(err, "needs a unit"));
+    CHECK(sim_parse_dist("constant:mean=1s,sd=2s", &d, err) == DP_EINVAL && strstr(err, "unexpected"));
+    CHECK(sim_parse_dist("lognormal:mean=1s,sigma=x", &d, err) == DP_EINVAL && strstr(err, "sigma"));
+    CHECK(sim_parse_dist("constant", &d, err) == DP_EINVAL);
+    sim_straggler s;
+    CHECK(sim_parse_straggler("worker:3x4", &s, err) == 0 && s.worker == 3 && s.factor == 4);
+    CHECK(sim_parse_straggler("ps:3x4", &s, err) == DP_EINVAL && strstr(err, "worker:IxF"));
+    CHECK(sim_parse_straggler("worker:3x", &s, err) == DP_EINVAL);
+    sim_failure f;
+    CHECK(sim_parse_failure("worker:7@step=50", &f, err) == 0 && f.task == 7 && f.at_step == 50 &&
+          f.restart_s < 0);
+    CHECK(sim_parse_failure("ps:0@t=2s,restart=500ms", &f, err) == 0 && REL(f.at_s, 2) &&
+          REL(f.restart_s, 0.5));
+    CHECK(sim_parse_failure("worker:7@when=5", &f, err) == DP_EINVAL && strstr(err, "--fail"));
+    CHECK(sim_parse_failure("chief:0@step=1", &f, err) == DP_EINVAL);
+    int level, sample;
+    CHECK(sim_parse_trace_level("sample:8", &level, &sample, err) == 0 && level == SIM_TRACE_SAMPLE && sample == 8);
+    CHECK(sim_parse_trace_level("most", &level, &sample, err) == DP_EINVAL && strstr(err, "--trace-level"));
+    sim_config c;
+    sim_config_init(&c);
+    c.n_workers = 4;
+    c.backup_workers = 4;
+    CHECK(sim_config_check(&c, err) == DP_EINVAL && strstr(err, "--backup-workers"));
+    c.backup_workers = 0;
+    c.stragglers[c.n_stragglers++] = (sim_straggler){9, 2};
+    CHECK(sim_config_check(&c, err) == DP_EINVAL && strstr(err, "worker 9 does not exist"));
+}
+
+int main(void)
+{
+    test_maxmin();
+    test_completion();
+    test_heap();
+    test_units();
+    return CHECK_DONE();
+}
