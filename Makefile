@@ -62,7 +62,7 @@ asan: check-deps
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    EXTRA_LDLIBS="-fsanitize=address,undefined" all
-	@BUILD=build-asan ASAN_OPTIONS=detect_leaks=1 ./tests/run.sh
+	@BUILD=build-asan ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ./tests/run.sh
 
 bench: check-deps
 	@$(MAKE) --no-print-directory all

@@ -58,6 +58,24 @@ row "events on (--trace, hub recording)" "$on samples/s" "$(ratio "$on" "$off") 
 ev=$(python3 -c "import json; print(json.load(open('$TMP/on.json'))['events'])")
 size=$(stat -c %s "$TMP/t.dptrace")
 row "trace size" "$(python3 -c "print('%.2f' % ($size / $ev))") bytes/event" "$ev events, $size bytes" "zstd blocks"
+echo "a stalled live viewer (subscribed, never reading) vs none: the run's speed"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$D" hub --listen "127.0.0.1:$port" --quiet >/dev/null 2>&1 &
+HUBPID=$!
+sleep 0.5
+free_run=0; stall_run=0
+for i in 1 2; do
+    "$D" cluster --ps 1 --workers 2 --steps "$STEPS" --data "$DATA" --quiet --eval-every 0 --hub "127.0.0.1:$port" >"$TMP/h1.json" 2>/dev/null
+    free_run=$(python3 -c "print(max($free_run, $(sps "$TMP/h1.json")))")
+    "$BUILD/tests/tool_sub" "127.0.0.1:$port" --stall 120 & STALL=$!
+    sleep 0.3
+    "$D" cluster --ps 1 --workers 2 --steps "$STEPS" --data "$DATA" --quiet --eval-every 0 --hub "127.0.0.1:$port" >"$TMP/h2.json" 2>/dev/null
+    stall_run=$(python3 -c "print(max($stall_run, $(sps "$TMP/h2.json")))")
+    kill $STALL 2>/dev/null; wait $STALL 2>/dev/null
+done
+kill -INT $HUBPID; wait $HUBPID 2>/dev/null
+row "streaming to a hub, no viewer (baseline)" "$free_run samples/s" "1.00" "goal: reference"
+row "streaming to a hub with a stalled viewer" "$stall_run samples/s" "$(ratio "$stall_run" "$free_run") of no viewer" "goal: unaffected (~1.00)"
 echo "hub throughput (2 emitter threads flooding one in-process hub)"
 "$B/bench_hub" 500000 2 "$TMP/hub.dptrace" >"$TMP/hub" 2>/dev/null
 nf=$(awk '/hub_nofile_events_s/{print $2}' "$TMP/hub"); tf=$(awk '/hub_trace_events_s/{print $2}' "$TMP/hub")
@@ -67,6 +85,7 @@ for extra in bench_viz bench_sim; do
     if [ -x "$B/$extra" ]; then
         echo "$extra"
         "$B/$extra" >"$TMP/$extra.md" 2>"$TMP/$extra.err" || echo "  $extra failed: $(tail -n1 "$TMP/$extra.err")"
+        sed 's/^/  /' "$TMP/$extra.md"
     fi
 done
 {
