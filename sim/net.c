@@ -5,77 +5,16 @@
  * binary heap of link levels gives O((G + L) log L) per solve for G groups and L links.
  * Between solves every group drains at a constant rate; the solve is redone only after a
  * group starts or finishes (marked dirty, done at the next sim_net_next()). Invariant:
- * a group's rem is its bytes per flow left at time n->t. */
+ * a PLAIN group's rem is its bytes per flow left at time n->t. While every group is a
+ * (ps link, worker NIC) pair, net_fast.c computes the same allocation far faster. */
 #include "sim/net.h"
+#include "sim/net_int.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/dp.h"
-
-typedef struct net_link {
-    double cap;
-    double frozen;      /* solve: load of frozen flows */
-    double unfrozen;    /* solve: weight of unfrozen flows */
-    int *groups;        /* groups crossing this link */
-    int n_groups, cap_groups;
-    uint32_t ver;
-    int temporary, alive;
-    /* fast path (permanent links): weight carried, virtual bytes sent per flow V (at
-     * the network's time), per-flow rate, and a min-heap of its groups by target V */
-    double load, V, r;
-    struct vt_entry *vh;
-    int n_vh, cap_vh;
-} net_link;
-
-typedef struct vt_entry { double target; uint64_t seq; int group; } vt_entry;
-typedef struct done_key { uint64_t seq; int group; } done_key;
-
-typedef struct net_group {
-    int nl;
-    int link[SIM_NET_MAX_LINKS];
-    double w[SIM_NET_MAX_LINKS];
-    int pos[SIM_NET_MAX_LINKS];   /* index in each link's group list */
-    double rem, rate;
-    int64_t cookie;
-    uint64_t seq;
-    int active_pos;               /* index in n->active, -1 when free */
-    int frozen;
-    int shaped;                   /* (permanent link, temporary link of weight 1) */
-    double target;                /* fast path: finishes when its link's V reaches this */
-} net_group;
-
-typedef struct level { double x; int link; uint32_t ver; } level;
-
-struct sim_net {
-    double t;
-    net_link *links;
-    int n_links, cap_links;
-    int *free_links;
-    int n_free_links;
-    net_group *g;
-    int cap_g;
-    int *free_g;
-    int n_free_g;
-    int *active;
-    int n_active;
-    uint64_t seq;
-    int dirty;
-    double next_t;
-    level *heap;
-    int n_heap, cap_heap;
-    sim_net_done *done;
-    struct done_key *keys;
-    int cap_done;
-    uint64_t solves;
-    /* fast path: used while every group is shaped and no temporary link can saturate */
-    int fast;
-    int n_unshaped;
-    double min_temp_cap;
-    int *perm;                    /* permanent link ids */
-    int n_perm, cap_perm;
-};
 
 sim_net *sim_net_new(void)
 {
@@ -88,8 +27,15 @@ sim_net *sim_net_new(void)
 void sim_net_free(sim_net *n)
 {
     if (!n) return;
-    for (int i = 0; i < n->n_links; i++) free(n->links[i].groups), free(n->links[i].vh);
+    for (int i = 0; i < n->n_links; i++) {
+        free(n->links[i].groups);
+        free(n->links[i].vh);
+        free(n->links[i].bound);
+    }
     free(n->perm);
+    free(n->kset);
+    free(n->bound);
+    free(n->scratch);
     free(n->links);
     free(n->free_links);
     free(n->g);
@@ -123,6 +69,9 @@ int sim_net_link_add(sim_net *n, double cap, int temporary)
     l->n_groups = 0;
     l->load = l->V = l->r = 0;
     l->n_vh = 0;
+    l->n_bound = 0;
+    l->in_k = 0;
+    l->last_perm = -1;
     if (temporary) {
         /* the fast path's test uses the smallest temporary capacity ever seen (safe) */
         if (cap < n->min_temp_cap) n->min_temp_cap = cap;
@@ -144,43 +93,6 @@ static void link_attach(net_link *l, int group, int *pos)
     }
     *pos = l->n_groups;
     l->groups[l->n_groups++] = group;
-}
-
-static int vt_before(const vt_entry *a, const vt_entry *b)
-{
-    return a->target < b->target || (a->target == b->target && a->seq < b->seq);
-}
-
-static void vt_push(net_link *l, vt_entry e)
-{
-    if (l->n_vh == l->cap_vh) {
-        l->cap_vh = l->cap_vh ? 2 * l->cap_vh : 16;
-        l->vh = xrealloc(l->vh, (size_t)l->cap_vh * sizeof *l->vh);
-    }
-    int i = l->n_vh++;
-    while (i > 0) {
-        int p = (i - 1) / 2;
-        if (!vt_before(&e, &l->vh[p])) break;
-        l->vh[i] = l->vh[p];
-        i = p;
-    }
-    l->vh[i] = e;
-}
-
-static vt_entry vt_pop(net_link *l)
-{
-    vt_entry top = l->vh[0], last = l->vh[--l->n_vh];
-    int i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= l->n_vh) break;
-        if (c + 1 < l->n_vh && vt_before(&l->vh[c + 1], &l->vh[c])) c++;
-        if (!vt_before(&l->vh[c], &last)) break;
-        l->vh[i] = l->vh[c];
-        i = c;
-    }
-    if (l->n_vh) l->vh[i] = last;
-    return top;
 }
 
 int sim_net_group_add(sim_net *n, const int *links, const double *w, int nl, double bytes,
@@ -215,19 +127,20 @@ int sim_net_group_add(sim_net *n, const int *links, const double *w, int nl, dou
     g->rem = bytes;
     g->cookie = cookie;
     g->seq = n->seq++;
-    g->shaped = nl == 2 && !n->links[g->link[0]].temporary && n->links[g->link[1]].temporary &&
-                g->w[1] == 1.0;
-    if (!g->shaped) n->n_unshaped++;
-    n->links[g->link[0]].load += g->w[0];
-    if (n->fast) {
-        net_link *l = &n->links[g->link[0]];
-        if (g->shaped) {
-            g->target = l->V + bytes;
-            vt_push(l, (vt_entry){g->target, g->seq, id});
-        }
+    g->state = NG_PLAIN;
+    g->bpos = g->apos = -1;
+    if (nl == 2 && !n->links[g->link[0]].temporary && n->links[g->link[1]].temporary &&
+        g->w[1] == 1.0) {
+        /* shaped only while a NIC's groups come in increasing ps-link order, so that a NIC
+         * never carries two groups on one ps link (net_fast.c's bound relies on it) */
+        net_link *nic = &n->links[g->link[1]];
+        g->shaped = g->link[0] > nic->last_perm;
+        nic->last_perm = g->link[0];
     }
+    if (!g->shaped) n->n_unshaped++;
     g->active_pos = n->n_active;
     n->active[n->n_active++] = id;
+    if (n->fast) net_fast_added(n, id);
     n->dirty = 1;
     return id;
 }
@@ -236,7 +149,7 @@ static void group_remove(sim_net *n, int id)
 {
     net_group *g = &n->g[id];
     if (!g->shaped) n->n_unshaped--;
-    n->links[g->link[0]].load -= g->w[0];
+    if (n->fast) net_fast_removed(n, id);
     for (int i = 0; i < g->nl; i++) {
         net_link *l = &n->links[g->link[i]];
         int last = l->groups[--l->n_groups];
@@ -259,7 +172,7 @@ static void group_remove(sim_net *n, int id)
     n->dirty = 1;
 }
 
-static void heap_push(sim_net *n, double x, int link, uint32_t ver)
+void net_heap_push(sim_net *n, double x, int link, uint32_t ver)
 {
     if (n->n_heap == n->cap_heap) {
         n->cap_heap = n->cap_heap ? n->cap_heap * 2 : 256;
@@ -277,7 +190,7 @@ static void heap_push(sim_net *n, double x, int link, uint32_t ver)
     n->heap[i] = e;
 }
 
-static level heap_pop(sim_net *n)
+level net_heap_pop(sim_net *n)
 {
     level top = n->heap[0], last = n->heap[--n->n_heap];
     int i = 0;
@@ -313,11 +226,11 @@ static void solve(sim_net *n)
     n->n_heap = 0;
     for (int i = 0; i < n->n_links; i++) {
         net_link *l = &n->links[i];
-        if (l->alive && l->n_groups && l->unfrozen > 0) heap_push(n, l->cap / l->unfrozen, i, ++l->ver);
+        if (l->alive && l->n_groups && l->unfrozen > 0) net_heap_push(n, l->cap / l->unfrozen, i, ++l->ver);
     }
     double level_now = 0;
     while (n->n_heap) {
-        level e = heap_pop(n);
+        level e = net_heap_pop(n);
         net_link *l = &n->links[e.link];
         if (e.ver != l->ver || l->unfrozen <= 0) continue;
         double x = e.x > level_now ? e.x : level_now;
@@ -337,7 +250,7 @@ static void solve(sim_net *n)
                     continue;
                 }
                 double xm = (m->cap - m->frozen) / m->unfrozen;
-                heap_push(n, xm > x ? xm : x, g->link[j], ++m->ver);
+                net_heap_push(n, xm > x ? xm : x, g->link[j], ++m->ver);
             }
         }
         l->unfrozen = 0;
@@ -353,105 +266,29 @@ static void solve(sim_net *n)
     n->dirty = 0;
 }
 
-/* Fast path. When every group is (permanent link, temporary link of weight 1) — a ps
- * link and workers' NICs — and rate = cap / load on every permanent link would leave
- * every temporary link unsaturated (checked with the sufficient bound: largest such
- * rates summed over the loaded permanent links <= smallest temporary capacity, as a
- * temporary link carries at most one group per permanent link), each flow's
- * bottleneck is its ps link and that IS the max-min allocation. Then a link's flows all
- * move at one rate, and a group finishes when the link's virtual clock V (bytes sent per
- * flow) reaches its target: a start or finish costs O(log G) on one link, O(P) overall,
- * instead of a full solve. The general solve takes over whenever the test fails. */
-static int fast_ok(sim_net *n)
-{
-    if (n->n_unshaped) return 0;
-    /* a temporary link carries at most one group per permanent link, so its load is at
-     * most the sum of the permanent links' rates */
-    double sum = 0;
-    for (int i = 0; i < n->n_perm; i++) {
-        net_link *l = &n->links[n->perm[i]];
-        if (l->load > 0.5) sum += l->cap / l->load;
-    }
-    return sum <= n->min_temp_cap * (1 - 1e-12);
-}
-
-static void fast_enter(sim_net *n)
-{
-    for (int i = 0; i < n->n_perm; i++) {
-        net_link *l = &n->links[n->perm[i]];
-        l->V = 0;
-        l->n_vh = 0;
-    }
-    for (int i = 0; i < n->n_active; i++) {
-        net_group *g = &n->g[n->active[i]];
-        g->target = g->rem;
-        vt_push(&n->links[g->link[0]], (vt_entry){g->target, g->seq, n->active[i]});
-    }
-    n->fast = 1;
-}
-
-static void fast_leave(sim_net *n)
-{
-    for (int i = 0; i < n->n_active; i++) {
-        net_group *g = &n->g[n->active[i]];
-        g->rem = g->target - n->links[g->link[0]].V;
-        if (g->rem < 0) g->rem = 0;
-    }
-    for (int i = 0; i < n->n_perm; i++) n->links[n->perm[i]].n_vh = 0;
-    n->fast = 0;
-}
-
-static void fast_rates(sim_net *n)
-{
-    double best = INFINITY;
-    for (int i = 0; i < n->n_perm; i++) {
-        net_link *l = &n->links[n->perm[i]];
-        l->r = l->load > 0.5 ? l->cap / l->load : 0;
-        if (l->n_vh && l->r > 0) {
-            double dt = (l->vh[0].target - l->V) / l->r;
-            if (dt < best) best = dt;
-        }
-    }
-    n->next_t = n->t + (best > 0 ? best : 0);
-    n->dirty = 0;
-}
-
 double sim_net_next(sim_net *n)
 {
     if (!n->dirty) return n->next_t;
     if (!n->n_active) {
-        if (n->fast) fast_leave(n);
+        if (n->fast) net_fast_leave(n);
         n->next_t = INFINITY;
         n->dirty = 0;
         return n->next_t;
     }
-    if (fast_ok(n)) {
-        if (!n->fast) fast_enter(n);
-        n->solves++;
-        fast_rates(n);
+    if (!n->n_unshaped && !n->fast_off) {
+        if (!n->fast) net_fast_enter(n);
+        net_fast_solve(n);
     } else {
-        if (n->fast) fast_leave(n);
+        if (n->fast) net_fast_leave(n);
         solve(n);
     }
     return n->next_t;
 }
 
-/* sim_net_advance for the fast path: every permanent link's clock moves on. */
-static int fast_advance(sim_net *n, double dt)
+void sim_net_fast_enable(sim_net *n, int on)
 {
-    int nd = 0;
-    for (int i = 0; i < n->n_perm; i++) {
-        net_link *l = &n->links[n->perm[i]];
-        if (!l->n_vh) continue;
-        l->V += l->r * dt;
-        while (l->n_vh && l->vh[0].target <= l->V + l->r * 1e-9 + 1e-6) {
-            vt_entry e = vt_pop(l);
-            n->keys[nd].seq = e.seq;
-            n->keys[nd].group = e.group;
-            nd++;
-        }
-    }
-    return nd;
+    n->fast_off = !on;
+    n->dirty = 1;
 }
 
 static int done_cmp(const void *a, const void *b)
@@ -473,7 +310,7 @@ int sim_net_advance(sim_net *n, double t, const sim_net_done **done)
         n->keys = xrealloc(n->keys, (size_t)n->cap_done * sizeof *n->keys);
     }
     if (n->fast) {
-        nd = fast_advance(n, dt);
+        nd = net_fast_advance(n, dt);
     } else if (n->n_active) {
         for (int i = 0; i < n->n_active; i++) {
             net_group *g = &n->g[n->active[i]];
@@ -507,13 +344,12 @@ double sim_net_rate(sim_net *n, int group)
     sim_net_next(n);
     dp_assert("sim_net_rate: group not in flight", group >= 0 && group < n->cap_g &&
               n->g[group].active_pos >= 0);
-    return n->fast ? n->links[n->g[group].link[0]].r : n->g[group].rate;
+    return n->fast ? net_fast_rate(n, group) : n->g[group].rate;
 }
 
 double sim_net_remaining(const sim_net *n, int group)
 {
-    const net_group *g = &n->g[group];
-    return n->fast ? g->target - n->links[g->link[0]].V : g->rem;
+    return n->fast ? net_fast_remaining(n, group) : n->g[group].rem;
 }
 
 double sim_net_time(const sim_net *n)

@@ -52,6 +52,9 @@ double sim_net_rate(sim_net *n, int group);
 double sim_net_remaining(const sim_net *n, int group);
 double sim_net_time(const sim_net *n);
 int sim_net_active(const sim_net *n);
+/* Turns the fast path (net_fast.c) on (the default) or off, so that every solve is the
+ * general progressive filling; the allocation is the same either way (tests compare). */
+void sim_net_fast_enable(sim_net *n, int on);
 /* Number of rate recomputations so far. */
 uint64_t sim_net_solves(const sim_net *n);
 

@@ -1,0 +1,413 @@
+/* net_fast.c — the network's fast path: exact max-min rates while every group is shaped,
+ * i.e. crosses one permanent link (a ps link, weight k) and one temporary link of weight
+ * 1 (a cohort's stand-in worker NIC), and no NIC carries two groups on one ps link.
+ * Then a flow's rate is min(level of its ps link, level of its NIC) and most NICs are not
+ * bottlenecks. The candidate set K holds the NICs that may be: the others' groups are
+ * BULK, aggregated per ps link (one weight, one rate r, a virtual clock V of bytes sent
+ * per flow and a heap of finishing marks), so a solve is progressive filling over the ps
+ * links and K's groups only. That is exact as long as no NIC outside K saturates (a
+ * max-min allocation that is feasible and gives every flow a saturated link it is
+ * largest on is THE allocation); the check proves it (sum of the ps rates a NIC sees <=
+ * its capacity) or adds the offenders to K and solves again. NICs whose flows sum to
+ * under 90% of their capacity leave K. Single-threaded, called only from net.c. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "common/dp.h"
+#include "sim/net_int.h"
+
+static void *grow(void *p, int *cap, int need, size_t size)
+{
+    if (need <= *cap) return p;
+    int c = *cap ? *cap : 16;
+    while (c < need) c *= 2;
+    *cap = c;
+    return xrealloc(p, (size_t)c * size);
+}
+
+/* ---- a ps link's heap of finishing marks (target V), ties in start order ------------- */
+
+static int vt_before(const vt_entry *a, const vt_entry *b)
+{
+    return a->target < b->target || (a->target == b->target && a->seq < b->seq);
+}
+
+static void vt_push(net_link *l, vt_entry e)
+{
+    l->vh = grow(l->vh, &l->cap_vh, l->n_vh + 1, sizeof *l->vh);
+    int i = l->n_vh++;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (!vt_before(&e, &l->vh[p])) break;
+        l->vh[i] = l->vh[p];
+        i = p;
+    }
+    l->vh[i] = e;
+}
+
+static vt_entry vt_pop(net_link *l)
+{
+    vt_entry top = l->vh[0], last = l->vh[--l->n_vh];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= l->n_vh) break;
+        if (c + 1 < l->n_vh && vt_before(&l->vh[c + 1], &l->vh[c])) c++;
+        if (!vt_before(&l->vh[c], &last)) break;
+        l->vh[i] = l->vh[c];
+        i = c;
+    }
+    if (l->n_vh) l->vh[i] = last;
+    return top;
+}
+
+/* Drops marks of groups that finished, were bound, or whose slot was reused. */
+static void vt_clean(const sim_net *n, net_link *l)
+{
+    while (l->n_vh) {
+        const vt_entry *e = &l->vh[0];
+        const net_group *g = &n->g[e->group];
+        if (g->active_pos >= 0 && g->seq == e->seq && g->gen == e->gen && g->state == NG_BULK) return;
+        vt_pop(l);
+    }
+}
+
+/* ---- group states ------------------------------------------------------------------- */
+
+static void bulk_add(sim_net *n, int id, double rem)
+{
+    net_group *g = &n->g[id];
+    net_link *l = &n->links[g->link[0]];
+    g->state = NG_BULK;
+    g->target = l->V + rem;
+    g->gen++;
+    l->load += g->w[0];
+    vt_push(l, (vt_entry){g->target, g->seq, g->gen, id});
+}
+
+static void bind(sim_net *n, int id, double rem)
+{
+    net_group *g = &n->g[id];
+    net_link *l = &n->links[g->link[0]];
+    g->state = NG_BOUND;
+    g->rem = rem;
+    g->rate = 0;
+    l->bound = grow(l->bound, &l->cap_bound, l->n_bound + 1, sizeof *l->bound);
+    g->bpos = l->n_bound;
+    l->bound[l->n_bound++] = id;
+    n->bound = grow(n->bound, &n->cap_bound, n->n_bound + 1, sizeof *n->bound);
+    g->apos = n->n_bound;
+    n->bound[n->n_bound++] = id;
+}
+
+static void unbind(sim_net *n, int id)
+{
+    net_group *g = &n->g[id];
+    net_link *l = &n->links[g->link[0]];
+    int last = l->bound[--l->n_bound];
+    l->bound[g->bpos] = last;
+    n->g[last].bpos = g->bpos;
+    last = n->bound[--n->n_bound];
+    n->bound[g->apos] = last;
+    n->g[last].apos = g->apos;
+    g->bpos = g->apos = -1;
+    g->state = NG_PLAIN;
+}
+
+/* Temporary link k joins K: its BULK groups become BOUND with their bytes left. */
+static void k_add(sim_net *n, int k)
+{
+    n->kset = grow(n->kset, &n->cap_k, n->n_k + 1, sizeof *n->kset);
+    net_link *t = &n->links[k];
+    t->in_k = n->n_k + 1;
+    n->kset[n->n_k++] = k;
+    for (int i = 0; i < t->n_groups; i++) {
+        int id = t->groups[i];
+        net_group *g = &n->g[id];
+        if (g->state != NG_BULK) continue;
+        net_link *l = &n->links[g->link[0]];
+        l->load -= g->w[0];
+        double rem = g->target - l->V;
+        bind(n, id, rem > 0 ? rem : 0);
+    }
+}
+
+/* Temporary link k leaves K; with rebulk its groups go back to their links' clocks. */
+static void k_remove(sim_net *n, int k, int rebulk)
+{
+    net_link *t = &n->links[k];
+    int i = t->in_k - 1, last = n->kset[--n->n_k];
+    n->kset[i] = last;
+    n->links[last].in_k = i + 1;
+    t->in_k = 0;
+    if (!rebulk) return;
+    for (int j = 0; j < t->n_groups; j++) {
+        int id = t->groups[j];
+        if (n->g[id].state != NG_BOUND) continue;
+        double rem = n->g[id].rem;
+        unbind(n, id);
+        bulk_add(n, id, rem);
+    }
+}
+
+void net_fast_enter(sim_net *n)
+{
+    for (int i = 0; i < n->n_perm; i++) {
+        net_link *l = &n->links[n->perm[i]];
+        l->V = l->r = l->load = 0;
+        l->n_vh = l->n_bound = 0;
+    }
+    n->n_k = n->n_bound = 0;
+    for (int i = 0; i < n->n_active; i++) {
+        int id = n->active[i];
+        n->g[id].bpos = n->g[id].apos = -1;
+        bulk_add(n, id, n->g[id].rem);
+    }
+    n->fast = 1;
+}
+
+void net_fast_leave(sim_net *n)
+{
+    for (int i = 0; i < n->n_active; i++) {
+        net_group *g = &n->g[n->active[i]];
+        if (g->state == NG_BULK) {
+            const net_link *l = &n->links[g->link[0]];
+            g->rem = g->target - l->V;
+            if (g->rem < 0) g->rem = 0;
+            g->rate = l->r;
+        }
+        g->state = NG_PLAIN;
+        g->bpos = g->apos = -1;
+    }
+    for (int i = 0; i < n->n_perm; i++) {
+        net_link *l = &n->links[n->perm[i]];
+        l->n_vh = l->n_bound = 0;
+        l->load = 0;
+    }
+    for (int i = 0; i < n->n_k; i++) n->links[n->kset[i]].in_k = 0;
+    n->n_k = n->n_bound = 0;
+    n->fast = 0;
+}
+
+void net_fast_added(sim_net *n, int id)
+{
+    net_group *g = &n->g[id];
+    if (!g->shaped) return;  /* stays PLAIN; the next solve leaves the fast path */
+    if (n->links[g->link[1]].in_k) bind(n, id, g->rem);
+    else bulk_add(n, id, g->rem);
+}
+
+void net_fast_removed(sim_net *n, int id)
+{
+    net_group *g = &n->g[id];
+    if (g->state == NG_BULK) n->links[g->link[0]].load -= g->w[0];
+    else if (g->state == NG_BOUND) unbind(n, id);
+    g->state = NG_PLAIN;
+    if (g->shaped) {
+        net_link *t = &n->links[g->link[1]];
+        if (t->in_k && t->n_groups == 1) k_remove(n, g->link[1], 0);
+    }
+}
+
+/* ---- solving ------------------------------------------------------------------------ */
+
+static void raise_level(sim_net *n, int id, double x)
+{
+    net_link *m = &n->links[id];
+    if (m->unfrozen <= 1e-9) {
+        m->unfrozen = 0;
+        return;
+    }
+    double xm = (m->cap - m->frozen) / m->unfrozen;
+    net_heap_push(n, xm > x ? xm : x, id, ++m->ver);
+}
+
+/* Progressive filling over the ps links (BULK weight plus BOUND groups) and K. */
+static void relaxed_solve(sim_net *n)
+{
+    n->n_heap = 0;
+    for (int i = 0; i < n->n_perm; i++) {
+        net_link *l = &n->links[n->perm[i]];
+        l->frozen = 0;
+        l->unfrozen = l->load;
+        l->r = 0;
+        for (int j = 0; j < l->n_bound; j++) {
+            net_group *g = &n->g[l->bound[j]];
+            g->frozen = 0;
+            l->unfrozen += g->w[0];
+        }
+        if (l->unfrozen > 0) net_heap_push(n, l->cap / l->unfrozen, n->perm[i], ++l->ver);
+    }
+    for (int i = 0; i < n->n_k; i++) {
+        net_link *t = &n->links[n->kset[i]];
+        t->frozen = t->unfrozen = 0;
+        for (int j = 0; j < t->n_groups; j++) t->unfrozen += n->g[t->groups[j]].w[1];
+        net_heap_push(n, t->cap / t->unfrozen, n->kset[i], ++t->ver);
+    }
+    double level_now = 0;
+    while (n->n_heap) {
+        level e = net_heap_pop(n);
+        net_link *l = &n->links[e.link];
+        if (e.ver != l->ver || l->unfrozen <= 0) continue;
+        double x = e.x > level_now ? e.x : level_now;
+        level_now = x;
+        int side = l->temporary ? 0 : 1;  /* the other link of this link's groups */
+        int cnt = l->temporary ? l->n_groups : l->n_bound;
+        const int *ids = l->temporary ? l->groups : l->bound;
+        if (!l->temporary) l->r = x;
+        for (int k = 0; k < cnt; k++) {
+            net_group *g = &n->g[ids[k]];
+            if (g->frozen) continue;
+            g->frozen = 1;
+            g->rate = x;
+            net_link *m = &n->links[g->link[side]];
+            m->frozen += g->w[side] * x;
+            m->unfrozen -= g->w[side];
+            raise_level(n, g->link[side], x);
+        }
+        l->unfrozen = 0;
+    }
+}
+
+static int rate_desc(const void *a, const void *b, const sim_net *n)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    double rx = n->links[x].r, ry = n->links[y].r;
+    return rx > ry ? -1 : rx < ry ? 1 : (x > y) - (x < y);
+}
+
+/* Insertion sort (P is small and the order changes little between solves). */
+static void sort_by_rate(const sim_net *n, int *a, int m)
+{
+    for (int i = 1; i < m; i++) {
+        int v = a[i], j = i;
+        while (j > 0 && rate_desc(&a[j - 1], &v, n) > 0) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = v;
+    }
+}
+
+/* Proves that no NIC outside K is over capacity, or adds those that are to K; returns
+ * how many were added. A NIC carries at most one group per ps link, so one that touches
+ * only "cold" ps links (whose rates sum to at most the smallest NIC capacity) is safe;
+ * only the NICs of groups on the few "hot" links (largest rates) are summed exactly. */
+static int check(sim_net *n)
+{
+    n->scratch = grow(n->scratch, &n->cap_scratch, n->n_perm, sizeof *n->scratch);
+    int m = 0;
+    double lam = 0, thr = n->min_temp_cap * (1 - 1e-12);
+    for (int i = 0; i < n->n_perm; i++) {
+        const net_link *l = &n->links[n->perm[i]];
+        if (l->load <= 0) continue;
+        n->scratch[m++] = n->perm[i];
+        lam += l->r;
+    }
+    if (lam <= thr) return 0;
+    sort_by_rate(n, n->scratch, m);
+    double suf = 0;
+    int h = m;
+    while (h > 0 && suf + n->links[n->scratch[h - 1]].r <= thr) suf += n->links[n->scratch[--h]].r;
+    n->stamp++;
+    int added = 0;
+    for (int i = 0; i < h; i++) {
+        const net_link *l = &n->links[n->scratch[i]];
+        for (int j = 0; j < l->n_groups; j++) {
+            const net_group *g = &n->g[l->groups[j]];
+            if (g->state != NG_BULK) continue;
+            net_link *t = &n->links[g->link[1]];
+            if (t->stamp == n->stamp) continue;
+            t->stamp = n->stamp;
+            double s = 0;
+            for (int q = 0; q < t->n_groups; q++) s += n->links[n->g[t->groups[q]].link[0]].r;
+            if (s > t->cap * (1 - 1e-12)) {
+                k_add(n, g->link[1]);
+                added++;
+            }
+        }
+    }
+    return added;
+}
+
+void net_fast_solve(sim_net *n)
+{
+    n->solves++;
+    for (;;) {
+        if (n->n_k) {
+            relaxed_solve(n);
+        } else {
+            for (int i = 0; i < n->n_perm; i++) {
+                net_link *l = &n->links[n->perm[i]];
+                l->r = l->load > 0 ? l->cap / l->load : 0;
+            }
+        }
+        if (!check(n)) break;
+    }
+    /* NICs well below capacity leave K: their groups' rates are their ps links' r */
+    for (int i = n->n_k - 1; i >= 0; i--) {
+        int k = n->kset[i];
+        const net_link *t = &n->links[k];
+        double s = 0;
+        for (int j = 0; j < t->n_groups; j++) s += n->g[t->groups[j]].rate;
+        if (s < 0.9 * t->cap) k_remove(n, k, 1);
+    }
+    double best = INFINITY;
+    for (int i = 0; i < n->n_perm; i++) {
+        net_link *l = &n->links[n->perm[i]];
+        vt_clean(n, l);
+        if (!l->n_vh) continue;
+        dp_assert("sim_net: every group gets a positive rate", l->r > 0);
+        double dt = (l->vh[0].target - l->V) / l->r;
+        if (dt < best) best = dt;
+    }
+    for (int i = 0; i < n->n_bound; i++) {
+        const net_group *g = &n->g[n->bound[i]];
+        dp_assert("sim_net: every group gets a positive rate", g->rate > 0);
+        double dt = g->rem / g->rate;
+        if (dt < best) best = dt;
+    }
+    n->next_t = n->t + (best > 0 ? best : 0);
+    n->dirty = 0;
+}
+
+int net_fast_advance(sim_net *n, double dt)
+{
+    int nd = 0;
+    for (int i = 0; i < n->n_perm; i++) {
+        net_link *l = &n->links[n->perm[i]];
+        if (!l->n_vh) continue;
+        l->V += l->r * dt;
+        /* finished to within a nanosecond's worth of bytes (event times are whole ns) */
+        for (vt_clean(n, l); l->n_vh && l->vh[0].target <= l->V + l->r * 1e-9 + 1e-6; vt_clean(n, l)) {
+            vt_entry e = vt_pop(l);
+            n->keys[nd].seq = e.seq;
+            n->keys[nd].group = e.group;
+            nd++;
+            /* mark it so that vt_clean does not count it twice before it is removed */
+            n->g[e.group].gen++;
+        }
+    }
+    for (int i = 0; i < n->n_bound; i++) {
+        net_group *g = &n->g[n->bound[i]];
+        g->rem -= g->rate * dt;
+        if (g->rem <= g->rate * 1e-9 + 1e-6) {
+            n->keys[nd].seq = g->seq;
+            n->keys[nd].group = n->bound[i];
+            nd++;
+        }
+    }
+    return nd;
+}
+
+double net_fast_rate(const sim_net *n, int id)
+{
+    const net_group *g = &n->g[id];
+    return g->state == NG_BULK ? n->links[g->link[0]].r : g->rate;
+}
+
+double net_fast_remaining(const sim_net *n, int id)
+{
+    const net_group *g = &n->g[id];
+    return g->state == NG_BULK ? g->target - n->links[g->link[0]].V : g->rem;
+}

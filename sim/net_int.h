@@ -1,0 +1,111 @@
+/* net_int.h — the simulator network's internals, shared by net.c (API, general
+ * progressive filling) and net_fast.c (the exact fast path for ps-link / worker-NIC
+ * groups). Not part of the public interface: include only from sim/net*.c.
+ * Group states: PLAIN (rem and rate valid), BULK (fast path: drains at its permanent
+ * link's rate r; rem = target - link V), BOUND (fast path: its temporary link is a
+ * candidate bottleneck; rem and rate valid, listed on its permanent link). */
+#ifndef SIM_NET_INT_H
+#define SIM_NET_INT_H
+
+#include <stdint.h>
+
+#include "sim/net.h"
+
+enum { NG_PLAIN = 0, NG_BULK = 1, NG_BOUND = 2 };
+
+typedef struct vt_entry { double target; uint64_t seq; uint32_t gen; int group; } vt_entry;
+typedef struct done_key { uint64_t seq; int group; } done_key;
+typedef struct level { double x; int link; uint32_t ver; } level;
+
+typedef struct net_link {
+    double cap;
+    double frozen;      /* solve: load of frozen flows */
+    double unfrozen;    /* solve: weight of unfrozen flows */
+    int *groups;        /* groups crossing this link */
+    int n_groups, cap_groups;
+    uint32_t ver;
+    int temporary, alive;
+    int last_perm;      /* temporary: permanent link of the last group added, -1 none */
+    /* fast path, permanent links: weight of its BULK groups, their virtual bytes sent per
+     * flow V (at the network's time) and rate r, a min-heap of their targets (entries
+     * of groups no longer BULK are stale and skipped), and its BOUND groups */
+    double load, V, r;
+    vt_entry *vh;
+    int n_vh, cap_vh;
+    int *bound;
+    int n_bound, cap_bound;
+    /* fast path, temporary links: index in the candidate set + 1 (0: not in it), the
+     * check's sum of rates and its visit stamp */
+    int in_k;
+    double sum;
+    uint32_t stamp;
+} net_link;
+
+typedef struct net_group {
+    int nl;
+    int link[SIM_NET_MAX_LINKS];
+    double w[SIM_NET_MAX_LINKS];
+    int pos[SIM_NET_MAX_LINKS];   /* index in each link's group list */
+    double rem, rate;
+    int64_t cookie;
+    uint64_t seq;
+    int active_pos;               /* index in n->active, -1 when free */
+    int frozen;
+    int shaped;                   /* (permanent link, temporary link of weight 1) */
+    int state;                    /* NG_PLAIN / NG_BULK / NG_BOUND */
+    double target;                /* BULK: finishes when its link's V reaches this */
+    uint32_t gen;                 /* bumped each time it enters its link's heap */
+    int bpos, apos;               /* BOUND: index in its link's bound list, in n->bound */
+} net_group;
+
+struct sim_net {
+    double t;
+    net_link *links;
+    int n_links, cap_links;
+    int *free_links;
+    int n_free_links;
+    net_group *g;
+    int cap_g;
+    int *free_g;
+    int n_free_g;
+    int *active;
+    int n_active;
+    uint64_t seq;
+    int dirty;
+    double next_t;
+    level *heap;
+    int n_heap, cap_heap;
+    sim_net_done *done;
+    done_key *keys;
+    int cap_done;
+    uint64_t solves;
+    /* fast path: used while every group is shaped */
+    int fast, fast_off;
+    int n_unshaped;
+    double min_temp_cap;
+    int *perm;                    /* permanent link ids */
+    int n_perm, cap_perm;
+    int *kset;                    /* candidate temporary links (may saturate) */
+    int n_k, cap_k;
+    int *bound;                   /* BOUND groups */
+    int n_bound, cap_bound;
+    int *scratch;
+    int cap_scratch;
+    uint32_t stamp;
+};
+
+/* net.c */
+void net_heap_push(sim_net *n, double x, int link, uint32_t ver);
+level net_heap_pop(sim_net *n);
+
+/* net_fast.c */
+void net_fast_enter(sim_net *n);
+void net_fast_leave(sim_net *n);
+void net_fast_added(sim_net *n, int id);      /* a group started while fast */
+void net_fast_removed(sim_net *n, int id);    /* before its links let go of it */
+void net_fast_solve(sim_net *n);              /* rates and n->next_t */
+int net_fast_advance(sim_net *n, double dt);  /* fills n->keys; returns the count */
+double net_fast_rate(const sim_net *n, int id);
+double net_fast_remaining(const sim_net *n, int id);
+
+#endif
