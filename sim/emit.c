@@ -1,8 +1,10 @@
 /* emit.c — the simulator's events, in the runtime's vocabulary (events/event.h) and into
  * the same trace files (events/trace.h, metadata "engine":"sim"). Trace levels: full
  * (everything), sample (per-message events only for an evenly spaced sample of workers,
- * always including the chief; every worker's step_end; every ps event about a sampled
- * worker; global steps and failures), steps (step_end, global_step, failures). Events
+ * always including the chief; for the others their phases — compute, barrier, ssp, and
+ * one pull and one push event pair per step for the whole model, with no variable;
+ * every worker's step_end; every ps event about a sampled worker; global steps and
+ * failures), steps (step_end, global_step, failures). Events
  * are only ever emitted at the current virtual time, so the trace is time-ordered. */
 #include <stdio.h>
 #include <string.h>
@@ -20,7 +22,13 @@ void emit_wk(sim_world *w, int kind, int wk, int ps, int var, int64_t step, int6
              int64_t dur, double value, double value2, uint64_t id)
 {
     if (!w->tw) return;
-    if (kind != EVT_STEP_END && kind != EVT_FAILURE && kind != EVT_RECOVERY && !w->detail[wk]) return;
+    if (!w->detail[wk] && kind != EVT_STEP_END && kind != EVT_FAILURE && kind != EVT_RECOVERY) {
+        /* Sampled-out workers keep their per-worker phases (compute, barrier, ssp); their
+         * transfers come as whole-phase events from emit_wk_phase. */
+        int phase = kind == EVT_COMPUTE_BEGIN || kind == EVT_COMPUTE_END || kind == EVT_BARRIER_WAIT ||
+                    kind == EVT_BARRIER_RELEASE || kind == EVT_SSP_WAIT || kind == EVT_SSP_RELEASE;
+        if (!w->aggregate || !phase) return;
+    }
     evt_record e;
     evt_init(&e, (evt_kind)kind, EVT_JOB_WORKER, wk);
     e.t = w->now;
@@ -36,6 +44,18 @@ void emit_wk(sim_world *w, int kind, int wk, int ps, int var, int64_t step, int6
     e.value = value;
     e.value2 = value2;
     e.id = id;
+    emit(w, &e);
+}
+
+void emit_wk_phase(sim_world *w, int kind, int wk, int64_t step, int64_t dur)
+{
+    if (!w->tw || !w->aggregate || w->detail[wk]) return;
+    evt_record e;
+    evt_init(&e, (evt_kind)kind, EVT_JOB_WORKER, wk);
+    e.t = w->now;
+    e.step = step;
+    e.bytes = (int64_t)w->model_bytes;
+    e.dur = dur;
     emit(w, &e);
 }
 
@@ -94,6 +114,7 @@ int emit_open(sim_world *w, char *err)
             w->detail[i] = i % stride == 0;
         }
     }
+    w->aggregate = level == SIM_TRACE_SAMPLE;
     if (!c->trace[0]) return DP_OK;
     char cfg[2048], meta[2600];
     config_json(w, cfg, sizeof cfg);

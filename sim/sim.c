@@ -269,6 +269,7 @@ static void wk_pull(sim_world *w, int k)
     for (int v = 0; v < w->nv; v++)
         emit_wk(w, EVT_PULL_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
                 0, msg_id(w, k, v));
+    emit_wk_phase(w, EVT_PULL_BEGIN, k, wk->local, 0);
     sim_heap_push(&w->heap, w->now + w->lat_ns, EV_PULL_ARRIVE, k, wk->inc);
 }
 
@@ -355,6 +356,7 @@ static void pull_arrive(sim_world *w, int k)
 static void pull_done(sim_world *w, int k)
 {
     sim_wk *wk = &w->wk[k];
+    emit_wk_phase(w, EVT_PULL_END, k, wk->local, w->now - wk->t_phase);
     wk->gs_read = read_versions(w, k)[w->step_var];
     if (wk->gs_read >= w->cfg->steps) {
         wk->phase = W_DONE;
@@ -386,6 +388,7 @@ static void compute_end(sim_world *w, int k)
         if (w->cat.v[v].trainable)  /* global_step's push is the step token: no events */
             emit_wk(w, EVT_PUSH_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
                 0, msg_id(w, k, v));
+    emit_wk_phase(w, EVT_PUSH_BEGIN, k, wk->local, 0);
     w->bytes_pushed += (int64_t)w->model_bytes;
     w->pend[1][w->n_pend[1]++] = k;
 }
@@ -521,7 +524,7 @@ static void acks_arrive(sim_world *w, int id)
                 emit_wk(w, EVT_PUSH_END, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4,
                         w->now - wk->t_phase, (double)a->st[i], 0, msg_id(w, k, v));
             if (a->st[i] == SIM_ACK_ACCUMULATED) wk->releases_due++;
-            wk->outstanding--;
+            if (--wk->outstanding == 0) emit_wk_phase(w, EVT_PUSH_END, k, wk->local, w->now - wk->t_phase);
         }
         push_progress(w, k);
     }

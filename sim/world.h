@@ -123,6 +123,8 @@ typedef struct sim_world {
     int trace_err;
     uint64_t trace_events;
     uint8_t *detail;      /* per worker: per-message events */
+    int aggregate;        /* sample level: the other workers' phases, one event pair per
+                           * phase (pull and push of the whole model: var = none) */
     uint32_t *wk_dev, *ps_dev;
     int n_done;
 } sim_world;
@@ -141,6 +143,9 @@ void emit(sim_world *w, const evt_record *e);
 void emit_wk(sim_world *w, int kind, int wk, int ps, int var, int64_t step, int64_t bytes,
              int64_t dur, double value, double value2, uint64_t id);
 void emit_ps(sim_world *w, int kind, int ps, int wk, int var, int64_t step, double value, uint64_t id);
+/* Sample level, for a worker without per-message events: the begin or end of its whole
+ * pull or push phase (PULL_/PUSH_BEGIN/END with no variable, bytes = the model's). */
+void emit_wk_phase(sim_world *w, int kind, int wk, int64_t step, int64_t dur);
 
 /* ---- nqm.c ---- */
 void nqm_init(sim_world *w);
