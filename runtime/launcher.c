@@ -72,6 +72,22 @@ static void kill_all(launcher *l, int sig) { kill_tasks(l, sig, 1); }
 
 static void print_summary(launcher *l, double wall_s);
 
+static double jnum(json_t *o, const char *key)
+{
+    json_t *v = o ? json_object_get(o, key) : NULL;
+    return v && json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+/* Events the tasks sent and dropped, from their final statistics lines. */
+static void count_events(launcher *l)
+{
+    l->events = l->events_dropped = 0;
+    for (int i = 0; i < l->n_kids; i++) {
+        l->events += (uint64_t)jnum(l->kids[i].stats, "events");
+        l->events_dropped += (uint64_t)jnum(l->kids[i].stats, "events_dropped");
+    }
+}
+
 /* Every task has exited: the run's wall time is known and CLUSTER_STOP goes out. */
 static void run_finished(launcher *l)
 {
@@ -97,11 +113,7 @@ static void maybe_done(launcher *l)
     if (!l->told_viewer) {
         l->told_viewer = 1;
         if (!l->failure[0] && !l->interrupted) {
-            for (int i = 0; i < l->n_kids; i++) {
-                l->events += (uint64_t)json_number_value(json_object_get(l->kids[i].stats, "events"));
-                l->events_dropped +=
-                    (uint64_t)json_number_value(json_object_get(l->kids[i].stats, "events_dropped"));
-            }
+            count_events(l);
             print_summary(l, l->wall_s);
             l->summary_done = 1;
         }
@@ -258,12 +270,6 @@ static char *hosts_list(int n, const int *ports)
     for (int i = 0; i < n; i++)
         off += (size_t)sprintf(s + off, "%s127.0.0.1:%d", i ? "," : "", ports[i]);
     return s;
-}
-
-static double jnum(json_t *o, const char *key)
-{
-    json_t *v = o ? json_object_get(o, key) : NULL;
-    return v && json_is_number(v) ? json_number_value(v) : 0.0;
 }
 
 /* The run's configuration as JSON: the trace's metadata and CLUSTER_START's text. */
@@ -482,10 +488,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     run_finished(&l);
     double wall_s = l.wall_s;
     rt_instr_free(l.in);
-    for (int i = 0; i < l.n_kids && !l.summary_done; i++) {
-        l.events += (uint64_t)jnum(l.kids[i].stats, "events");
-        l.events_dropped += (uint64_t)jnum(l.kids[i].stats, "events_dropped");
-    }
+    if (!l.summary_done) count_events(&l);
     if (l.hub) {
         /* Every task has flushed its emitter before exiting; let the hub's reorder
          * window drain, then close the trace. */
