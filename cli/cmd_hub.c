@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cmds.h"
 #include "common/dp.h"
 #include "events/hub.h"
@@ -29,21 +30,6 @@ static void usage(FILE *f)
             "Prints \"hub listening on HOST:PORT\" on stdout once bound. SIGINT/SIGTERM stop it\n"
             "cleanly (the trace is closed properly).\n",
             EVT_HUB_DEFAULT_ADDR);
-}
-
-/* "--flag VALUE" or "--flag=VALUE"; returns the value or NULL (i advanced). */
-static const char *flag_value(int argc, char **argv, int *i, const char *name, int *bad)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n)) return NULL;
-    if (argv[*i][n] == '=') return argv[*i] + n + 1;
-    if (argv[*i][n]) return NULL;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "downpour: hub: %s needs a value\n", name);
-        *bad = 1;
-        return NULL;
-    }
-    return argv[++*i];
 }
 
 static int parse_ms(const char *flag, const char *s, int *out)
@@ -71,13 +57,13 @@ int cmd_hub(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "--quiet")) {
             opt.progress_ms = 0;
-        } else if ((v = flag_value(argc, argv, &i, "--listen", &bad))) {
+        } else if ((v = cli_flag_value("hub", argc, argv, &i, "--listen", &bad))) {
             opt.listen = v;
-        } else if ((v = flag_value(argc, argv, &i, "--trace", &bad))) {
+        } else if ((v = cli_flag_value("hub", argc, argv, &i, "--trace", &bad))) {
             opt.trace_path = v;
-        } else if ((v = flag_value(argc, argv, &i, "--exit-when-idle", &bad))) {
+        } else if ((v = cli_flag_value("hub", argc, argv, &i, "--exit-when-idle", &bad))) {
             if (parse_ms("--exit-when-idle", v, &opt.exit_when_idle_ms)) return 2;
-        } else if ((v = flag_value(argc, argv, &i, "--reorder-ms", &bad))) {
+        } else if ((v = cli_flag_value("hub", argc, argv, &i, "--reorder-ms", &bad))) {
             if (parse_ms("--reorder-ms", v, &opt.reorder_ms)) return 2;
         } else {
             if (!bad) fprintf(stderr, "downpour: hub: unknown argument '%s'\n", argv[i]);

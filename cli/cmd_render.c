@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/cmds.h"
 #include "common/dp.h"
 #include "viz/synth.h"
@@ -33,20 +34,6 @@ static void usage(FILE *f)
             "  --compare TRACE2 draw TRACE2 beside TRACE on one clock (--by-step: by global step)\n"
             "  --write-synthetic FILE [--ps N] [--workers N] [--vars N] [--steps N] [--backup N]\n"
             "                   write a synthetic sync run to FILE (for tests, demos, benches)\n");
-}
-
-static const char *flag_value(int argc, char **argv, int *i, const char *name, int *bad)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n)) return NULL;
-    if (argv[*i][n] == '=') return argv[*i] + n + 1;
-    if (argv[*i][n]) return NULL;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "downpour: render: %s needs a value\n", name);
-        *bad = 1;
-        return NULL;
-    }
-    return argv[++*i];
 }
 
 static int parse_seconds(const char *flag, const char *s, double *out)
@@ -142,45 +129,45 @@ int cmd_render(int argc, char **argv)
             placement = 1;
         } else if (!strcmp(argv[i], "--by-step")) {
             by_step = 1;
-        } else if ((v = flag_value(argc, argv, &i, "--write-synthetic", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--write-synthetic", &bad))) {
             synth = v;
-        } else if ((v = flag_value(argc, argv, &i, "--ps", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--ps", &bad))) {
             if (parse_count("--ps", v, 1, 1024, &so.n_ps)) return 2;
-        } else if ((v = flag_value(argc, argv, &i, "--workers", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--workers", &bad))) {
             if (parse_count("--workers", v, 1, 60000, &so.n_workers)) return 2;
-        } else if ((v = flag_value(argc, argv, &i, "--vars", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--vars", &bad))) {
             if (parse_count("--vars", v, 1, 1000, &so.n_vars)) return 2;
-        } else if ((v = flag_value(argc, argv, &i, "--steps", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--steps", &bad))) {
             if (parse_count("--steps", v, 0, 10000000, &so.steps)) return 2;
-        } else if ((v = flag_value(argc, argv, &i, "--backup", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--backup", &bad))) {
             if (parse_count("--backup", v, 0, 60000, &so.backup)) return 2;
-        } else if ((v = flag_value(argc, argv, &i, "--out", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--out", &bad))) {
             out = v;
-        } else if ((v = flag_value(argc, argv, &i, "--sheet", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--sheet", &bad))) {
             sheet = v;
-        } else if ((v = flag_value(argc, argv, &i, "--title", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--title", &bad))) {
             title = v;
-        } else if ((v = flag_value(argc, argv, &i, "--frames", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--frames", &bad))) {
             frames = v;
-        } else if ((v = flag_value(argc, argv, &i, "--compare", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--compare", &bad))) {
             compare = v;
-        } else if ((v = flag_value(argc, argv, &i, "--at", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--at", &bad))) {
             if (parse_seconds("--at", v, &at)) return 2;
-        } else if ((v = flag_value(argc, argv, &i, "--at-step", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--at-step", &bad))) {
             if (dp_parse_int(v, &at_step) || at_step < 0) {
                 fprintf(stderr, "downpour: render: --at-step '%s' must be a global step >= 0\n", v);
                 return 2;
             }
-        } else if ((v = flag_value(argc, argv, &i, "--from", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--from", &bad))) {
             if (parse_seconds("--from", v, &from)) return 2;
-        } else if ((v = flag_value(argc, argv, &i, "--to", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--to", &bad))) {
             if (parse_seconds("--to", v, &to)) return 2;
-        } else if ((v = flag_value(argc, argv, &i, "--fps", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--fps", &bad))) {
             if (dp_parse_double(v, &fps) || !(fps > 0 && fps <= 100000)) {
                 fprintf(stderr, "downpour: render: --fps '%s' must be a number in (0, 100000]\n", v);
                 return 2;
             }
-        } else if ((v = flag_value(argc, argv, &i, "--size", &bad))) {
+        } else if ((v = cli_flag_value("render", argc, argv, &i, "--size", &bad))) {
             if (parse_size(v, &width, &height)) return 2;
         } else if (bad) {
             return 2;

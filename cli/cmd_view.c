@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cmds.h"
 #include "common/dp.h"
 #include "viz/viz.h"
@@ -30,20 +31,6 @@ static void usage(FILE *f)
             "      inspect, p placement, s save PNG, h help, f fullscreen, c catch up, q quit\n");
 }
 
-static const char *flag_value(int argc, char **argv, int *i, const char *name, int *bad)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n)) return NULL;
-    if (argv[*i][n] == '=') return argv[*i] + n + 1;
-    if (argv[*i][n]) return NULL;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "downpour: view: %s needs a value\n", name);
-        *bad = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 int cmd_view(int argc, char **argv)
 {
     viz_app_options o;
@@ -56,25 +43,25 @@ int cmd_view(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "--paused")) {
             o.start_paused = 1;
-        } else if ((v = flag_value(argc, argv, &i, "--connect", &bad))) {
+        } else if ((v = cli_flag_value("view", argc, argv, &i, "--connect", &bad))) {
             o.connect = v;
-        } else if ((v = flag_value(argc, argv, &i, "--compare", &bad))) {
+        } else if ((v = cli_flag_value("view", argc, argv, &i, "--compare", &bad))) {
             o.compare = v;
-        } else if ((v = flag_value(argc, argv, &i, "--script", &bad))) {
+        } else if ((v = cli_flag_value("view", argc, argv, &i, "--script", &bad))) {
             o.script = v;   /* test hook: scripted key presses */
-        } else if ((v = flag_value(argc, argv, &i, "--screenshot-dir", &bad))) {
+        } else if ((v = cli_flag_value("view", argc, argv, &i, "--screenshot-dir", &bad))) {
             o.screenshot_dir = v;
-        } else if ((v = flag_value(argc, argv, &i, "--at", &bad))) {
+        } else if ((v = cli_flag_value("view", argc, argv, &i, "--at", &bad))) {
             if (dp_parse_double(v, &o.at_s) || !(o.at_s >= 0 && o.at_s < 1e9)) {
                 fprintf(stderr, "downpour: view: --at '%s' is not a number of seconds\n", v);
                 return 2;
             }
-        } else if ((v = flag_value(argc, argv, &i, "--speed", &bad))) {
+        } else if ((v = cli_flag_value("view", argc, argv, &i, "--speed", &bad))) {
             if (dp_parse_double(v, &o.speed) || !(o.speed >= 0.01 && o.speed <= 100)) {
                 fprintf(stderr, "downpour: view: --speed '%s' must be in 0.01..100\n", v);
                 return 2;
             }
-        } else if ((v = flag_value(argc, argv, &i, "--size", &bad))) {
+        } else if ((v = cli_flag_value("view", argc, argv, &i, "--size", &bad))) {
             char tail;
             if (sscanf(v, "%dx%d%c", &o.width, &o.height, &tail) != 2 || o.width < 200 ||
                 o.height < 150 || o.width > 16384 || o.height > 16384) {
