@@ -20,6 +20,8 @@ typedef struct sim_heap {
     sim_event *ev;   /* owned */
     size_t n, cap;
     uint64_t next_seq;
+    sim_event *fifo; /* owned ring: events pushed with sim_heap_push_fifo */
+    size_t f_head, f_n, f_cap;
 } sim_heap;
 
 /* Embedded by the caller: sim_heap_init / sim_heap_release. */
@@ -27,6 +29,10 @@ void sim_heap_init(sim_heap *h);
 void sim_heap_release(sim_heap *h);
 /* Adds an event at time t. */
 void sim_heap_push(sim_heap *h, int64_t t, int type, int a, int64_t b);
+/* Adds an event at time t like sim_heap_push (same order, same sequence numbering), in
+ * O(1) when t is no earlier than the previous sim_heap_push_fifo's time; otherwise it
+ * goes to the heap. */
+void sim_heap_push_fifo(sim_heap *h, int64_t t, int type, int a, int64_t b);
 /* Removes the earliest event into *out; returns 0 when empty, else 1. */
 int sim_heap_pop(sim_heap *h, sim_event *out);
 /* Time of the earliest event, or INT64_MAX when empty. */

@@ -69,6 +69,7 @@ int sim_net_link_add(sim_net *n, double cap, int temporary)
     l->n_groups = 0;
     l->load = l->V = l->r = 0;
     l->n_vh = 0;
+    l->vt_ok = 0;
     l->n_bound = 0;
     l->in_k = 0;
     l->last_perm = -1;

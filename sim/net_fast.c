@@ -25,7 +25,12 @@ static void *grow(void *p, int *cap, int need, size_t size)
     return xrealloc(p, (size_t)c * size);
 }
 
-/* ---- a ps link's heap of finishing marks (target V), ties in start order ------------- */
+/* ---- a ps link's heap of finishing marks (target V), ties in start order -------------
+ * 4-ary: half the depth of a binary heap over the ~W marks of a busy ps link. Marks have
+ * distinct (target, seq) keys, or duplicate ones of which at most one is live, so the
+ * order of live pops is that of any heap. vt_ok caches "the top mark is live" so that
+ * vt_clean does not touch the top's group (a cache miss) at every solve and advance; it
+ * is cleared whenever the top changes or a BULK group leaves its link's clock. */
 
 static int vt_before(const vt_entry *a, const vt_entry *b)
 {
@@ -37,37 +42,45 @@ static void vt_push(net_link *l, vt_entry e)
     l->vh = grow(l->vh, &l->cap_vh, l->n_vh + 1, sizeof *l->vh);
     int i = l->n_vh++;
     while (i > 0) {
-        int p = (i - 1) / 2;
+        int p = (i - 1) / 4;
         if (!vt_before(&e, &l->vh[p])) break;
         l->vh[i] = l->vh[p];
         i = p;
     }
     l->vh[i] = e;
+    if (i == 0) l->vt_ok = 0;
 }
 
 static vt_entry vt_pop(net_link *l)
 {
     vt_entry top = l->vh[0], last = l->vh[--l->n_vh];
-    int i = 0;
+    int i = 0, n = l->n_vh;
+    l->vt_ok = 0;
     for (;;) {
-        int c = 2 * i + 1;
-        if (c >= l->n_vh) break;
-        if (c + 1 < l->n_vh && vt_before(&l->vh[c + 1], &l->vh[c])) c++;
-        if (!vt_before(&l->vh[c], &last)) break;
-        l->vh[i] = l->vh[c];
-        i = c;
+        int c = 4 * i + 1;
+        if (c >= n) break;
+        int best = c, end = c + 4 < n ? c + 4 : n;
+        for (int k = c + 1; k < end; k++)
+            if (vt_before(&l->vh[k], &l->vh[best])) best = k;
+        if (!vt_before(&l->vh[best], &last)) break;
+        l->vh[i] = l->vh[best];
+        i = best;
     }
-    if (l->n_vh) l->vh[i] = last;
+    if (n) l->vh[i] = last;
     return top;
 }
 
 /* Drops marks of groups that finished, were bound, or whose slot was reused. */
 static void vt_clean(const sim_net *n, net_link *l)
 {
+    if (l->vt_ok) return;
     while (l->n_vh) {
         const vt_entry *e = &l->vh[0];
         const net_group *g = &n->g[e->group];
-        if (g->active_pos >= 0 && g->seq == e->seq && g->gen == e->gen && g->state == NG_BULK) return;
+        if (g->active_pos >= 0 && g->seq == e->seq && g->gen == e->gen && g->state == NG_BULK) {
+            l->vt_ok = 1;
+            return;
+        }
         vt_pop(l);
     }
 }
@@ -89,6 +102,7 @@ static void bind(sim_net *n, int id, double rem)
 {
     net_group *g = &n->g[id];
     net_link *l = &n->links[g->link[0]];
+    if (g->state == NG_BULK) l->vt_ok = 0;
     g->state = NG_BOUND;
     g->rem = rem;
     g->rate = 0;
@@ -156,6 +170,7 @@ void net_fast_enter(sim_net *n)
         net_link *l = &n->links[n->perm[i]];
         l->V = l->r = l->load = 0;
         l->n_vh = l->n_bound = 0;
+        l->vt_ok = 0;
     }
     n->n_k = n->n_bound = 0;
     for (int i = 0; i < n->n_active; i++) {
@@ -182,6 +197,7 @@ void net_fast_leave(sim_net *n)
     for (int i = 0; i < n->n_perm; i++) {
         net_link *l = &n->links[n->perm[i]];
         l->n_vh = l->n_bound = 0;
+        l->vt_ok = 0;
         l->load = 0;
     }
     for (int i = 0; i < n->n_k; i++) n->links[n->kset[i]].in_k = 0;
@@ -200,8 +216,10 @@ void net_fast_added(sim_net *n, int id)
 void net_fast_removed(sim_net *n, int id)
 {
     net_group *g = &n->g[id];
-    if (g->state == NG_BULK) n->links[g->link[0]].load -= g->w[0];
-    else if (g->state == NG_BOUND) unbind(n, id);
+    if (g->state == NG_BULK) {
+        n->links[g->link[0]].load -= g->w[0];
+        n->links[g->link[0]].vt_ok = 0;
+    } else if (g->state == NG_BOUND) unbind(n, id);
     g->state = NG_PLAIN;
     if (g->shaped) {
         net_link *t = &n->links[g->link[1]];
@@ -211,15 +229,81 @@ void net_fast_removed(sim_net *n, int id)
 
 /* ---- solving ------------------------------------------------------------------------ */
 
+/* The relaxed solve's queue of link levels: an indexed binary heap of (x, link), one
+ * entry per link (l->hpos = index + 1), so raising a level moves its entry instead of
+ * adding one. It pops links in the same (x, link id) order as net.c's lazy heap, whose
+ * superseded entries are skipped: only each link's latest level counts in both. */
+
+static int lv_before(const level *a, const level *b)
+{
+    return a->x < b->x || (a->x == b->x && a->link < b->link);
+}
+
+static void lv_place(sim_net *n, int i, level e)
+{
+    n->heap[i] = e;
+    n->links[e.link].hpos = i + 1;
+}
+
+static void lv_up(sim_net *n, int i, level e)
+{
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (!lv_before(&e, &n->heap[p])) break;
+        lv_place(n, i, n->heap[p]);
+        i = p;
+    }
+    lv_place(n, i, e);
+}
+
+static void lv_down(sim_net *n, int i, level e)
+{
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n->n_heap) break;
+        if (c + 1 < n->n_heap && lv_before(&n->heap[c + 1], &n->heap[c])) c++;
+        if (!lv_before(&n->heap[c], &e)) break;
+        lv_place(n, i, n->heap[c]);
+        i = c;
+    }
+    lv_place(n, i, e);
+}
+
+/* Sets link id's level to x (adds it when absent). */
+static void lv_set(sim_net *n, int id, double x)
+{
+    level e = {x, id, 0};
+    int i = n->links[id].hpos - 1;
+    if (i < 0) {
+        if (n->n_heap == n->cap_heap) {
+            n->cap_heap = n->cap_heap ? n->cap_heap * 2 : 256;
+            n->heap = xrealloc(n->heap, (size_t)n->cap_heap * sizeof *n->heap);
+        }
+        lv_up(n, n->n_heap++, e);
+    } else if (lv_before(&e, &n->heap[i])) {
+        lv_up(n, i, e);
+    } else {
+        lv_down(n, i, e);
+    }
+}
+
+static level lv_pop(sim_net *n)
+{
+    level top = n->heap[0], last = n->heap[--n->n_heap];
+    n->links[top.link].hpos = 0;
+    if (n->n_heap) lv_down(n, 0, last);
+    return top;
+}
+
 static void raise_level(sim_net *n, int id, double x)
 {
     net_link *m = &n->links[id];
     if (m->unfrozen <= 1e-9) {
-        m->unfrozen = 0;
+        m->unfrozen = 0;  /* its entry stays queued and is skipped when popped */
         return;
     }
     double xm = (m->cap - m->frozen) / m->unfrozen;
-    net_heap_push(n, xm > x ? xm : x, id, ++m->ver);
+    lv_set(n, id, xm > x ? xm : x);
 }
 
 /* Progressive filling over the ps links (BULK weight plus BOUND groups) and K. */
@@ -236,19 +320,21 @@ static void relaxed_solve(sim_net *n)
             g->frozen = 0;
             l->unfrozen += g->w[0];
         }
-        if (l->unfrozen > 0) net_heap_push(n, l->cap / l->unfrozen, n->perm[i], ++l->ver);
+        if (l->unfrozen > 0) lv_set(n, n->perm[i], l->cap / l->unfrozen);
     }
     for (int i = 0; i < n->n_k; i++) {
         net_link *t = &n->links[n->kset[i]];
-        t->frozen = t->unfrozen = 0;
-        for (int j = 0; j < t->n_groups; j++) t->unfrozen += n->g[t->groups[j]].w[1];
-        net_heap_push(n, t->cap / t->unfrozen, n->kset[i], ++t->ver);
+        /* every group on a NIC is shaped (weight 1 there): the sum of the weights is the
+         * count, exactly, without visiting the groups */
+        t->frozen = 0;
+        t->unfrozen = (double)t->n_groups;
+        lv_set(n, n->kset[i], t->cap / t->unfrozen);
     }
     double level_now = 0;
     while (n->n_heap) {
-        level e = net_heap_pop(n);
+        level e = lv_pop(n);
         net_link *l = &n->links[e.link];
-        if (e.ver != l->ver || l->unfrozen <= 0) continue;
+        if (l->unfrozen <= 0) continue;
         double x = e.x > level_now ? e.x : level_now;
         level_now = x;
         int side = l->temporary ? 0 : 1;  /* the other link of this link's groups */

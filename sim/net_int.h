@@ -24,6 +24,7 @@ typedef struct net_link {
     int *groups;        /* groups crossing this link */
     int n_groups, cap_groups;
     uint32_t ver;
+    int hpos;           /* net_fast.c's relaxed solve: index in its level heap + 1, 0 none */
     int temporary, alive;
     int last_perm;      /* temporary: permanent link of the last group added, -1 none */
     /* fast path, permanent links: weight of its BULK groups, their virtual bytes sent per
@@ -32,6 +33,7 @@ typedef struct net_link {
     double load, V, r;
     vt_entry *vh;
     int n_vh, cap_vh;
+    int vt_ok;          /* the top mark is known live (vt_clean has nothing to do) */
     int *bound;
     int n_bound, cap_bound;
     /* fast path, temporary links: index in the candidate set + 1 (0: not in it), the

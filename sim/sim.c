@@ -78,7 +78,7 @@ static void ack_add(sim_world *w, int id, int k, int v, int st)
 static void ack_send(sim_world *w, int id)
 {
     if (w->acks[id].n) {
-        sim_heap_push(&w->heap, w->now + w->lat_ns, EV_ACKS, id, 0);
+        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_ACKS, id, 0);
         return;
     }
     w->acks[id].next_free = w->free_ack;
@@ -165,7 +165,7 @@ static void ssp_release(sim_world *w)
     for (int i = 0; i < w->n_ssp_wait; i++) {
         int k = w->ssp_wait[i];
         if (ssp_gate_may_start(w->gate, w->ssp_step[i]))
-            sim_heap_push(&w->heap, w->now + w->lat_ns, EV_SSP_GO, k, w->wk[k].inc);
+            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_SSP_GO, k, w->wk[k].inc);
         else {
             w->ssp_wait[j] = k;
             w->ssp_step[j] = w->ssp_step[i];
@@ -185,7 +185,7 @@ static void net_sync(sim_world *w)
     for (int i = 0; i < n; i++) {
         int c = (int)(d[i].cookie / w->P), p = (int)(d[i].cookie % w->P);
         int type = w->cohorts[c].dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER;
-        sim_heap_push(&w->heap, w->now + w->lat_ns, type, c, p);
+        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, type, c, p);
     }
 }
 
@@ -245,7 +245,7 @@ static void flush_dir(sim_world *w, int dir)
         if (w->ps_first[p + 1] == w->ps_first[p]) continue;
         co->groups_left++;
         if (w->ps_bytes[p] <= 0) {
-            sim_heap_push(&w->heap, w->now + w->lat_ns, dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER, c, p);
+            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER, c, p);
             continue;
         }
         if (co->link < 0) {
@@ -270,7 +270,7 @@ static void wk_pull(sim_world *w, int k)
         emit_wk(w, EVT_PULL_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
                 0, msg_id(w, k, v));
     emit_wk_phase(w, EVT_PULL_BEGIN, k, wk->local, 0);
-    sim_heap_push(&w->heap, w->now + w->lat_ns, EV_PULL_ARRIVE, k, wk->inc);
+    sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_PULL_ARRIVE, k, wk->inc);
 }
 
 static void wk_start_step(sim_world *w, int k)
@@ -287,7 +287,7 @@ static void wk_start_step(sim_world *w, int k)
     if (w->gate) {
         wk->phase = W_SSP;
         wk->t_wait = -1;
-        sim_heap_push(&w->heap, w->now + w->lat_ns, EV_SSP_REQ, k, wk->inc);
+        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_SSP_REQ, k, wk->inc);
         return;
     }
     wk_pull(w, k);
@@ -554,7 +554,7 @@ static void dispatch(sim_world *w, const sim_event *ev)
         sim_wk *wk = &w->wk[k];
         if (wk->dead || wk->inc != ev->b) return;
         if (ssp_gate_may_start(w->gate, wk->local)) {
-            sim_heap_push(&w->heap, w->now + w->lat_ns, EV_SSP_GO, k, wk->inc);
+            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_SSP_GO, k, wk->inc);
             return;
         }
         wk->t_wait = w->now;

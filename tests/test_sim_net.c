@@ -210,6 +210,47 @@ static void test_heap(void)
     sim_heap_release(&h);
 }
 
+/* The FIFO beside the heap: interleaved pushes at a clock plus a constant delay (FIFO)
+ * and at random delays (heap), popped while pushing, give exactly the heap-only order. */
+static void test_heap_fifo(void)
+{
+    sim_heap a, b;
+    sim_heap_init(&a);
+    sim_heap_init(&b);
+    dp_rng r;
+    dp_rng_seed(&r, 5);
+    int64_t now = 0;
+    int ok = 1, n = 0;
+    for (int i = 0; i < 200000; i++) {
+        uint32_t what = (uint32_t)dp_rng_below(&r, 4);
+        if (what == 0) {
+            int64_t d = (int64_t)dp_rng_below(&r, 100);
+            sim_heap_push(&a, now + d, 1, i, 0);
+            sim_heap_push(&b, now + d, 1, i, 0);
+        } else if (what == 1) {
+            sim_heap_push(&a, now + 7, 2, i, 0);
+            sim_heap_push_fifo(&b, now + 7, 2, i, 0);
+        } else {
+            sim_event x, y;
+            int ga = sim_heap_pop(&a, &x), gb = sim_heap_pop(&b, &y);
+            if (ga != gb || sim_heap_top_time(&a) != sim_heap_top_time(&b)) ok = 0;
+            if (!ga) continue;
+            if (x.t != y.t || x.seq != y.seq || x.type != y.type || x.a != y.a) ok = 0;
+            now = x.t;
+            n++;
+        }
+    }
+    sim_event x, y;
+    while (sim_heap_pop(&a, &x)) {
+        if (!sim_heap_pop(&b, &y) || x.seq != y.seq || x.t != y.t) ok = 0;
+        n++;
+    }
+    CHECK(ok && n > 100000);
+    CHECK(sim_heap_top_time(&b) == INT64_MAX && !sim_heap_pop(&b, &y));
+    sim_heap_release(&a);
+    sim_heap_release(&b);
+}
+
 static void test_units(void)
 {
     char err[DP_ERRLEN];
@@ -276,6 +317,7 @@ int main(void)
     test_fast_exact();
     test_completion();
     test_heap();
+    test_heap_fifo();
     test_units();
     return CHECK_DONE();
 }
