@@ -4,7 +4,8 @@
  * task box, variable bar and an in-flight packet sit where the layout says, byte-identical
  * re-renders (PNG, PDF), a golden image with a tolerance (tests/golden/viz_small.png;
  * VIZ_UPDATE_GOLDEN=1 rewrites it), placement view, dense mode, in-memory sources,
- * navigation, hit tests and a damaged trace. */
+ * navigation, hit tests and a damaged trace; many ps (100) as compact cells that keep a
+ * readable size, do not overlap and are drawn where the layout says. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,96 @@ static void test_layout(void)
     viz_layout_compute(&in, &l);
     CHECK(l.var_bar[VIZ_MAX_BARS - 1].w > 0 && l.var_bar[VIZ_MAX_BARS].w == 0);
     CHECK(l.more_bar[0].w > 0 && inside(l.ps_box[0], l.more_bar[0]));
+    viz_layout_release(&l);
+}
+
+/* Compact ps cells for n_ps ps at w x h: readable size, inside the cluster and the ps
+ * area, no two overlapping, the load strips inside their cells, workers below. */
+static void check_ps_cells(int w, int h, double dpr, int n_ps, int n_workers, double min_side)
+{
+    int n_vars = n_ps + n_ps / 2;
+    int *vps = xmalloc((size_t)n_vars * sizeof *vps);
+    int64_t *vb = xmalloc((size_t)n_vars * sizeof *vb);
+    for (int v = 0; v < n_vars; v++) vps[v] = v % n_ps, vb[v] = v < n_ps ? 4000 + v * 10 : 512;
+    viz_layout_input in = {w, h, dpr, n_ps, n_workers, n_vars, vps, vb, 1, 10};
+    viz_layout l;
+    viz_layout_compute(&in, &l);
+    CHECK_MSG(l.compact_ps, "%d ps at %dx%d: compact", n_ps, w, h);
+    CHECK(l.ps_cols * l.ps_rows >= n_ps && l.ps_label_every >= 1);
+    CHECK(inside(l.cluster, l.ps_area));
+    double min_w = 1e9, min_h = 1e9;
+    int outside = 0, overlaps = 0, strips_out = 0;
+    for (int p = 0; p < n_ps; p++) {
+        viz_rect b = l.ps_box[p];
+        min_w = fmin(min_w, b.w);
+        min_h = fmin(min_h, b.h);
+        outside += !inside(l.cluster, b) || !inside(l.ps_area, b);
+        for (int k = 0; k < p; k++) overlaps += overlap(b, l.ps_box[k]);
+    }
+    for (int v = 0; v < n_vars; v++) strips_out += !inside(l.ps_box[vps[v]], l.var_bar[v]);
+    CHECK_MSG(min_w >= min_side && min_h >= min_side, "%d ps at %dx%d: smallest cell %.1f x %.1f",
+              n_ps, w, h, min_w, min_h);
+    CHECK_MSG(outside == 0, "%d ps cells outside the cluster / ps area", outside);
+    CHECK_MSG(overlaps == 0, "%d overlapping ps cells", overlaps);
+    CHECK_MSG(strips_out == 0, "%d load strips outside their cells", strips_out);
+    CHECK(l.var_bar[0].w > 0 && l.var_bar[n_ps].w > 0);   /* every variable has a segment */
+    /* labels every Nth cell: N cells wide always hold the widest index */
+    double pitch = l.ps_cols > 1 ? l.ps_box[1].x - l.ps_box[0].x : l.ps_box[0].w;
+    int digits = n_ps > 1000 ? 4 : n_ps > 100 ? 3 : n_ps > 10 ? 2 : 1;
+    CHECK(l.ps_label_every * pitch >= digits * 0.6 * l.font_small);
+    double ps_bottom = l.ps_area.y + l.ps_area.h;
+    if (l.dense) CHECK(l.grid.y > ps_bottom && inside(l.cluster, l.grid));
+    else {
+        int bad = 0;
+        for (int k = 0; k < n_workers; k++)
+            bad += !(l.worker_box[k].y > ps_bottom && inside(l.cluster, l.worker_box[k]));
+        CHECK_MSG(bad == 0, "%d worker boxes not below the ps", bad);
+    }
+    viz_layout_release(&l);
+    free(vps);
+    free(vb);
+}
+
+static void test_layout_many_ps(void)
+{
+    check_ps_cells(1280, 720, 1, 100, 10000, 24);   /* the 10,000 x 100 simulation */
+    check_ps_cells(1280, 720, 1, 100, 64, 24);
+    check_ps_cells(1920, 1080, 1, 100, 10000, 36);
+    check_ps_cells(2560, 1440, 2, 100, 10000, 48);  /* HiDPI scales the cells */
+    check_ps_cells(960, 540, 1, 100, 300, 16);
+    check_ps_cells(1280, 720, 1, 16, 256, 40);
+    check_ps_cells(1280, 720, 1, 9, 8, 40);
+    check_ps_cells(1280, 720, 1, 1000, 10000, 6);   /* beyond the simulator's usual */
+    viz_layout l;
+    int vps[2] = {0, 1};
+    int64_t vb[2] = {100, 100};
+    /* at 1280x720, 100 ps: four rows of 25, every cell labelled */
+    viz_layout_input in = {1280, 720, 1, 100, 10000, 2, vps, vb, 1, 10};
+    viz_layout_compute(&in, &l);
+    CHECK(l.ps_rows <= 5 && l.ps_label_every == 1);
+    CHECK(l.ps_area.h <= l.cluster.h * 0.36);   /* the grid keeps most of the room */
+    viz_layout_release(&l);
+    /* 16 ps: one row */
+    in.n_ps = 16;
+    viz_layout_compute(&in, &l);
+    CHECK(l.compact_ps && l.ps_rows == 1 && l.ps_cols == 16);
+    viz_layout_release(&l);
+    /* a few ps keep their boxes */
+    for (int n = 1; n <= 6; n++) {
+        in.n_ps = n;
+        in.n_workers = 8;
+        viz_layout_compute(&in, &l);
+        CHECK_MSG(!l.compact_ps && l.ps_box[0].w >= VIZ_PS_MIN_BOX_W, "%d ps", n);
+        viz_layout_release(&l);
+    }
+    /* compare halves: narrow clusters go compact sooner, never with slivers */
+    in = (viz_layout_input){640, 720, 1, 8, 8, 2, vps, vb, 0, 10};
+    viz_layout_compute(&in, &l);
+    CHECK(l.compact_ps && l.ps_box[0].w >= 40);
+    viz_layout_release(&l);
+    in.n_ps = 4;
+    viz_layout_compute(&in, &l);
+    CHECK(!l.compact_ps && l.ps_box[0].w >= l.font_small * 8);
     viz_layout_release(&l);
 }
 
@@ -356,6 +447,68 @@ static void test_dense(void)
     viz_source_free(s);
 }
 
+/* 100 ps above a dense grid: every cell drawn where the layout says (its border, its
+ * index in ink, its variable's colour on the load strip), and clicks find the ps. */
+static void test_many_ps(void)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/many_ps.trace", dir);
+    CHECK(write_synth(path, 100, 100, 100, 2, 5) > 0);
+    char err[DP_ERRLEN];
+    viz_source *s = viz_source_open(path, err);
+    CHECK_MSG(s != NULL, "%s", err);
+    if (!s) return;
+    viz_view v;
+    viz_view_init(&v);
+    v.t = viz_source_t1(s) / 2;
+    cairo_surface_t *img = viz_render_image(s, &v);
+    viz_ctx c;
+    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    CHECK(c.lay.dense && c.lay.compact_ps && c.lay.n_ps == 100 && c.lay.ps_label_every == 1);
+    int no_border = 0, no_label = 0, strip_wrong = 0;
+    for (int p = 0; p < 100; p++) {
+        viz_rect b = c.lay.ps_box[p];
+        int border = 0, ink = 0;
+        for (double dy = -1; dy <= 1; dy += 0.5)
+            border |= pixel(img, b.x + b.w / 2, b.y + dy).r < 0.9;   /* ink, vermillion or blue */
+        for (double x = b.x + 3; x < b.x + b.w - 3; x += 1)
+            for (double y = b.y + 2; y < b.y + c.lay.font_small * 1.1; y += 1)
+                ink += near(pixel(img, x, y), VIZ_INK, 0.25);
+        no_border += !border;
+        no_label += ink < 8;
+    }
+    for (int i = 0; i < s->m.n_vars; i++) {
+        viz_rect r = c.lay.var_bar[i];
+        if (r.w < 3) continue;
+        strip_wrong += !near(pixel(img, r.x + r.w / 2, r.y + r.h / 2), viz_var_color(i), 0.03);
+    }
+    CHECK_MSG(no_border == 0, "%d ps cells without a border", no_border);
+    CHECK_MSG(no_label == 0, "%d ps cells without their index", no_label);
+    CHECK_MSG(strip_wrong == 0, "%d load-strip segments not in their variable's colour", strip_wrong);
+    viz_selection sel;
+    viz_rect b = c.lay.ps_box[57];
+    viz_hit(s, &v, b.x + b.w / 2, b.y + b.h / 2, &sel);
+    CHECK(sel.kind == VIZ_SEL_TASK && sel.job == EVT_JOB_PS && sel.task == 57);
+    viz_ctx_end(&c);
+    cairo_surface_destroy(img);
+    viz_source_free(s);
+    /* 100 ps over a few worker boxes: cells, edges, packets, a selected cell's card */
+    CHECK(write_synth(path, 100, 8, 100, 2, 1) > 0);
+    s = viz_source_open(path, err);
+    CHECK_MSG(s != NULL, "%s", err);
+    if (!s) return;
+    v.t = viz_source_t1(s) / 3;
+    v.sel = (viz_selection){VIZ_SEL_TASK, EVT_JOB_PS, 3, 0, 0};
+    img = viz_render_image(s, &v);
+    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    CHECK(!c.lay.dense && c.lay.compact_ps);
+    b = c.lay.ps_box[3];
+    CHECK(near(pixel(img, b.x + 0.5, b.y + b.h / 2), VIZ_ACCENT, 0.1));   /* selected */
+    viz_ctx_end(&c);
+    cairo_surface_destroy(img);
+    viz_source_free(s);
+}
+
 static void test_mem_source(void)
 {
     evgen g;
@@ -413,6 +566,7 @@ int main(void)
     snprintf(dir, sizeof dir, "/tmp/test_viz.XXXXXX");
     if (!mkdtemp(dir)) return 1;
     test_layout();
+    test_layout_many_ps();
     char path[400], err[DP_ERRLEN];
     snprintf(path, sizeof path, "%s/small.trace", dir);
     CHECK(write_synth(path, 2, 4, 4, 12, 1) > 0);
@@ -435,6 +589,7 @@ int main(void)
     }
     viz_source_free(s);
     test_dense();
+    test_many_ps();
     test_mem_source();
     test_damaged(path);
     char cmd[300];

@@ -4,7 +4,8 @@
  * edges with packets in flight interpolated between their begin and end times, stale
  * gradients dying greyed and crossed at the ps, and the sync barrier that waiting workers
  * line up against. Beyond VIZ_DENSE_WORKERS workers: a grid of phase-coloured cells
- * (drawn as one scaled image) and per-ps traffic bands whose width shows bytes/s. */
+ * (drawn as one scaled image) and per-ps traffic bands whose width shows bytes/s. Many
+ * ps are compact cells (pscells.c); many edges become a bus, many packets a batch. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,12 +197,51 @@ static void draw_worker(viz_ctx *c, int w, double lift)
     }
 }
 
+/* Past this many packets in flight (many ps, each variable its own message) they are
+ * drawn smaller, in one fill per variable colour and without outlines: thousands of
+ * separate arcs would cost more than a frame, and full-size ones hide everything. */
+#define VIZ_BATCH_PACKETS 512
+
+static double packet_radius(const viz_packet *p, double s)
+{
+    return fmin(13, fmax(6, 3 + sqrt((double)(p->bytes > 0 ? p->bytes : 0)) / 60)) * s;
+}
+
+static void draw_packets_batched(viz_ctx *c)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    int n = c->fr.n_pk, nv = c->src->m.n_vars + 1;
+    double shrink = fmax(0.35, sqrt((double)VIZ_BATCH_PACKETS / n));   /* a stream, not confetti */
+    int *start = xcalloc((size_t)nv + 1, sizeof *start), *order = xmalloc((size_t)n * sizeof *order);
+    for (int i = 0; i < n; i++) start[c->fr.pk[i].var + 1]++;   /* var -1 (unknown) first */
+    for (int v = 1; v <= nv; v++) start[v] += start[v - 1];
+    for (int v = nv; v > 0; v--) start[v] = start[v - 1];
+    start[0] = 0;
+    for (int i = 0; i < n; i++) order[start[c->fr.pk[i].var + 1]++] = i;
+    for (int k = 0; k < n;) {
+        int var = c->fr.pk[order[k]].var;
+        for (; k < n && c->fr.pk[order[k]].var == var; k++) {
+            const viz_packet *p = &c->fr.pk[order[k]];
+            if (p->dropped) continue;
+            double frac = p->t1 > p->t0 ? (double)(c->t - p->t0) / (double)(p->t1 - p->t0) : 1;
+            viz_point q = viz_layout_packet_pos(l, p->ps, p->worker, p->is_push, frac);
+            cairo_new_sub_path(cr);
+            cairo_arc(cr, q.x, q.y, packet_radius(p, l->s) * shrink, 0, 2 * M_PI);
+        }
+        viz_set(cr, viz_var_color(var));
+        cairo_fill(cr);
+    }
+    free(order);
+    free(start);
+}
+
 static void draw_packet(viz_ctx *c, const viz_packet *p)
 {
     cairo_t *cr = c->cr;
     const viz_layout *l = &c->lay;
     double s = l->s;
-    double rad = fmin(13, fmax(6, 3 + sqrt((double)(p->bytes > 0 ? p->bytes : 0)) / 60)) * s;
+    double rad = packet_radius(p, s);
     if (p->dropped) {
         double age = (double)(c->t - p->t0);
         double span = (double)(c->src->m.dur_n[1] ? c->src->m.dur_sum[1] / (double)c->src->m.dur_n[1]
@@ -236,18 +276,51 @@ static void draw_packet(viz_ctx *c, const viz_packet *p)
     cairo_stroke(cr);
 }
 
+/* Every worker talks to every ps. Up to VIZ_MESH_EDGES edges are drawn; past that a mesh
+ * is a grey wall (and costs cairo tens of ms), so each ps and each worker gets a stub to
+ * one shared bus line instead. */
+#define VIZ_MESH_EDGES 256
 static void draw_edges(viz_ctx *c)
 {
     cairo_t *cr = c->cr;
     const viz_layout *l = &c->lay;
     viz_seta(cr, VIZ_LINE, 0.9);
     cairo_set_line_width(cr, 1.2 * l->s);
-    for (int w = 0; w < l->n_workers; w++)
-        for (int p = 0; p < l->n_ps; p++) {
-            viz_point a = viz_layout_ps_anchor(l, p, w), b = viz_layout_worker_anchor(l, w);
-            cairo_move_to(cr, a.x, a.y);
-            cairo_line_to(cr, b.x, b.y);
-        }
+    double edges = (double)l->n_workers * l->n_ps;
+    if (edges <= VIZ_MESH_EDGES) {
+        /* one path while few; past that one stroke each: crossings within one path cost
+         * cairo far more than the extra calls */
+        for (int w = 0; w < l->n_workers; w++)
+            for (int p = 0; p < l->n_ps; p++) {
+                viz_point a = viz_layout_ps_anchor(l, p, w), b = viz_layout_worker_anchor(l, w);
+                cairo_move_to(cr, a.x, a.y);
+                cairo_line_to(cr, b.x, b.y);
+                if (edges > 64) cairo_stroke(cr);
+            }
+        cairo_stroke(cr);
+        return;
+    }
+    double top = l->ps_area.y + l->ps_area.h, y = top + (l->barrier_y - top) * 0.3;
+    double x0 = l->cluster.x + l->cluster.w, x1 = l->cluster.x;
+    for (int p = 0; p < l->n_ps; p++) {
+        viz_point a = viz_layout_ps_anchor(l, p, 0);
+        cairo_move_to(cr, a.x, a.y);
+        cairo_line_to(cr, a.x, y);
+        x0 = fmin(x0, a.x);
+        x1 = fmax(x1, a.x);
+    }
+    for (int w = 0; w < l->n_workers; w++) {
+        viz_point b = viz_layout_worker_anchor(l, w);
+        cairo_move_to(cr, b.x, b.y);
+        cairo_line_to(cr, b.x, y);
+        x0 = fmin(x0, b.x);
+        x1 = fmax(x1, b.x);
+    }
+    cairo_stroke(cr);
+    viz_set(cr, VIZ_LINE);
+    cairo_set_line_width(cr, 3 * l->s);
+    cairo_move_to(cr, x0, y);
+    cairo_line_to(cr, x1, y);
     cairo_stroke(cr);
 }
 
@@ -291,33 +364,23 @@ static void draw_barrier(viz_ctx *c, int waiting, int64_t step)
     viz_text(cr, l->cluster.x + 4 * s, y - l->font_small * 0.4, buf, 0, 0);
 }
 
-static double ps_rate(const viz_model *m, int b, int p, int push, int span)
-{
-    double sum = 0;
-    int k = p < VIZ_PS_SERIES ? p : VIZ_PS_SERIES - 1, n = 0;
-    for (int i = b - span + 1; i <= b; i++, n++)
-        if (i >= 0) sum += m->ps_bytes.v[(size_t)i * m->ps_bytes.k + 2 * k + push];
-    return sum / ((double)n * (double)m->bw / 1e9);
-}
-
-static void draw_dense(viz_ctx *c, const int *count)
+/* Traffic bands, one per ps box (compact ps: one per column of cells, pscells.c). */
+static void draw_bands(viz_ctx *c)
 {
     cairo_t *cr = c->cr;
     const viz_layout *l = &c->lay;
     const viz_model *m = &c->src->m;
-    double s = l->s;
-    int b = viz_model_bucket(m, c->t), span = viz_model_rate_span(m);
-    double max_rate = 1;
-    for (int i = 0; i < m->nb; i++)
-        for (int p = 0; p < l->n_ps && p < VIZ_PS_SERIES; p++)
-            for (int d = 0; d < 2; d++)
-                max_rate = fmax(max_rate, ps_rate(m, i, p, d, span));
-    for (int p = 0; p < l->n_ps; p++) {   /* traffic bands: width ~ bytes/s */
+    int n = l->n_ps, span = viz_model_rate_span(m);
+    if (n <= 0) return;
+    double *rate = xcalloc(2 * (size_t)n, sizeof *rate);
+    viz_model_ps_rates(m, viz_model_bucket(m, c->t), span, n, rate);
+    double max_rate = viz_model_ps_rate_peak(m, span, n, NULL, 0);
+    for (int p = 0; p < n; p++) {   /* width ~ bytes/s */
         viz_rect pb = l->ps_box[p];
-        double gx = l->grid.x + l->grid.w * (p + 0.5) / l->n_ps;
+        double gx = l->grid.x + l->grid.w * (p + 0.5) / n;
         for (int d = 0; d < 2; d++) {
-            double r = ps_rate(m, b, p, d, span) / max_rate;
-            double wt = pb.w * 0.4 * r, wb = fmin(l->grid.w / l->n_ps * 0.45, pb.w * 0.4) * r;
+            double r = rate[2 * p + d] / max_rate;
+            double wt = pb.w * 0.4 * r, wb = fmin(l->grid.w / n * 0.45, pb.w * 0.4) * r;
             double sx = d ? 1 : -1, x0 = pb.x + pb.w / 2, y0 = pb.y + pb.h, y1 = l->grid.y -
                                                                                l->font * 1.4;
             cairo_move_to(cr, x0, y0);
@@ -329,6 +392,16 @@ static void draw_dense(viz_ctx *c, const int *count)
             cairo_fill(cr);
         }
     }
+    free(rate);
+}
+
+static void draw_dense(viz_ctx *c, const int *count)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    double s = l->s;
+    if (l->compact_ps) viz_draw_ps_col_bands(c);
+    else draw_bands(c);
     /* the grid: one pixel per worker in a small image, scaled up without smoothing */
     int cols = l->grid_cols, rows = l->grid_rows;
     cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, cols, rows);
@@ -388,12 +461,14 @@ void viz_draw_cluster(viz_ctx *c)
     int64_t bstep;
     phase_counts(c->st, l->n_workers, count, &bstep);
     if (l->dense) {
-        for (int p = 0; p < l->n_ps; p++) draw_ps(c, p);
         draw_dense(c, count);
+        if (l->compact_ps) viz_draw_ps_cells(c);
+        else for (int p = 0; p < l->n_ps; p++) draw_ps(c, p);
         return;
     }
     draw_edges(c);
-    for (int p = 0; p < l->n_ps; p++) draw_ps(c, p);
+    if (l->compact_ps) viz_draw_ps_cells(c);
+    else for (int p = 0; p < l->n_ps; p++) draw_ps(c, p);
     int waiting = count[EVT_PHASE_BARRIER];
     if (waiting > 0) draw_barrier(c, waiting, bstep);
     double lift = 0;
@@ -404,7 +479,15 @@ void viz_draw_cluster(viz_ctx *c)
         int at_barrier = tk && tk->phase == EVT_PHASE_BARRIER && l->worker_box[w].y <= l->worker_box[0].y;
         draw_worker(c, w, at_barrier ? fmax(lift, 0) : 0);
     }
-    for (int i = 0; i < c->fr.n_pk; i++) draw_packet(c, &c->fr.pk[i]);
+    if (c->fr.n_pk > VIZ_BATCH_PACKETS) {
+        draw_packets_batched(c);
+        for (int i = 0; i < c->fr.n_pk; i++)   /* dying gradients and the selection on top */
+            if (c->fr.pk[i].dropped || (c->view->sel.kind == VIZ_SEL_PACKET &&
+                                        c->view->sel.task == c->fr.pk[i].worker &&
+                                        c->view->sel.id == c->fr.pk[i].id))
+                draw_packet(c, &c->fr.pk[i]);
+    } else
+        for (int i = 0; i < c->fr.n_pk; i++) draw_packet(c, &c->fr.pk[i]);
     if (l->n_ps == 0 && l->n_workers == 0) {
         viz_font(c->cr, l->font, 0);
         viz_set(c->cr, VIZ_MUTED);

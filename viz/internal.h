@@ -16,7 +16,7 @@
 
 #define VIZ_BUCKETS 2048
 #define VIZ_LOSS_WORKERS 8      /* per-worker loss curves kept */
-#define VIZ_PS_SERIES 64        /* ps tasks with their own traffic series (rest summed) */
+#define VIZ_PS_SERIES 256       /* ps tasks with their own traffic series (rest summed) */
 #define VIZ_STALE_BINS 12       /* staleness 0..10, 11+ */
 #define VIZ_MAX_LANES 48        /* tasks with their own timeline lane */
 #define VIZ_MAX_OPS 20000       /* placement rows kept */
@@ -72,6 +72,15 @@ int viz_model_bucket(const viz_model *m, int64_t t);
 /* Global step reached by the end of bucket b (prefix max). */
 int64_t viz_model_gstep_at(const viz_model *m, int b);
 int viz_model_lane(const viz_model *m, int job, int task);   /* -1 none */
+/* Bytes/s over the span buckets ending at bucket b, pulled from (rate[2p]) and pushed to
+ * (rate[2p + 1]) each of n_ps ps; ps past the model's own series share its last evenly.
+ * rate is the caller's, 2 * n_ps long. */
+void viz_model_ps_rates(const viz_model *m, int b, int span, int n_ps, double *rate);
+/* The peak over the run of those rates, summed per group and taken per direction (group[p]
+ * in [0, n_groups); NULL: every ps its own group). At least 1. Costs one pass over the
+ * buckets (a sliding window), so it is cheap enough for every frame. */
+double viz_model_ps_rate_peak(const viz_model *m, int span, int n_ps, const int *group,
+                              int n_groups);
 /* Buckets to average rates over: about 1.5 global steps (16 .. nb/4). */
 int viz_model_rate_span(const viz_model *m);
 /* Devices of task (job, task) in order of appearance: fills ids (up to max), returns
@@ -158,6 +167,8 @@ void viz_ctx_begin(viz_ctx *c, cairo_t *cr, viz_source *s, const viz_view *v, in
                    int w, int h, int side_panels);
 void viz_ctx_end(viz_ctx *c);
 void viz_draw_cluster(viz_ctx *c);          /* draw.c */
+void viz_draw_ps_cells(viz_ctx *c);         /* pscells.c: compact ps row */
+void viz_draw_ps_col_bands(viz_ctx *c);     /* pscells.c: dense traffic per column of cells */
 void viz_cluster_hit(const viz_ctx *c, double x, double y, viz_selection *out);
 void viz_draw_topbar(viz_ctx *c, viz_rect r, const char *tag);  /* panels.c */
 void viz_draw_panels(viz_ctx *c);

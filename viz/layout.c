@@ -50,6 +50,71 @@ static void layout_frame(const viz_layout_input *in, viz_layout *l)
                             body_bot - body_top};
 }
 
+/* Compact ps: cells in the rows x cols grid that keeps them squarest and largest within
+ * about a third of the cluster's height, under a caption line. Each cell carries a load
+ * strip along its bottom: as long as the ps's bytes against the fullest ps, split into
+ * one segment per variable (width ~ bytes). */
+static void layout_ps_cells(const viz_layout_input *in, viz_layout *l, const int64_t *held)
+{
+    double s = l->s, pad = 10 * s, gap = fmax(3 * s, 2);
+    viz_rect c = l->cluster;
+    int n = l->n_ps;
+    double cap_h = l->font_small * 1.3;
+    double aw = c.w - pad, ah = fmax(c.h * 0.34 - cap_h, 8 * s);
+    double max_w = 110 * s, max_h = l->font_small * 3.4;
+    int rows = 1;
+    double best = -1;
+    for (int r = 1; r <= n; r++) {
+        int cols = (n + r - 1) / r;
+        double cw = fmin(aw / cols - gap, max_w), ch = fmin((ah + gap) / r - gap, max_h);
+        if (ch < 1) break;
+        if (fmin(cw, ch) > best + 1e-9) best = fmin(cw, ch), rows = r;  /* ties: fewer rows */
+    }
+    int cols = (n + rows - 1) / rows;
+    rows = (n + cols - 1) / cols;
+    double cw = fmax(fmin(aw / cols - gap, max_w), 1);
+    double ch = fmax(fmin((ah + gap) / rows - gap, max_h), 1);
+    double block_w = cols * (cw + gap) - gap;
+    double x0 = c.x + (c.w - block_w) / 2, y0 = c.y + pad * 0.5 + cap_h;
+    l->compact_ps = 1;
+    l->ps_cols = cols;
+    l->ps_rows = rows;
+    l->ps_area = (viz_rect){c.x, c.y + pad * 0.5, c.w, cap_h + rows * (ch + gap) - gap};
+    for (int p = 0; p < n; p++)
+        l->ps_box[p] = (viz_rect){x0 + (p % cols) * (cw + gap), y0 + (p / cols) * (ch + gap), cw, ch};
+    /* label every Nth cell, N from 1, 2, 5, 10, 20, 50 ... so that labels never collide;
+     * the width is an estimate of the bold index at font_small (digits ~0.65 em) */
+    int digits = 1;
+    for (int k = n - 1; k >= 10; k /= 10) digits++;
+    double lw = digits * 0.65 * l->font_small + 4 * s;
+    int every = 1;
+    while (every * (cw + gap) - gap < lw && every < n) {
+        int d = every, mag = 1;
+        for (; d >= 10; d /= 10) mag *= 10;
+        every = (d == 1 ? 2 : d == 2 ? 5 : 10) * mag;
+    }
+    l->ps_label_every = every;
+    /* load strips */
+    int64_t max_held = 1;
+    for (int p = 0; p < n; p++)
+        if (held[p] > max_held) max_held = held[p];
+    double inset = fmin(3 * s, cw * 0.15), sh = fmin(fmax(3 * s, ch * 0.16), ch * 0.4);
+    double *cum = xcalloc((size_t)n + 1, sizeof *cum);
+    for (int v = 0; v < in->n_vars; v++) {
+        int p = in->var_ps[v];
+        l->var_bar[v] = (viz_rect){0, 0, 0, 0};
+        if (p < 0 || p >= n || held[p] <= 0) continue;
+        viz_rect b = l->ps_box[p];
+        double full = (b.w - 2 * inset) * (double)held[p] / (double)max_held;
+        double bytes = (double)(in->var_bytes[v] > 0 ? in->var_bytes[v] : 0);
+        double x = b.x + inset + full * cum[p] / (double)held[p];
+        double w = full * bytes / (double)held[p];
+        cum[p] += bytes;
+        l->var_bar[v] = (viz_rect){x, b.y + b.h - inset - sh, w, sh};
+    }
+    free(cum);
+}
+
 /* Variables per ps: counts, and the largest for bar scaling. */
 static void layout_ps(const viz_layout_input *in, viz_layout *l)
 {
@@ -57,11 +122,22 @@ static void layout_ps(const viz_layout_input *in, viz_layout *l)
     viz_rect c = l->cluster;
     int n = l->n_ps;
     int *count = xcalloc((size_t)n + 1, sizeof *count);
+    int64_t *held = xcalloc((size_t)n + 1, sizeof *held);
     int64_t max_bytes = 1;
     for (int v = 0; v < in->n_vars; v++) {
         int p = in->var_ps[v];
         if (p >= 0 && p < n) count[p]++;
+        if (p >= 0 && p < n && in->var_bytes[v] > 0) held[p] += in->var_bytes[v];
         if (in->var_bytes[v] > max_bytes) max_bytes = in->var_bytes[v];
+    }
+    double per = (c.w - pad) / (n > 0 ? n : 1);
+    double bw = fmin(per - pad, 420 * s);
+    /* the floor on fonts makes a box unreadable before s says so (compare halves) */
+    if (n > VIZ_COMPACT_PS || (n > 0 && bw < fmax(VIZ_PS_MIN_BOX_W * s, l->font_small * 8))) {
+        layout_ps_cells(in, l, held);
+        free(count);
+        free(held);
+        return;
     }
     int rows = 0;
     for (int p = 0; p < n; p++) {
@@ -76,11 +152,10 @@ static void layout_ps(const viz_layout_input *in, viz_layout *l)
         bar_h = rows ? fmax((max_h - title_h - chips_h - pad) / rows, 4 * s) : bar_h;
         box_h = fmin(box_h, max_h);
     }
-    double per = (c.w - pad) / (n > 0 ? n : 1);
-    double bw = fmin(per - pad, 420 * s);
     double x0 = c.x + (c.w - n * (bw + pad) + pad) / 2;
     for (int p = 0; p < n; p++)
         l->ps_box[p] = (viz_rect){x0 + p * (bw + pad), c.y + pad * 0.5, bw, box_h};
+    l->ps_area = (viz_rect){c.x, c.y + pad * 0.5, c.w, n > 0 ? box_h : 0};
     /* Bars: a row per variable (label above, fill below), fill width ~ sqrt(bytes). */
     memset(count, 0, ((size_t)n + 1) * sizeof *count);
     for (int v = 0; v < in->n_vars; v++) {
@@ -101,6 +176,7 @@ static void layout_ps(const viz_layout_input *in, viz_layout *l)
                                    inner * frac, bar_h * 0.34};
     }
     free(count);
+    free(held);
 }
 
 static void layout_workers(viz_layout *l)
@@ -108,7 +184,7 @@ static void layout_workers(viz_layout *l)
     double s = l->s, pad = 10 * s;
     viz_rect c = l->cluster;
     int n = l->n_workers;
-    double ps_bottom = c.y + (l->n_ps > 0 ? l->ps_box[0].h + pad : 0);
+    double ps_bottom = l->n_ps > 0 ? l->ps_area.y + l->ps_area.h + pad * 0.5 : c.y;
     double avail_top = ps_bottom + fmax(c.h * 0.16, 40 * s); /* room for edges */
     double region_h = c.y + c.h - avail_top;
     if (n <= 0) {
@@ -202,6 +278,8 @@ viz_rect viz_layout_cell(const viz_layout *l, int w)
 viz_point viz_layout_ps_anchor(const viz_layout *l, int ps, int worker)
 {
     viz_rect b = l->ps_box[ps];
+    if (l->compact_ps)   /* under the whole block, so nothing crosses the rows below */
+        return (viz_point){b.x + b.w / 2, l->ps_area.y + l->ps_area.h};
     double f = l->n_workers > 0 && !l->dense ? (worker + 0.5) / l->n_workers : 0.5;
     return (viz_point){b.x + b.w * (0.15 + 0.7 * f), b.y + b.h};
 }

@@ -1,7 +1,7 @@
 /* layout.h — the viewer's geometry, kept apart from drawing so that it can be tested
  * without pixels: where the top bar, cluster, side panels and timeline go for a frame
- * size, where each ps box, variable bar and worker box (or the dense worker grid) sits,
- * and where packets travel. Pure: the same input gives the same rectangles. Sizes are
+ * size, where each ps box (or compact ps cell), variable bar and worker box (or the dense
+ * worker grid) sits, and where packets travel. Pure: the same input gives the same rectangles. Sizes are
  * in pixels; `s` is the scale that keeps fonts readable on a projector. */
 #ifndef VIZ_LAYOUT_H
 #define VIZ_LAYOUT_H
@@ -17,6 +17,11 @@ typedef struct viz_point { double x, y; } viz_point;
 #define VIZ_N_PANELS 5   /* loss, accuracy, throughput, staleness, ps traffic */
 /* Variable bars shown per ps box before the rest are summed into one "+N more" bar. */
 #define VIZ_MAX_BARS 8
+/* Beyond this many ps, or when a ps box would be narrower than VIZ_PS_MIN_BOX_W * s (or
+ * 8 small-font ems, whichever is wider), ps become compact cells (index, load strip of
+ * their variables, traffic) in a few rows. */
+#define VIZ_COMPACT_PS 8
+#define VIZ_PS_MIN_BOX_W 120
 
 typedef struct viz_layout_input {
     int width, height;
@@ -43,9 +48,14 @@ typedef struct viz_layout {
     int n_lanes;
     double lane_h;
     int n_ps, n_workers, n_vars;
-    viz_rect *ps_box;        /* [n_ps] */
-    viz_rect *var_bar;       /* [n_vars]; w = 0 when folded into the "+N more" bar */
-    viz_rect *more_bar;      /* [n_ps]; w = 0 when not needed */
+    viz_rect *ps_box;        /* [n_ps]: a box, or (compact_ps) a cell */
+    viz_rect *var_bar;       /* [n_vars]; w = 0 when folded into the "+N more" bar; compact:
+                              * a segment of its ps's load strip (width ~ bytes) */
+    viz_rect *more_bar;      /* [n_ps]; w = 0 when not needed (always in compact mode) */
+    viz_rect ps_area;        /* the ps row(s), full cluster width; compact: caption line first */
+    int compact_ps;          /* ps as small cells rather than boxes */
+    int ps_cols, ps_rows;    /* compact: the cell grid, filled row by row */
+    int ps_label_every;      /* compact: cells whose index is a multiple of this are labelled */
     int dense;               /* 1: grid instead of worker boxes */
     viz_rect *worker_box;    /* [n_workers] (not dense) */
     int compact_workers;     /* worker boxes too small for more than a number */
@@ -59,8 +69,8 @@ typedef struct viz_layout {
 void viz_layout_compute(const viz_layout_input *in, viz_layout *out);
 void viz_layout_release(viz_layout *l);
 
-/* Where edges attach: bottom centre of a ps box (spread by worker so edges fan out),
- * top centre of a worker box (or of its grid cell). */
+/* Where edges attach: bottom centre of a ps box (spread by worker so edges fan out;
+ * compact: below its cell's column, on the bottom edge of the ps area), top centre of a worker box (or of its grid cell). */
 viz_point viz_layout_ps_anchor(const viz_layout *l, int ps, int worker);
 viz_point viz_layout_worker_anchor(const viz_layout *l, int worker);
 /* Dense grid: the cell of worker w. */

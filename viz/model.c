@@ -411,3 +411,50 @@ int viz_model_rate_span(const viz_model *m)
     double hi = m->nb / 4 > 16 ? m->nb / 4 : 16;
     return (int)(span < 16 ? 16 : span > hi ? hi : span);
 }
+
+/* Series column of ps p and the share of it that is p's own. */
+static double ps_share(int p, int n_ps, int *k)
+{
+    *k = p < VIZ_PS_SERIES ? p : VIZ_PS_SERIES - 1;
+    return p >= VIZ_PS_SERIES - 1 && n_ps > VIZ_PS_SERIES ? 1.0 / (n_ps - VIZ_PS_SERIES + 1) : 1.0;
+}
+
+void viz_model_ps_rates(const viz_model *m, int b, int span, int n_ps, double *rate)
+{
+    double per_s = (double)(span > 0 ? span : 1) * (double)m->bw / 1e9;
+    const viz_series *sr = &m->ps_bytes;
+    for (int p = 0; p < n_ps; p++) {
+        int k;
+        double wt = ps_share(p, n_ps, &k), sum[2] = {0, 0};
+        for (int i = b - span + 1; i <= b; i++)
+            if (i >= 0 && i < VIZ_BUCKETS)
+                for (int d = 0; d < 2; d++) sum[d] += sr->v[(size_t)i * sr->k + 2 * k + d];
+        rate[2 * p] = wt * sum[0] / per_s;
+        rate[2 * p + 1] = wt * sum[1] / per_s;
+    }
+}
+
+double viz_model_ps_rate_peak(const viz_model *m, int span, int n_ps, const int *group,
+                              int n_groups)
+{
+    if (!group) n_groups = n_ps;
+    if (span < 1) span = 1;
+    const viz_series *sr = &m->ps_bytes;
+    double *win = xcalloc(2 * (size_t)n_groups + 1, sizeof *win), peak = 0;
+    for (int i = 0; i < m->nb && i < VIZ_BUCKETS; i++) {
+        const double *in = sr->v + (size_t)i * sr->k;
+        const double *out = i >= span ? sr->v + (size_t)(i - span) * sr->k : NULL;
+        for (int p = 0; p < n_ps; p++) {
+            int k, g = group ? group[p] : p;
+            double wt = ps_share(p, n_ps, &k);
+            dp_assert("viz: ps group out of range", g >= 0 && g < n_groups);
+            for (int d = 0; d < 2; d++)
+                win[2 * g + d] += wt * (in[2 * k + d] - (out ? out[2 * k + d] : 0));
+        }
+        for (int j = 0; j < 2 * n_groups; j++)
+            if (win[j] > peak) peak = win[j];
+    }
+    free(win);
+    peak /= (double)span * (double)m->bw / 1e9;
+    return peak > 1 ? peak : 1;
+}

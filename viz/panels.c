@@ -244,52 +244,122 @@ static void draw_staleness(viz_ctx *c, viz_rect r)
     }
 }
 
+/* One ps's row in the traffic panel: label, pull | push bar against mx, hot outline. */
+static void traffic_row(viz_ctx *c, viz_rect row, double lw, double fs, int p, const double *rate,
+                        double mx, int hot)
+{
+    cairo_t *cr = c->cr;
+    double x = row.x + lw, w = row.w - lw, rh = row.h;
+    viz_set(cr, hot ? viz_phase_color(EVT_PHASE_DEAD) : VIZ_MUTED);
+    char lab[16];
+    snprintf(lab, sizeof lab, "ps%d", p);
+    if (rh >= fs * 0.8) viz_text(cr, row.x, row.y + rh * 0.5 + fs * 0.35, lab, 0, lw);
+    double w0 = w * rate[2 * p] / mx, w1 = w * rate[2 * p + 1] / mx;
+    viz_set(cr, viz_phase_color(EVT_PHASE_PULLING));
+    cairo_rectangle(cr, x, row.y + rh * 0.15, w0, rh * 0.7);
+    cairo_fill(cr);
+    viz_set(cr, viz_phase_color(EVT_PHASE_PUSHING));
+    cairo_rectangle(cr, x + w0, row.y + rh * 0.15, w1, rh * 0.7);
+    cairo_fill(cr);
+    if (hot) {
+        viz_set(cr, viz_phase_color(EVT_PHASE_DEAD));
+        cairo_set_line_width(cr, 2 * c->lay.s);
+        cairo_rectangle(cr, x, row.y + rh * 0.15, w0 + w1, rh * 0.7);
+        cairo_stroke(cr);
+    }
+}
+
+/* Bytes/s per ps. When a row per ps would not be readable, the busiest ps (in one or two
+ * columns, busiest first) and an "others (N ps)" line with their mean and maximum. */
 static void draw_traffic(viz_ctx *c, viz_rect r)
 {
     cairo_t *cr = c->cr;
     const viz_model *m = &c->src->m;
-    int n = m->n_ps < VIZ_PS_SERIES ? m->n_ps : VIZ_PS_SERIES, span = viz_model_rate_span(m);
-    int b = viz_model_bucket(m, c->t);
-    double rate[VIZ_PS_SERIES][2] = {{0}}, total = 0, mx = 1, mean = 0;
-    for (int p = 0; p < n; p++)
-        for (int d = 0; d < 2; d++) {
-            double sum = 0;
-            int k = 0;
-            for (int i = b - span + 1; i <= b; i++, k++)
-                if (i >= 0) sum += m->ps_bytes.v[(size_t)i * m->ps_bytes.k + 2 * p + d];
-            rate[p][d] = sum / ((double)k * (double)m->bw / 1e9);
-            total += rate[p][d];
-        }
-    for (int p = 0; p < n; p++) mx = fmax(mx, rate[p][0] + rate[p][1]);
+    int n = m->n_ps, span = viz_model_rate_span(m);
+    double *rate = xcalloc(2 * (size_t)n + 2, sizeof *rate), total = 0, mx = 1, mean;
+    viz_model_ps_rates(m, viz_model_bucket(m, c->t), span, n, rate);
+    for (int p = 0; p < n; p++) {
+        total += rate[2 * p] + rate[2 * p + 1];
+        mx = fmax(mx, rate[2 * p] + rate[2 * p + 1]);
+    }
     mean = n ? total / n : 0;
     char val[48], tmp[32];
     viz_fmt_bytes(tmp, sizeof tmp, total);
     snprintf(val, sizeof val, "%s/s", tmp);
     viz_rect p = panel(c, r, "ps traffic (pull | push)", val);
-    double rows = n > 0 ? n : 1, rh = p.h / rows;
-    double fs = fmin(c->lay.font_small, rh * 0.9), lw = fs * 3.2;
-    viz_font(cr, fs, 0);
-    for (int i = 0; i < n; i++) {
-        double y = p.y + i * rh, x = p.x + lw, w = p.w - lw;
-        int hot = n > 1 && rate[i][0] + rate[i][1] > 1.5 * mean && mean > 0;
-        viz_set(cr, hot ? viz_phase_color(EVT_PHASE_DEAD) : VIZ_MUTED);
-        char lab[16];
-        snprintf(lab, sizeof lab, "ps%d", i);
-        if (rh >= fs * 0.8) viz_text(cr, p.x, y + rh * 0.5 + fs * 0.35, lab, 0, lw);
-        double w0 = w * rate[i][0] / mx, w1 = w * rate[i][1] / mx;
-        viz_set(cr, viz_phase_color(EVT_PHASE_PULLING));
-        cairo_rectangle(cr, x, y + rh * 0.15, w0, rh * 0.7);
-        cairo_fill(cr);
-        viz_set(cr, viz_phase_color(EVT_PHASE_PUSHING));
-        cairo_rectangle(cr, x + w0, y + rh * 0.15, w1, rh * 0.7);
-        cairo_fill(cr);
-        if (hot) {
-            viz_set(cr, viz_phase_color(EVT_PHASE_DEAD));
-            cairo_set_line_width(cr, 2 * c->lay.s);
-            cairo_rectangle(cr, x, y + rh * 0.15, w0 + w1, rh * 0.7);
-            cairo_stroke(cr);
-        }
+    double fs = c->lay.font_small;
+#define HOT(i) (n > 1 && mean > 0 && rate[2 * (i)] + rate[2 * (i) + 1] > 1.5 * mean)
+    if (n <= 2 || n * fs * 1.15 <= p.h) {   /* a readable row per ps */
+        double rh = p.h / (n > 0 ? n : 1);
+        fs = fmin(fs, rh * 0.9);
+        viz_font(cr, fs, 0);
+        for (int i = 0; i < n; i++)
+            traffic_row(c, (viz_rect){p.x, p.y + i * rh, p.w, rh}, fs * 3.2, fs, i, rate, mx, HOT(i));
+        free(rate);
+        return;
     }
+    double rh = fs * 1.2;
+    int rows = (int)(p.h / rh);
+    if (rows < 2) {
+        rows = 2;
+        rh = p.h / 2;
+        fs = fmin(fs, rh * 0.9);
+    }
+    int cols = p.w >= fs * 20 && n > rows ? 2 : 1, slots = rows * cols;
+    int others = n > slots;
+    if (others) slots = (rows - 1) * cols;
+    else rows = (n + cols - 1) / cols;   /* everyone fits: balance the columns */
+    /* busiest first (ties: lower index), by selection: slots is small */
+    int *pick = xmalloc((size_t)slots * sizeof *pick);
+    char *used = xcalloc((size_t)n, 1);
+    int k = 0;
+    for (; k < slots && k < n; k++) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (!used[i] && (best < 0 || rate[2 * i] + rate[2 * i + 1] >
+                                             rate[2 * best] + rate[2 * best + 1]))
+                best = i;
+        pick[k] = best;
+        used[best] = 1;
+    }
+    if (!others) {   /* everyone fits: keep index order, which does not jump about */
+        k = 0;
+        for (int i = 0; i < n; i++) pick[k++] = i;
+    }
+    double gap = 10 * c->lay.s, cw = (p.w - (cols - 1) * gap) / cols;
+    int digits = 1;
+    for (int i = n - 1; i >= 10; i /= 10) digits++;
+    viz_font(cr, fs, 0);
+    double lw = viz_text_width(cr, "ps") + digits * fs * 0.66 + fs * 0.4;
+    for (int i = 0; i < k; i++) {
+        int col = i / rows, row = i % rows;
+        if (others) col = i / (rows - 1), row = i % (rows - 1);
+        viz_rect rr = {p.x + col * (cw + gap), p.y + row * rh, cw, rh};
+        traffic_row(c, rr, lw, fs, pick[i], rate, mx, HOT(pick[i]));
+    }
+    if (others) {
+        double sum = 0, top = 0;
+        int rest = 0;
+        for (int i = 0; i < n; i++)
+            if (!used[i]) {
+                double t = rate[2 * i] + rate[2 * i + 1];
+                sum += t;
+                top = fmax(top, t);
+                rest++;
+            }
+        char a[32], b[32], line[128];
+        viz_fmt_bytes(a, sizeof a, rest ? sum / rest : 0);
+        viz_fmt_bytes(b, sizeof b, top);
+        snprintf(line, sizeof line, "others (%d ps): mean %s/s, max %s/s", rest, a, b);
+        if (viz_text_width(cr, line) > p.w)
+            snprintf(line, sizeof line, "others (%d ps): mean %s/s", rest, a);
+        viz_set(cr, VIZ_MUTED);
+        viz_text(cr, p.x, p.y + (rows - 1) * rh + rh * 0.5 + fs * 0.35, line, 0, p.w);
+    }
+#undef HOT
+    free(used);
+    free(pick);
+    free(rate);
 }
 
 void viz_draw_panels(viz_ctx *c)
