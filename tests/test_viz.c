@@ -561,8 +561,19 @@ static void test_damaged(const char *good)
     CHECK(viz_source_open("/nonexistent/x.trace", err) == NULL && err[0]);
 }
 
+/* The staleness histogram: exact bins for small values, widening bins for huge runs. */
+static void test_stale_bins(void)
+{
+    CHECK(viz_stale_bin(-1) == 0 && viz_stale_bin(0) == 0 && viz_stale_bin(3) == 3);
+    CHECK(viz_stale_bin(7) == 7 && viz_stale_bin(7.9) == 7 && viz_stale_bin(8) == 8);
+    CHECK(viz_stale_bin(31) == 8 && viz_stale_bin(32) == 9 && viz_stale_bin(255) == 9);
+    CHECK(viz_stale_bin(256) == 10 && viz_stale_bin(2047) == 10 && viz_stale_bin(2048) == 11);
+    CHECK(viz_stale_bin(1e9) == VIZ_STALE_BINS - 1);
+}
+
 int main(void)
 {
+    test_stale_bins();
     snprintf(dir, sizeof dir, "/tmp/test_viz.XXXXXX");
     if (!mkdtemp(dir)) return 1;
     test_layout();

@@ -12,6 +12,18 @@
 #include "common/dp.h"
 #include "viz/internal.h"
 
+/* Staleness histogram bins: exact for the small values a classroom cluster shows, then
+ * widening so that a 10,000-worker async run still fits: 8-31, 32-255, 256-2047, 2048+. */
+int viz_stale_bin(double staleness)
+{
+    if (!(staleness > 0)) return 0;
+    if (staleness < 8) return (int)staleness;
+    if (staleness < 32) return 8;
+    if (staleness < 256) return 9;
+    if (staleness < 2048) return 10;
+    return 11;
+}
+
 static void series_init(viz_series *s, int k, int use_max)
 {
     s->k = k;
@@ -357,9 +369,7 @@ void viz_model_add(viz_model *m, const evt_record *e, const char *(*str)(const v
         activity(m, e->job, e->task, VIZ_ACT_WAIT, 0, t);
         break;
     case EVT_APPLY: {
-        int bin = e->value < 0 ? 0 : e->value >= VIZ_STALE_BINS - 1 ? VIZ_STALE_BINS - 1
-                                                                    : (int)e->value;
-        *at(&m->stale, b, bin) += 1;
+        *at(&m->stale, b, viz_stale_bin(e->value)) += 1;
         if ((double)e->step > *at(&m->gstep, b, 0)) *at(&m->gstep, b, 0) = (double)e->step;
         break;
     }

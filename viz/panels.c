@@ -233,9 +233,10 @@ static void draw_staleness(viz_ctx *c, viz_rect r)
                                         : (viz_rgb){0.27, 0.47, 0.67});
         cairo_rectangle(cr, p.x + i * bw + 1, p.y + p.h - h, bw - 2, h);
         cairo_fill(cr);
+        static const char *const wide[] = {"8+", "32+", "256+", "2k+"};
         char lab[16];
         if (i == VIZ_STALE_BINS) snprintf(lab, sizeof lab, "drop");
-        else if (i == VIZ_STALE_BINS - 1) snprintf(lab, sizeof lab, "%d+", i);
+        else if (i >= 8) snprintf(lab, sizeof lab, "%s", wide[i - 8]);
         else snprintf(lab, sizeof lab, "%d", i);
         if (i % 2 == 0 || i == VIZ_STALE_BINS) {
             viz_set(cr, VIZ_MUTED);
