@@ -31,6 +31,10 @@ void sim_net_free(sim_net *n)
         free(n->links[i].groups);
         free(n->links[i].vh);
         free(n->links[i].bound);
+        free(n->links[i].mt_g);
+        free(n->links[i].mt_pos);
+        free(n->links[i].lab);
+        free(n->links[i].mt_cookie);
     }
     free(n->perm);
     free(n->kset);
@@ -73,6 +77,10 @@ int sim_net_link_add(sim_net *n, double cap, int temporary)
     l->n_bound = 0;
     l->in_k = 0;
     l->last_perm = -1;
+    l->twin_rep = -1;
+    l->twin_n = 0;
+    l->nflows = 0;
+    l->n_mt = l->n_lab = 0;
     if (temporary) {
         /* the fast path's test uses the smallest temporary capacity ever seen (safe) */
         if (cap < n->min_temp_cap) n->min_temp_cap = cap;
@@ -96,8 +104,10 @@ static void link_attach(net_link *l, int group, int *pos)
     l->groups[l->n_groups++] = group;
 }
 
-int sim_net_group_add(sim_net *n, const int *links, const double *w, int nl, double bytes,
-                      int64_t cookie)
+/* A new group; m > 0: a cohort group standing for m flows (its NIC's member table is
+ * filled by the caller), seq given; m == 0: a plain one. */
+static int group_add(sim_net *n, const int *links, const double *w, int nl, double bytes,
+                     int64_t cookie, int m, uint64_t seq)
 {
     dp_assert("sim_net_group_add: 1..SIM_NET_MAX_LINKS links", nl >= 1 && nl <= SIM_NET_MAX_LINKS);
     dp_assert("sim_net_group_add: bytes must be positive", bytes > 0);
@@ -127,10 +137,19 @@ int sim_net_group_add(sim_net *n, const int *links, const double *w, int nl, dou
     }
     g->rem = bytes;
     g->cookie = cookie;
-    g->seq = n->seq++;
     g->state = NG_PLAIN;
     g->bpos = g->apos = -1;
-    if (nl == 2 && !n->links[g->link[0]].temporary && n->links[g->link[1]].temporary &&
+    g->m = m > 0 ? m : 1;
+    g->twin = m > 0;
+    g->left = g->m;
+    n->n_flows += g->m;
+    for (int i = 0; i < nl; i++)
+        if (n->links[links[i]].temporary) n->links[links[i]].nflows += g->m;
+    if (m > 0) {
+        g->seq = seq;
+        g->shaped = 1;
+        n->n_twin_groups++;
+    } else if (nl == 2 && !n->links[g->link[0]].temporary && n->links[g->link[1]].temporary &&
         g->w[1] == 1.0) {
         /* shaped only while a NIC's groups come in increasing ps-link order, so that a NIC
          * never carries two groups on one ps link (net_fast.c's bound relies on it) */
@@ -138,6 +157,7 @@ int sim_net_group_add(sim_net *n, const int *links, const double *w, int nl, dou
         g->shaped = g->link[0] > nic->last_perm;
         nic->last_perm = g->link[0];
     }
+    if (m == 0) g->seq = n->seq++;
     if (!g->shaped) n->n_unshaped++;
     g->active_pos = n->n_active;
     n->active[n->n_active++] = id;
@@ -146,13 +166,104 @@ int sim_net_group_add(sim_net *n, const int *links, const double *w, int nl, dou
     return id;
 }
 
+int sim_net_group_add(sim_net *n, const int *links, const double *w, int nl, double bytes,
+                      int64_t cookie)
+{
+    for (int i = 0; i < nl; i++)
+        dp_assert("sim_net_group_add: twins and cohort NICs take only sim_net_cohort_add",
+                  links[i] >= 0 && links[i] < n->n_links && n->links[links[i]].twin_rep < 0 &&
+                  n->links[links[i]].n_mt == 0);
+    return group_add(n, links, w, nl, bytes, cookie, 0, 0);
+}
+
+void sim_net_twin(sim_net *n, int link, int rep)
+{
+    dp_assert("sim_net_twin: permanent links of equal capacity, nothing in flight",
+              link >= 0 && link < n->n_links && rep >= 0 && rep < n->n_links && !n->n_active &&
+              !n->links[link].temporary && !n->links[rep].temporary &&
+              n->links[link].cap == n->links[rep].cap);
+    dp_assert("sim_net_twin: rep is a member of another class",
+              n->links[rep].twin_rep < 0 || n->links[rep].twin_rep == rep);
+    dp_assert("sim_net_twin: link already twinned", link == rep || n->links[link].twin_rep < 0);
+    if (n->links[rep].twin_rep < 0) {
+        n->links[rep].twin_rep = rep;
+        n->links[rep].twin_n = 1;
+    }
+    if (link == rep) return;
+    n->links[link].twin_rep = rep;
+    n->links[rep].twin_n++;
+    n->n_twins++;
+}
+
+int sim_net_cohort_add(sim_net *n, int nic, const int *links, const double *bytes,
+                       const int64_t *cookies, int np, double w)
+{
+    dp_assert("sim_net_cohort_add: a fresh temporary link and the fast path",
+              nic >= 0 && nic < n->n_links && n->links[nic].alive && n->links[nic].temporary &&
+              n->links[nic].n_groups == 0 && !n->fast_off && np > 0);
+    net_link *t = &n->links[nic];
+    if (t->cap_mt < np) {
+        t->cap_mt = np;
+        t->mt_g = xrealloc(t->mt_g, (size_t)np * sizeof *t->mt_g);
+        t->mt_pos = xrealloc(t->mt_pos, (size_t)np * sizeof *t->mt_pos);
+        t->lab = xrealloc(t->lab, (size_t)np * sizeof *t->lab);
+        t->mt_cookie = xrealloc(t->mt_cookie, (size_t)np * sizeof *t->mt_cookie);
+    }
+    uint32_t s1 = ++n->stamp;
+    for (int i = 0; i < np; i++) {
+        dp_assert("sim_net_cohort_add: permanent links in increasing order",
+                  links[i] >= 0 && links[i] < n->n_links && !n->links[links[i]].temporary &&
+                  (i == 0 || links[i] > links[i - 1]));
+        int r = n->links[links[i]].twin_rep >= 0 ? n->links[links[i]].twin_rep : links[i];
+        net_link *l = &n->links[r];
+        if (l->cls_stamp != s1) {
+            l->cls_stamp = s1;
+            l->cls_g = 0;
+        }
+        l->cls_g++;  /* members of the class in this cohort */
+    }
+    uint32_t s2 = ++n->stamp;
+    uint64_t seq0 = n->seq;
+    int made = 0;
+    for (int i = 0; i < np; i++) {
+        int r = n->links[links[i]].twin_rep >= 0 ? n->links[links[i]].twin_rep : links[i];
+        net_link *l = &n->links[r];
+        if (l->cls_stamp != s2) {
+            dp_assert("sim_net_cohort_add: a cohort spans every twin of a class",
+                      l->cls_g == (l->twin_rep >= 0 ? l->twin_n : 1));
+            int m = l->cls_g;
+            int ls[2] = {r, nic};
+            double ws[2] = {w, (double)m};
+            int id = group_add(n, ls, ws, 2, bytes[i], 0, m, seq0 + (uint64_t)i);
+            l = &n->links[r];
+            l->cls_stamp = s2;
+            l->cls_g = id;
+            made++;
+        } else {
+            dp_assert("sim_net_cohort_add: twins carry equal bytes", bytes[i] == n->g[l->cls_g].rem);
+        }
+        t = &n->links[nic];
+        t->mt_g[i] = l->cls_g;
+        t->mt_pos[i] = i;
+        t->lab[i] = i;
+        t->mt_cookie[i] = cookies[i];
+    }
+    t->n_mt = t->n_lab = np;
+    t->mt_seq0 = seq0;
+    n->seq = seq0 + (uint64_t)np;
+    return made;
+}
+
 static void group_remove(sim_net *n, int id)
 {
     net_group *g = &n->g[id];
     if (!g->shaped) n->n_unshaped--;
+    if (g->twin) n->n_twin_groups--;
+    n->n_flows -= g->m;
     if (n->fast) net_fast_removed(n, id);
     for (int i = 0; i < g->nl; i++) {
         net_link *l = &n->links[g->link[i]];
+        if (l->temporary) l->nflows -= g->m;
         int last = l->groups[--l->n_groups];
         if (last != id || g->pos[i] != l->n_groups) {
             l->groups[g->pos[i]] = last;
@@ -162,6 +273,7 @@ static void group_remove(sim_net *n, int id)
         }
         if (l->n_groups == 0 && l->temporary) {
             l->alive = 0;
+            l->n_mt = l->n_lab = 0;
             n->free_links[n->n_free_links++] = g->link[i];
         }
     }
@@ -212,6 +324,7 @@ level net_heap_pop(sim_net *n)
 /* Progressive filling over the active groups; sets every group's rate. */
 static void solve(sim_net *n)
 {
+    dp_assert("sim_net: cohort groups need the fast path", n->n_twin_groups == 0);
     n->solves++;
     for (int i = 0; i < n->n_active; i++) n->g[n->active[i]].frozen = 0;
     /* reset the links that carry groups */
@@ -298,6 +411,40 @@ static int done_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Cohort groups that finished stand for their members: one key per member (its own
+ * seq), moved from the keys' tail so that expanding never overwrites an unread key. */
+static int expand_members(sim_net *n, int nd)
+{
+    int base = n->cap_done - nd;
+    memmove(n->keys + base, n->keys, (size_t)nd * sizeof *n->keys);
+    int out = 0;
+    for (int i = 0; i < nd; i++) {
+        done_key k = n->keys[base + i];
+        const net_group *g = &n->g[k.group];
+        if (!g->twin) {
+            k.member = -1;
+            n->keys[out++] = k;
+            continue;
+        }
+        const net_link *t = &n->links[g->link[1]];
+        for (int j = 0; j < t->n_mt; j++) {
+            if (t->mt_g[j] != k.group) continue;
+            n->keys[out++] = (done_key){t->mt_seq0 + (uint64_t)j, k.group, j};
+        }
+    }
+    return out;
+}
+
+/* The swap-removal a plain member group would make in its NIC's group list. */
+static void lab_remove(net_link *t, int j)
+{
+    int last = t->lab[--t->n_lab], at = t->mt_pos[j];
+    if (last != j || at != t->n_lab) {
+        t->lab[at] = last;
+        t->mt_pos[last] = at;
+    }
+}
+
 int sim_net_advance(sim_net *n, double t, const sim_net_done **done)
 {
     if (n->dirty) sim_net_next(n);
@@ -305,14 +452,15 @@ int sim_net_advance(sim_net *n, double t, const sim_net_done **done)
     dp_assert("sim_net_advance: time goes forward", dt >= -1e-12);
     if (dt < 0) dt = 0;
     int nd = 0;
-    if (n->cap_done < n->n_active) {
-        n->cap_done = n->n_active;
+    if (n->cap_done < n->n_active + n->n_flows) {
+        n->cap_done = n->n_active + n->n_flows;
         n->done = xrealloc(n->done, (size_t)n->cap_done * sizeof *n->done);
         n->keys = xrealloc(n->keys, (size_t)n->cap_done * sizeof *n->keys);
     }
     if (n->fast) {
         nd = net_fast_advance(n, dt);
     } else if (n->n_active) {
+        dp_assert("sim_net: cohort groups need the fast path", n->n_twin_groups == 0);
         for (int i = 0; i < n->n_active; i++) {
             net_group *g = &n->g[n->active[i]];
             g->rem -= g->rate * dt;
@@ -326,12 +474,23 @@ int sim_net_advance(sim_net *n, double t, const sim_net_done **done)
     }
     n->t = t;
     if (nd) {
+        if (n->n_twin_groups) nd = expand_members(n, nd);
+        else for (int i = 0; i < nd; i++) n->keys[i].member = -1;
         qsort(n->keys, (size_t)nd, sizeof *n->keys, done_cmp);  /* report in start order */
         for (int i = 0; i < nd; i++) {
-            int id = n->keys[i].group;
+            int id = n->keys[i].group, j = n->keys[i].member;
             n->done[i].group = id;
-            n->done[i].cookie = n->g[id].cookie;
-            group_remove(n, id);
+            if (j < 0) {
+                n->done[i].cookie = n->g[id].cookie;
+                group_remove(n, id);
+                continue;
+            }
+            /* a member: its group goes when its last member is reported, which frees the
+             * NIC at the same point as the plain groups' removals would */
+            net_link *nic = &n->links[n->g[id].link[1]];
+            n->done[i].cookie = nic->mt_cookie[j];
+            lab_remove(nic, j);
+            if (--n->g[id].left == 0) group_remove(n, id);
         }
     } else if (n->n_active && !n->dirty && n->t >= n->next_t) {
         n->dirty = 1;  /* rounding left a sliver: recompute */

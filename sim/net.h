@@ -36,6 +36,23 @@ int sim_net_link_add(sim_net *n, double cap, int temporary);
 int sim_net_group_add(sim_net *n, const int *links, const double *w, int nl, double bytes,
                       int64_t cookie);
 
+/* Declares permanent link `link` a twin of `rep` (same capacity; call before any group
+ * starts). The caller promises that twins stay interchangeable: every group on them is
+ * started by sim_net_cohort_add, which always includes every link of a class, with
+ * equal bytes. Then all links of a class carry the same flows, get the same rate and
+ * finish them together, so one group on the class's rep stands for all of them. */
+void sim_net_twin(sim_net *n, int link, int rep);
+
+/* Starts, on the fresh temporary link nic, one flow to each of links[0..np) (permanent,
+ * increasing ids), of bytes[i], weight w on links[i] and 1 on nic, reporting cookies[i]:
+ * the same rates, completion times and reports (same order) as np calls of
+ * sim_net_group_add({links[i], nic}, {w, 1}, 2, bytes[i], cookies[i]), but twins share
+ * one group (weight class size on nic). Needs the fast path; every group on nic must come
+ * from this call. Returns the number of groups made (a done report's group is the id of
+ * the member's shared group). */
+int sim_net_cohort_add(sim_net *n, int nic, const int *links, const double *bytes,
+                       const int64_t *cookies, int np, double w);
+
 /* Time at which the next group finishes (recomputing rates first if groups started or
  * finished since the last call), or INFINITY when nothing is in flight. */
 double sim_net_next(sim_net *n);

@@ -9,7 +9,10 @@
  * max-min allocation that is feasible and gives every flow a saturated link it is
  * largest on is THE allocation); the check proves it (sum of the ps rates a NIC sees <=
  * its capacity) or adds the offenders to K and solves again. NICs whose flows sum to
- * under 90% of their capacity leave K. Single-threaded, called only from net.c. */
+ * under 90% of their capacity leave K. Twins (net.h): a class's group sits on its rep;
+ * the other links copy the rep's r and load, and NIC-side sums replay the per-link
+ * groups' additions and order, so results are bit for bit the per-link ones.
+ * Single-threaded, called only from net.c. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -312,6 +315,7 @@ static void relaxed_solve(sim_net *n)
     n->n_heap = 0;
     for (int i = 0; i < n->n_perm; i++) {
         net_link *l = &n->links[n->perm[i]];
+        if (l->twin_rep >= 0 && l->twin_rep != n->perm[i]) continue;  /* twin_sync copies */
         l->frozen = 0;
         l->unfrozen = l->load;
         l->r = 0;
@@ -324,10 +328,10 @@ static void relaxed_solve(sim_net *n)
     }
     for (int i = 0; i < n->n_k; i++) {
         net_link *t = &n->links[n->kset[i]];
-        /* every group on a NIC is shaped (weight 1 there): the sum of the weights is the
-         * count, exactly, without visiting the groups */
+        /* every group on a NIC is shaped (weight 1 there, or a cohort group's member
+         * count): the sum of the weights is its flow count, exactly, without visiting */
         t->frozen = 0;
-        t->unfrozen = (double)t->n_groups;
+        t->unfrozen = (double)t->nflows;
         lv_set(n, n->kset[i], t->cap / t->unfrozen);
     }
     double level_now = 0;
@@ -347,7 +351,13 @@ static void relaxed_solve(sim_net *n)
             g->frozen = 1;
             g->rate = x;
             net_link *m = &n->links[g->link[side]];
-            m->frozen += g->w[side] * x;
+            if (side == 1 && g->m > 1) {
+                /* m twin links freezing their flow in turn (all at level x): the NIC's
+                 * frozen load gets x added m times, as the plain groups would add it */
+                for (int q = 0; q < g->m; q++) m->frozen += x;
+            } else {
+                m->frozen += g->w[side] * x;
+            }
             m->unfrozen -= g->w[side];
             raise_level(n, g->link[side], x);
         }
@@ -399,6 +409,7 @@ static int check(sim_net *n)
     int added = 0;
     for (int i = 0; i < h; i++) {
         const net_link *l = &n->links[n->scratch[i]];
+        if (l->twin_rep >= 0) l = &n->links[l->twin_rep];  /* a twin's NICs are its rep's */
         for (int j = 0; j < l->n_groups; j++) {
             const net_group *g = &n->g[l->groups[j]];
             if (g->state != NG_BULK) continue;
@@ -406,7 +417,12 @@ static int check(sim_net *n)
             if (t->stamp == n->stamp) continue;
             t->stamp = n->stamp;
             double s = 0;
-            for (int q = 0; q < t->n_groups; q++) s += n->links[n->g[t->groups[q]].link[0]].r;
+            if (t->n_mt) {
+                /* summed in the order of the plain member groups' list (floating point) */
+                for (int q = 0; q < t->n_lab; q++) s += n->links[n->g[t->mt_g[t->lab[q]]].link[0]].r;
+            } else {
+                for (int q = 0; q < t->n_groups; q++) s += n->links[n->g[t->groups[q]].link[0]].r;
+            }
             if (s > t->cap * (1 - 1e-12)) {
                 k_add(n, g->link[1]);
                 added++;
@@ -414,6 +430,18 @@ static int check(sim_net *n)
         }
     }
     return added;
+}
+
+/* A twin (not a rep) carries no group: it has its rep's rate and load, as it would with
+ * the plain groups (the same flows, so the same arithmetic). */
+static void twin_sync(sim_net *n)
+{
+    for (int i = 0; i < n->n_perm; i++) {
+        net_link *l = &n->links[n->perm[i]];
+        if (l->twin_rep < 0 || l->twin_rep == n->perm[i]) continue;
+        l->r = n->links[l->twin_rep].r;
+        l->load = n->links[l->twin_rep].load;
+    }
 }
 
 void net_fast_solve(sim_net *n)
@@ -428,6 +456,7 @@ void net_fast_solve(sim_net *n)
                 l->r = l->load > 0 ? l->cap / l->load : 0;
             }
         }
+        if (n->n_twins) twin_sync(n);
         if (!check(n)) break;
     }
     /* NICs well below capacity leave K: their groups' rates are their ps links' r */
@@ -435,7 +464,11 @@ void net_fast_solve(sim_net *n)
         int k = n->kset[i];
         const net_link *t = &n->links[k];
         double s = 0;
-        for (int j = 0; j < t->n_groups; j++) s += n->g[t->groups[j]].rate;
+        if (t->n_mt) {
+            for (int j = 0; j < t->n_lab; j++) s += n->g[t->mt_g[t->lab[j]]].rate;
+        } else {
+            for (int j = 0; j < t->n_groups; j++) s += n->g[t->groups[j]].rate;
+        }
         if (s < 0.9 * t->cap) k_remove(n, k, 1);
     }
     double best = INFINITY;

@@ -14,7 +14,7 @@
 enum { NG_PLAIN = 0, NG_BULK = 1, NG_BOUND = 2 };
 
 typedef struct vt_entry { double target; uint64_t seq; uint32_t gen; int group; } vt_entry;
-typedef struct done_key { uint64_t seq; int group; } done_key;
+typedef struct done_key { uint64_t seq; int group; int member; } done_key;
 typedef struct level { double x; int link; uint32_t ver; } level;
 
 typedef struct net_link {
@@ -41,6 +41,24 @@ typedef struct net_link {
     int in_k;
     double sum;
     uint32_t stamp;
+    /* twins (see sim_net_twin): permanent links, the class's representative (itself
+     * for a rep; -1 when not twinned). A member other than the rep never carries a
+     * group: the rep's group stands for the class, and solves copy the rep's r and
+     * load to the members. */
+    int twin_rep;
+    int twin_n;                   /* rep: links in its class */
+    int cls_g;                    /* sim_net_cohort_add's scratch: the class's group */
+    uint32_t cls_stamp;
+    /* temporary links: flows on it (sum of its groups' NIC weights, exact integers) and,
+     * for a NIC of sim_net_cohort_add, its member table: member i (the cohort's i-th ps
+     * link) belongs to group mt_g[i], sits at slot mt_pos[i] of lab (the order the
+     * plain per-member groups would have in this link's group list, kept by replaying
+     * their swap-removals), reports mt_cookie[i] */
+    int nflows;
+    int n_mt, cap_mt, n_lab;
+    int *mt_g, *mt_pos, *lab;
+    int64_t *mt_cookie;
+    uint64_t mt_seq0;             /* member i's seq is mt_seq0 + i */
 } net_link;
 
 typedef struct net_group {
@@ -58,6 +76,9 @@ typedef struct net_group {
     double target;                /* BULK: finishes when its link's V reaches this */
     uint32_t gen;                 /* bumped each time it enters its link's heap */
     int bpos, apos;               /* BOUND: index in its link's bound list, in n->bound */
+    int m;                        /* flows it stands for on its NIC (twins: class size) */
+    int twin;                     /* made by sim_net_cohort_add: members on its NIC's table */
+    int left;                     /* advance: members not yet reported */
 } net_group;
 
 struct sim_net {
@@ -94,6 +115,9 @@ struct sim_net {
     int *scratch;
     int cap_scratch;
     uint32_t stamp;
+    int n_twins;                  /* links whose twin_rep is another link */
+    int n_twin_groups;            /* active groups with twin set */
+    int n_flows;                  /* active flows (sum of m) */
 };
 
 /* net.c */

@@ -71,6 +71,28 @@ int sim_config_check(const sim_config *c, char *err)
     return DP_OK;
 }
 
+/* ps links whose shards have equal bytes (and, per direction, equal capacity) are
+ * interchangeable: every cohort sends each of them the same flow, so the network keeps
+ * one group per class (sim_net_twin); the allocation and every completion are the same. */
+static void declare_twins(sim_world *w)
+{
+    int pairs = 0;
+    for (int p = 0; p < w->P; p++) {
+        if (w->ps_bytes[p] <= 0) continue;
+        for (int q = 0; q < p; q++) {
+            if (w->ps_bytes[q] != w->ps_bytes[p]) continue;
+            sim_net_twin(w->net, w->ps_up[p], w->ps_up[q]);
+            sim_net_twin(w->net, w->ps_down[p], w->ps_down[q]);
+            pairs++;
+            break;
+        }
+    }
+    w->twins = pairs > 0;
+    w->co_links = xmalloc((size_t)w->P * sizeof *w->co_links);
+    w->co_bytes = xmalloc((size_t)w->P * sizeof *w->co_bytes);
+    w->co_cookies = xmalloc((size_t)w->P * sizeof *w->co_cookies);
+}
+
 static int world_init(sim_world *w, const sim_config *c, char *err)
 {
     memset(w, 0, sizeof *w);
@@ -139,6 +161,7 @@ static int world_init(sim_world *w, const sim_config *c, char *err)
         w->ps_up[p] = sim_net_link_add(w->net, c->ps_bw, 0);
         w->ps_down[p] = sim_net_link_add(w->net, c->ps_push_bw > 0 ? c->ps_push_bw : c->ps_bw, 0);
     }
+    declare_twins(w);
     w->pend[0] = xmalloc((size_t)w->W * sizeof *w->pend[0]);
     w->pend[1] = xmalloc((size_t)w->W * sizeof *w->pend[1]);
     w->released = xmalloc((size_t)w->W * sizeof *w->released);
@@ -169,6 +192,9 @@ static void world_release(sim_world *w)
     free(w->free_snaps);
     sim_net_free(w->net);
     free(w->ps_up);
+    free(w->co_links);
+    free(w->co_bytes);
+    free(w->co_cookies);
     free(w->ps_down);
     for (int i = 0; i < w->n_cohorts; i++) {
         free(w->cohorts[i].members);

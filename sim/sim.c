@@ -241,6 +241,7 @@ static void flush_dir(sim_world *w, int dir)
     for (int i = 0; i < n; i++) co->incs[i] = w->wk[co->members[i]].inc;
     co->groups_left = 0;
     co->link = -1;
+    int np = 0;
     for (int p = 0; p < w->P; p++) {
         if (w->ps_first[p + 1] == w->ps_first[p]) continue;
         co->groups_left++;
@@ -253,9 +254,17 @@ static void flush_dir(sim_world *w, int dir)
             co->link = sim_net_link_add(w->net, cap, 1);
         }
         int links[2] = {dir ? w->ps_down[p] : w->ps_up[p], co->link};
+        if (w->twins) {
+            /* all at once below: equal shards share one flow group (same result) */
+            w->co_links[np] = links[0];
+            w->co_bytes[np] = w->ps_bytes[p];
+            w->co_cookies[np++] = (int64_t)c * w->P + p;
+            continue;
+        }
         double wt[2] = {(double)n, 1.0};
         sim_net_group_add(w->net, links, wt, 2, w->ps_bytes[p], (int64_t)c * w->P + p);
     }
+    if (np) sim_net_cohort_add(w->net, co->link, w->co_links, w->co_bytes, w->co_cookies, np, (double)n);
 }
 
 /* ---- worker ------------------------------------------------------------------------- */

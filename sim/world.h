@@ -93,6 +93,10 @@ typedef struct sim_world {
     /* network */
     sim_net *net;
     int *ps_up, *ps_down;
+    int twins;            /* ps links of equal shards declared twins (sim_net_twin) */
+    int *co_links;        /* flush scratch, P each: a cohort's ps links, bytes, cookies */
+    double *co_bytes;
+    int64_t *co_cookies;
     sim_cohort *cohorts;
     int n_cohorts, cap_cohorts;
     int *free_cohorts;

@@ -166,6 +166,91 @@ static void test_fast_exact(void)
     CHECK_MSG(bad == 0, "%d of %d random flow sets differ", bad, cases);
 }
 
+/* Twins (sim_net_twin + sim_net_cohort_add): ps links in classes of equal capacity, each
+ * cohort sending equal bytes to every link of the classes it uses, must give bit for bit
+ * the same completion times, reports (cookies, in the same order) and solve counts as
+ * the plain per-link groups, with tight NICs (the candidate set in use) and loose ones.
+ * Returns the number of mismatches. */
+static int twins_vs_plain(uint64_t seed, int P, int cohorts, double nic_lo, double nic_hi)
+{
+    dp_rng r;
+    dp_rng_seed(&r, seed);
+    sim_net *a = sim_net_new(), *b = sim_net_new();
+    int ps[64], cls[64], n_cls = 1 + (int)(dp_rng_next(&r) % (unsigned)P);
+    double ccap[64];
+    for (int c = 0; c < n_cls; c++) ccap[c] = 1 + 9 * dp_rng_uniform(&r);
+    for (int p = 0; p < P; p++) {
+        cls[p] = p < n_cls ? p : (int)(dp_rng_next(&r) % (unsigned)n_cls);
+        ps[p] = sim_net_link_add(a, ccap[cls[p]], 0);
+        if (sim_net_link_add(b, ccap[cls[p]], 0) != ps[p]) return 1;
+    }
+    for (int p = 0; p < P; p++)
+        for (int q = 0; q < p; q++)
+            if (cls[q] == cls[p]) {
+                sim_net_twin(a, ps[p], ps[q]);
+                break;
+            }
+    int started = 0, bad = 0;
+    double t = 0;
+    while (started < cohorts || sim_net_active(a) || sim_net_active(b)) {
+        int burst = started < cohorts ? 1 + (int)(dp_rng_next(&r) % 3) : 0;
+        for (int c = 0; c < burst && started < cohorts; c++, started++) {
+            double cap = nic_lo + (nic_hi - nic_lo) * dp_rng_uniform(&r);
+            int na = sim_net_link_add(a, cap, 1), nb = sim_net_link_add(b, cap, 1);
+            bad += na != nb;
+            double k = (double)(1 + dp_rng_next(&r) % 4), cb[64];
+            int use[64], links[64], np = 0;
+            int64_t cookies[64];
+            double bytes[64];
+            for (int q = 0; q < n_cls; q++) {
+                use[q] = dp_rng_uniform(&r) >= 0.3;
+                cb[q] = 1 + 99 * dp_rng_uniform(&r);
+            }
+            for (int p = 0; p < P; p++) {
+                if (!use[cls[p]]) continue;
+                links[np] = ps[p];
+                bytes[np] = cb[cls[p]];
+                cookies[np++] = started * 100 + p;
+                int lb[2] = {ps[p], nb};
+                double w[2] = {k, 1};
+                sim_net_group_add(b, lb, w, 2, cb[cls[p]], started * 100 + p);
+            }
+            if (np) sim_net_cohort_add(a, na, links, bytes, cookies, np, k);
+        }
+        double ta = sim_net_next(a), tb = sim_net_next(b);
+        if (ta != tb) bad++;
+        if (!isfinite(ta)) break;
+        double tn = started < cohorts && dp_rng_uniform(&r) < 0.5 ? t + (ta - t) * dp_rng_uniform(&r) : ta;
+        const sim_net_done *da, *db;
+        int nda = sim_net_advance(a, tn, &da);
+        int ndb = sim_net_advance(b, tn, &db);
+        if (nda != ndb) {
+            bad++;
+        } else {
+            for (int i = 0; i < nda; i++) bad += da[i].cookie != db[i].cookie;
+        }
+        t = tn;
+        if (bad) break;
+    }
+    bad += sim_net_solves(a) != sim_net_solves(b);
+    sim_net_free(a);
+    sim_net_free(b);
+    return bad;
+}
+
+static void test_twins_exact(void)
+{
+    int bad = 0, cases = 0;
+    for (uint64_t s = 1; s <= 40; s++) {
+        int P = 2 + (int)(s % 15);
+        bad += twins_vs_plain(s, P, 30, 0.5, 4) != 0;        /* tight NICs */
+        bad += twins_vs_plain(s + 100, P, 30, 20, 40) != 0;  /* loose NICs */
+        bad += twins_vs_plain(s + 200, P, 40, 1, 30) != 0;   /* mixed */
+        cases += 3;
+    }
+    CHECK_MSG(bad == 0, "%d of %d random twin flow sets differ", bad, cases);
+}
+
 static void test_completion(void)
 {
     /* 10 B and 20 B share 10 B/s: first done at t=2, then the second alone: t=3 */
@@ -315,6 +400,7 @@ int main(void)
 {
     test_maxmin();
     test_fast_exact();
+    test_twins_exact();
     test_completion();
     test_heap();
     test_heap_fifo();
