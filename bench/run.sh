@@ -84,7 +84,7 @@ row "hub, merge + record to trace" "$tf events/s" "$(ratio "$tf" "$nf") of no-fi
 for extra in bench_viz bench_sim; do
     if [ -x "$B/$extra" ]; then
         echo "$extra"
-        "$B/$extra" >"$TMP/$extra.md" 2>"$TMP/$extra.err" || echo "  $extra failed: $(tail -n1 "$TMP/$extra.err")"
+        BENCH_SIM_EXP_STEPS=${BENCH_SIM_EXP_STEPS:-100} "$B/$extra" >"$TMP/$extra.md" 2>"$TMP/$extra.err" || echo "  $extra failed: $(tail -n1 "$TMP/$extra.err")"
         sed 's/^/  /' "$TMP/$extra.md"
     fi
 done
@@ -98,8 +98,14 @@ done
     echo "| measurement | value | ratio | note |"
     echo "| --- | --- | --- | --- |"
     cat "$TMP/rows"
-    for extra in bench_viz bench_sim; do
-        [ -s "$TMP/$extra.md" ] && { echo; cat "$TMP/$extra.md"; }
-    done
+    if [ -s "$TMP/bench_viz.md" ]; then
+        echo
+        echo "### viewer (\`downpour view\` / \`render\`)"
+        echo
+        echo "| part | measurement | value | goal |"
+        echo "| --- | --- | --- | --- |"
+        cat "$TMP/bench_viz.md"
+    fi
+    [ -s "$TMP/bench_sim.md" ] && { echo; cat "$TMP/bench_sim.md"; }
 } >"$OUT"
 echo "wrote $OUT"
