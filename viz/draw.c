@@ -381,15 +381,7 @@ static void draw_bands(viz_ctx *c)
         for (int d = 0; d < 2; d++) {
             double r = rate[2 * p + d] / max_rate;
             double wt = pb.w * 0.4 * r, wb = fmin(l->grid.w / n * 0.45, pb.w * 0.4) * r;
-            double sx = d ? 1 : -1, x0 = pb.x + pb.w / 2, y0 = pb.y + pb.h, y1 = l->grid.y -
-                                                                               l->font * 1.4;
-            cairo_move_to(cr, x0, y0);
-            cairo_line_to(cr, x0 + sx * wt, y0);
-            cairo_line_to(cr, gx + sx * wb, y1);
-            cairo_line_to(cr, gx, y1);
-            cairo_close_path(cr);
-            viz_seta(cr, viz_phase_color(d ? EVT_PHASE_PUSHING : EVT_PHASE_PULLING), 0.7);
-            cairo_fill(cr);
+            viz_band(cr, pb.x + pb.w / 2, pb.y + pb.h, gx, l->grid.y - l->font * 1.4, wt, wb, d);
         }
     }
     free(rate);

@@ -136,3 +136,15 @@ const char *viz_device_short(const char *full)
     const char *p = strstr(full, "device:");
     return p ? p + 7 : full;
 }
+
+void viz_band(cairo_t *cr, double x0, double y0, double gx, double y1, double wt, double wb, int d)
+{
+    double sx = d ? 1 : -1;
+    cairo_move_to(cr, x0, y0);
+    cairo_line_to(cr, x0 + sx * wt, y0);
+    cairo_line_to(cr, gx + sx * wb, y1);
+    cairo_line_to(cr, gx, y1);
+    cairo_close_path(cr);
+    viz_seta(cr, viz_phase_color(d ? EVT_PHASE_PUSHING : EVT_PHASE_PULLING), 0.7);
+    cairo_fill(cr);
+}

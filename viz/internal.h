@@ -141,6 +141,9 @@ extern const viz_rgb VIZ_BG, VIZ_INK, VIZ_MUTED, VIZ_PANEL, VIZ_LINE, VIZ_ACCENT
 /* ---- drawing helpers (viz/draw_util.c) ------------------------------------------------ */
 void viz_set(cairo_t *cr, viz_rgb c);
 void viz_seta(cairo_t *cr, viz_rgb c, double a);
+/* A traffic band from (x0, y0) (top width wt per side) down to (gx, y1) (bottom width wb):
+ * pulls (d = 0) to the left of the axis, pushes (d = 1) to the right. */
+void viz_band(cairo_t *cr, double x0, double y0, double gx, double y1, double wt, double wb, int d);
 void viz_round_rect(cairo_t *cr, viz_rect r, double radius);
 void viz_font(cairo_t *cr, double size, int bold);
 /* Text at (x, y) baseline-left; align 0 left, 1 centre, 2 right; returns its width.

@@ -188,15 +188,9 @@ void viz_draw_ps_col_bands(viz_ctx *c)
         viz_rect cell = l->ps_box[k < n ? k : 0];
         double x0 = cell.x + cell.w / 2, gx = l->grid.x + l->grid.w * (k + 0.5) / cols;
         for (int d = 0; d < 2; d++) {
-            double r = fmin(1, col[2 * k + d] / peak), sx = d ? 1 : -1;
+            double r = fmin(1, col[2 * k + d] / peak);
             double wt = pitch * 0.45 * r, wb = fmin(l->grid.w / cols * 0.45, pitch * 0.45) * r;
-            cairo_move_to(cr, x0, y0);
-            cairo_line_to(cr, x0 + sx * wt, y0);
-            cairo_line_to(cr, gx + sx * wb, y1);
-            cairo_line_to(cr, gx, y1);
-            cairo_close_path(cr);
-            viz_seta(cr, viz_phase_color(d ? EVT_PHASE_PUSHING : EVT_PHASE_PULLING), 0.7);
-            cairo_fill(cr);
+            viz_band(cr, x0, y0, gx, y1, wt, wb, d);
         }
     }
     free(group);
