@@ -51,7 +51,9 @@ struct sync_acc {
     size_t n;
     int64_t step;
     int count;        /* gradients held for the current step */
-    int *buf_of;      /* per worker: index of its buffer this step, or -1 */
+    uint64_t *held;   /* per worker, one bit: holds a gradient this step (a bitmap, so
+                       * that offers from many workers to many accumulators stay in cache) */
+    int *buf_of;      /* sync_acc_take's scratch: per holding worker, its buffer index */
     int *holder;      /* per buffer: the worker that filled it */
     float *bufs;      /* required * n floats, filled in arrival order */
 };
@@ -66,8 +68,8 @@ sync_acc *sync_acc_new(int n_workers, int replicas_to_aggregate, size_t n, int64
     a->required = replicas_to_aggregate;
     a->n = n;
     a->step = start_step;
-    a->buf_of = xmalloc((size_t)n_workers * sizeof *a->buf_of);
-    for (int w = 0; w < n_workers; w++) a->buf_of[w] = -1;
+    a->held = xcalloc(((size_t)n_workers + 63) / 64, sizeof *a->held);
+    a->buf_of = n ? xmalloc((size_t)n_workers * sizeof *a->buf_of) : NULL;
     a->holder = xmalloc((size_t)replicas_to_aggregate * sizeof *a->holder);
     a->bufs = n ? xmalloc((size_t)replicas_to_aggregate * n * sizeof *a->bufs) : NULL;
     return a;
@@ -76,6 +78,7 @@ sync_acc *sync_acc_new(int n_workers, int replicas_to_aggregate, size_t n, int64
 void sync_acc_free(sync_acc *a)
 {
     if (!a) return;
+    free(a->held);
     free(a->buf_of);
     free(a->holder);
     free(a->bufs);
@@ -98,12 +101,13 @@ int sync_acc_offer(sync_acc *a, int worker, int64_t local_step, const float *g)
     assert(((void)"sync_acc_offer: gradient from a future step", local_step <= a->step));
     assert(((void)"sync_acc_offer: NULL gradient", a->n == 0 || g));
     if (local_step < a->step) return SYNC_STALE;
-    if (a->buf_of[worker] >= 0) return SYNC_DUPLICATE;
+    uint64_t bit = (uint64_t)1 << (worker & 63);
+    if (a->held[worker >> 6] & bit) return SYNC_DUPLICATE;
     /* the step already has its replicas_to_aggregate gradients: a late (backup) worker's
      * gradient would be stale the moment the step is taken, so drop it now */
     if (a->count >= a->required) return SYNC_STALE;
     int b = a->count++;
-    a->buf_of[worker] = b;
+    a->held[worker >> 6] |= bit;
     a->holder[b] = worker;
     if (a->n) memcpy(a->bufs + (size_t)b * a->n, g, a->n * sizeof *g);
     return a->count == a->required ? SYNC_READY : SYNC_ACCUMULATED;
@@ -114,10 +118,13 @@ int sync_acc_take(sync_acc *a, float *mean_out, int *workers)
     assert(((void)"sync_acc_take: accumulator not ready", a->count == a->required));
     assert(((void)"sync_acc_take: NULL output", workers && (a->n == 0 || mean_out)));
     int k = 0;
-    for (int w = 0; w < a->n_workers && k < a->count; w++)
-        if (a->buf_of[w] >= 0) workers[k++] = w;
+    for (int i = 0; k < a->count && i < (a->n_workers + 63) / 64; i++) {
+        for (uint64_t m = a->held[i]; m; m &= m - 1) workers[k++] = i * 64 + __builtin_ctzll(m);
+        a->held[i] = 0;
+    }
     assert(((void)"sync_acc_take: held count mismatch", k == a->count));
     if (a->n) {
+        for (int b = 0; b < k; b++) a->buf_of[a->holder[b]] = b;
         /* sum in ascending worker order, then scale: bitwise independent of arrival */
         memcpy(mean_out, a->bufs + (size_t)a->buf_of[workers[0]] * a->n, a->n * sizeof *mean_out);
         for (int j = 1; j < k; j++) {
@@ -127,7 +134,6 @@ int sync_acc_take(sync_acc *a, float *mean_out, int *workers)
         const float inv = (float)k;
         for (size_t i = 0; i < a->n; i++) mean_out[i] /= inv;
     }
-    for (int j = 0; j < k; j++) a->buf_of[workers[j]] = -1;
     a->count = 0;
     a->step++;
     return k;

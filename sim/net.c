@@ -37,6 +37,8 @@ void sim_net_free(sim_net *n)
         free(n->links[i].mt_cookie);
     }
     free(n->perm);
+    free(n->prep);
+    free(n->creps);
     free(n->kset);
     free(n->bound);
     free(n->scratch);
@@ -193,6 +195,7 @@ void sim_net_twin(sim_net *n, int link, int rep)
     n->links[link].twin_rep = rep;
     n->links[rep].twin_n++;
     n->n_twins++;
+    n->prep_n = -1;  /* net_fast.c rebuilds its class tables */
 }
 
 int sim_net_cohort_add(sim_net *n, int nic, const int *links, const double *bytes,

@@ -10,8 +10,9 @@
  * largest on is THE allocation); the check proves it (sum of the ps rates a NIC sees <=
  * its capacity) or adds the offenders to K and solves again. NICs whose flows sum to
  * under 90% of their capacity leave K. Twins (net.h): a class's group sits on its rep;
- * the other links copy the rep's r and load, and NIC-side sums replay the per-link
- * groups' additions and order, so results are bit for bit the per-link ones.
+ * passes read the other links' r and load from the rep (n->prep) and visit only reps
+ * where a twin has nothing to add, and NIC-side sums replay the per-link groups'
+ * additions and order, so results are bit for bit the per-link ones.
  * Single-threaded, called only from net.c. */
 #include <math.h>
 #include <stdlib.h>
@@ -232,6 +233,23 @@ void net_fast_removed(sim_net *n, int id)
 
 /* ---- solving ------------------------------------------------------------------------ */
 
+static void classes_update(sim_net *n)
+{
+    if (n->prep_n == n->n_perm) return;
+    if (n->cap_prep < n->n_perm) {
+        n->cap_prep = n->n_perm;
+        n->prep = xrealloc(n->prep, (size_t)n->cap_prep * sizeof *n->prep);
+        n->creps = xrealloc(n->creps, (size_t)n->cap_prep * sizeof *n->creps);
+    }
+    n->n_creps = 0;
+    for (int i = 0; i < n->n_perm; i++) {
+        int id = n->perm[i], rep = n->links[id].twin_rep;
+        n->prep[i] = rep >= 0 ? rep : id;
+        if (n->prep[i] == id) n->creps[n->n_creps++] = id;
+    }
+    n->prep_n = n->n_perm;
+}
+
 /* The relaxed solve's queue of link levels: an indexed binary heap of (x, link), one
  * entry per link (l->hpos = index + 1), so raising a level moves its entry instead of
  * adding one. It pops links in the same (x, link id) order as net.c's lazy heap, whose
@@ -313,9 +331,8 @@ static void raise_level(sim_net *n, int id, double x)
 static void relaxed_solve(sim_net *n)
 {
     n->n_heap = 0;
-    for (int i = 0; i < n->n_perm; i++) {
-        net_link *l = &n->links[n->perm[i]];
-        if (l->twin_rep >= 0 && l->twin_rep != n->perm[i]) continue;  /* twin_sync copies */
+    for (int i = 0; i < n->n_creps; i++) {
+        net_link *l = &n->links[n->creps[i]];
         l->frozen = 0;
         l->unfrozen = l->load;
         l->r = 0;
@@ -324,7 +341,7 @@ static void relaxed_solve(sim_net *n)
             g->frozen = 0;
             l->unfrozen += g->w[0];
         }
-        if (l->unfrozen > 0) lv_set(n, n->perm[i], l->cap / l->unfrozen);
+        if (l->unfrozen > 0) lv_set(n, n->creps[i], l->cap / l->unfrozen);
     }
     for (int i = 0; i < n->n_k; i++) {
         net_link *t = &n->links[n->kset[i]];
@@ -365,10 +382,12 @@ static void relaxed_solve(sim_net *n)
     }
 }
 
+/* a and b are perm indices; a class's rate is its rep's; ties in link id order */
 static int rate_desc(const void *a, const void *b, const sim_net *n)
 {
-    int x = *(const int *)a, y = *(const int *)b;
-    double rx = n->links[x].r, ry = n->links[y].r;
+    int i = *(const int *)a, j = *(const int *)b;
+    double rx = n->links[n->prep[i]].r, ry = n->links[n->prep[j]].r;
+    int x = n->perm[i], y = n->perm[j];
     return rx > ry ? -1 : rx < ry ? 1 : (x > y) - (x < y);
 }
 
@@ -395,21 +414,20 @@ static int check(sim_net *n)
     int m = 0;
     double lam = 0, thr = n->min_temp_cap * (1 - 1e-12);
     for (int i = 0; i < n->n_perm; i++) {
-        const net_link *l = &n->links[n->perm[i]];
+        const net_link *l = &n->links[n->prep[i]];  /* a twin has its rep's r and load */
         if (l->load <= 0) continue;
-        n->scratch[m++] = n->perm[i];
+        n->scratch[m++] = i;
         lam += l->r;
     }
     if (lam <= thr) return 0;
     sort_by_rate(n, n->scratch, m);
     double suf = 0;
     int h = m;
-    while (h > 0 && suf + n->links[n->scratch[h - 1]].r <= thr) suf += n->links[n->scratch[--h]].r;
+    while (h > 0 && suf + n->links[n->prep[n->scratch[h - 1]]].r <= thr) suf += n->links[n->prep[n->scratch[--h]]].r;
     n->stamp++;
     int added = 0;
     for (int i = 0; i < h; i++) {
-        const net_link *l = &n->links[n->scratch[i]];
-        if (l->twin_rep >= 0) l = &n->links[l->twin_rep];  /* a twin's NICs are its rep's */
+        const net_link *l = &n->links[n->prep[n->scratch[i]]];  /* a twin's NICs are its rep's */
         for (int j = 0; j < l->n_groups; j++) {
             const net_group *g = &n->g[l->groups[j]];
             if (g->state != NG_BULK) continue;
@@ -432,31 +450,19 @@ static int check(sim_net *n)
     return added;
 }
 
-/* A twin (not a rep) carries no group: it has its rep's rate and load, as it would with
- * the plain groups (the same flows, so the same arithmetic). */
-static void twin_sync(sim_net *n)
-{
-    for (int i = 0; i < n->n_perm; i++) {
-        net_link *l = &n->links[n->perm[i]];
-        if (l->twin_rep < 0 || l->twin_rep == n->perm[i]) continue;
-        l->r = n->links[l->twin_rep].r;
-        l->load = n->links[l->twin_rep].load;
-    }
-}
-
 void net_fast_solve(sim_net *n)
 {
     n->solves++;
+    classes_update(n);
     for (;;) {
         if (n->n_k) {
             relaxed_solve(n);
         } else {
-            for (int i = 0; i < n->n_perm; i++) {
-                net_link *l = &n->links[n->perm[i]];
+            for (int i = 0; i < n->n_creps; i++) {
+                net_link *l = &n->links[n->creps[i]];
                 l->r = l->load > 0 ? l->cap / l->load : 0;
             }
         }
-        if (n->n_twins) twin_sync(n);
         if (!check(n)) break;
     }
     /* NICs well below capacity leave K: their groups' rates are their ps links' r */
@@ -472,8 +478,8 @@ void net_fast_solve(sim_net *n)
         if (s < 0.9 * t->cap) k_remove(n, k, 1);
     }
     double best = INFINITY;
-    for (int i = 0; i < n->n_perm; i++) {
-        net_link *l = &n->links[n->perm[i]];
+    for (int i = 0; i < n->n_creps; i++) {  /* a twin has no marks */
+        net_link *l = &n->links[n->creps[i]];
         vt_clean(n, l);
         if (!l->n_vh) continue;
         dp_assert("sim_net: every group gets a positive rate", l->r > 0);
@@ -493,8 +499,9 @@ void net_fast_solve(sim_net *n)
 int net_fast_advance(sim_net *n, double dt)
 {
     int nd = 0;
-    for (int i = 0; i < n->n_perm; i++) {
-        net_link *l = &n->links[n->perm[i]];
+    classes_update(n);
+    for (int i = 0; i < n->n_creps; i++) {  /* a twin has no marks */
+        net_link *l = &n->links[n->creps[i]];
         if (!l->n_vh) continue;
         l->V += l->r * dt;
         /* finished to within a nanosecond's worth of bytes (event times are whole ns) */

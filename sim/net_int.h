@@ -43,8 +43,8 @@ typedef struct net_link {
     uint32_t stamp;
     /* twins (see sim_net_twin): permanent links, the class's representative (itself
      * for a rep; -1 when not twinned). A member other than the rep never carries a
-     * group: the rep's group stands for the class, and solves copy the rep's r and
-     * load to the members. */
+     * group: the rep's group stands for the class, and net_fast.c reads a member's r
+     * and load from its rep (a member's own r and load are not kept). */
     int twin_rep;
     int twin_n;                   /* rep: links in its class */
     int cls_g;                    /* sim_net_cohort_add's scratch: the class's group */
@@ -118,6 +118,12 @@ struct sim_net {
     int n_twins;                  /* links whose twin_rep is another link */
     int n_twin_groups;            /* active groups with twin set */
     int n_flows;                  /* active flows (sum of m) */
+    /* net_fast.c's class tables, rebuilt when n_perm != prep_n (sim_net_twin sets -1):
+     * prep[i] is perm[i]'s rep (itself when not twinned); creps lists, in perm order, the
+     * perm links that are their own rep. Passes read a class's r and load from its rep
+     * only, so the ~P twin links' structs stay out of the cache. */
+    int *prep, *creps;
+    int n_creps, cap_prep, prep_n;
 };
 
 /* net.c */

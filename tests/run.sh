@@ -12,8 +12,10 @@ run_one() {
     local name=$1; shift
     local log="$logdir/$name.log"
     local start=$(date +%s)
-    "$@" >"$log" 2>&1
+    # A hung test fails (and is stopped) instead of stalling the whole run.
+    timeout -k 10 "${TEST_TIMEOUT:-600}" "$@" >"$log" 2>&1
     local rc=$?
+    [ "$rc" -eq 124 ] && echo "FAIL timed out after ${TEST_TIMEOUT:-600} s" >>"$log"
     local line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n1)
     local p=0 f=1
     if [ -n "$line" ]; then
