@@ -302,7 +302,7 @@ static void print_summary(launcher *l, double wall_s)
 {
     const rt_config *cfg = l->cfg;
     double samples = 0, train_s = 0, pulled = 0, pushed = 0, loss_sum = 0, mean_step = 0;
-    double stale_n = 0, stale_sum = 0, stale_max = 0, drops = 0, gs = 0, acc = -1;
+    double stale_n = 0, stale_sum = 0, stale_max = 0, drops = 0, gs = 0, acc = -1, var_min = -1;
     int n_loss = 0;
     for (int i = 0; i < l->n_kids; i++) {
         child *c = &l->kids[i];
@@ -327,6 +327,10 @@ static void print_summary(launcher *l, double wall_s)
             stale_sum += jnum(s, "stale_sum");
             if (jnum(s, "stale_max") > stale_max) stale_max = jnum(s, "stale_max");
             drops += jnum(s, "drops");
+            json_t *vm = json_object_get(s, "var_step_min");
+            if (vm && json_is_integer(vm) && json_integer_value(vm) >= 0 &&
+                (var_min < 0 || json_integer_value(vm) < var_min))
+                var_min = (double)json_integer_value(vm);
             if (jnum(s, "holds_step") != 0) mean_step = jnum(s, "mean_step_s");
         }
     }
@@ -345,6 +349,7 @@ static void print_summary(launcher *l, double wall_s)
     json_object_set_new(o, "mean_staleness", json_real(stale_n > 0 ? stale_sum / stale_n : 0));
     json_object_set_new(o, "max_staleness", json_integer((json_int_t)stale_max));
     json_object_set_new(o, "dropped_gradients", json_integer((json_int_t)drops));
+    json_object_set_new(o, "min_variable_step", json_integer((json_int_t)var_min));
     json_object_set_new(o, "bytes_pulled", json_integer((json_int_t)pulled));
     json_object_set_new(o, "bytes_pushed", json_integer((json_int_t)pushed));
     json_object_set_new(o, "events", json_integer((json_int_t)l->events));

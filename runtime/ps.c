@@ -409,16 +409,26 @@ static void on_stop_check(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void print_stats(const ps_server *ps)
 {
+    /* The least updated of our trainable variables (-1 when we hold none): in sync mode
+     * every variable ends at the global step. */
+    long long var_min = -1;
+    for (int i = 0; i < ps->cat.n; i++) {
+        const ps_var *v = &ps->vars[i];
+        if (v->def->ps != ps->index || !v->def->trainable) continue;
+        long long ver = (long long)var_version(ps, v);
+        if (var_min < 0 || ver < var_min) var_min = ver;
+    }
     double mean_step = ps->gs_advances > 1
         ? (double)(ps->gs_last_ns - ps->gs_first_ns) / 1e9 / (double)(ps->gs_advances - 1) : 0;
     printf("{\"task\":\"ps\",\"index\":%d,\"applies\":%llu,\"drops\":%llu,\"pulls\":%llu,"
            "\"stale_n\":%llu,\"stale_sum\":%llu,\"stale_max\":%lld,\"holds_step\":%d,"
-           "\"gs_advances\":%llu,\"mean_step_s\":%.9f,\"events\":%llu,\"events_dropped\":%llu}\n",
+           "\"gs_advances\":%llu,\"mean_step_s\":%.9f,\"events\":%llu,\"events_dropped\":%llu,"
+           "\"var_step_min\":%lld}\n",
            ps->index, (unsigned long long)ps->applies, (unsigned long long)ps->drops,
            (unsigned long long)ps->pulls, (unsigned long long)ps->stale.n,
            (unsigned long long)ps->stale.sum, (long long)ps->stale.max, ps->holds_step,
            (unsigned long long)ps->gs_advances, mean_step, (unsigned long long)rt_instr_sent(ps->in),
-           (unsigned long long)rt_instr_dropped(ps->in));
+           (unsigned long long)rt_instr_dropped(ps->in), var_min);
     fflush(stdout);
 }
 

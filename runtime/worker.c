@@ -258,28 +258,60 @@ static int pull_all(worker *wk)
     return wait_all(wk);
 }
 
-static int push_all(worker *wk, int64_t clock)
+/* Sends the pushes of variables [first, last) and waits for their acknowledgements. */
+static int push_range(worker *wk, int first, int last, int64_t clock)
 {
-    for (int v = 0; v < wk->cat.n; v++) {
+    int sync = wk->cfg->mode == MODE_SYNC;
+    for (int v = first; v < last; v++) {
         const var_def *d = &wk->cat.v[v];
-        proto_header h = {.type = MSG_PUSH, .var = (uint32_t)v, .arg0 = wk->version[v], .arg1 = clock};
+        /* Sync gradients carry the global step they were computed from (TensorFlow's
+         * local_step); async ones the version of the variable they read. */
+        proto_header h = {.type = MSG_PUSH, .var = (uint32_t)v, .arg0 = sync ? wk->gs : wk->version[v],
+                          .arg1 = clock};
         /* Borrowed: the gradient buffers stay untouched until every ack is in. */
         size_t len = d->count * sizeof(float);
         emit_transfer(wk, EVT_PUSH_BEGIN, v, 0);
         send(wk, d->ps, h, d->count ? var_slot(d, wk->grads) : NULL, len);
         wk->bytes_pushed += len;
     }
-    int rc = wait_all(wk);
-    if (rc || wk->releases_due == 0) return rc;
-    /* Sync: our gradients wait in the accumulators until enough replicas have pushed —
-     * SyncReplicasOptimizer's barrier. */
-    int64_t t0 = rt_instr_now(wk->in);
-    emit_step(wk, EVT_BARRIER_WAIT, t0, 0, 0, 0);
+    return wait_all(wk);
+}
+
+/* Waits for every RELEASE still due (sync gradients accumulated, not yet applied). */
+static int wait_releases(worker *wk)
+{
     while (wk->releases_due > 0 && !wk->failed && !rt_stop_requested) ev_run(wk->loop, EVRUN_ONCE);
-    int64_t t1 = rt_instr_now(wk->in);
-    emit_step(wk, EVT_BARRIER_RELEASE, t1, t1 - t0, 0, 0);
     if (wk->failed) return DP_EPROTO;
     if (rt_stop_requested) return DP_ECLOSED;
+    return DP_OK;
+}
+
+/* Pushes every gradient. Async / ssp: all at once, global_step's empty push among them.
+ * Sync, as SyncReplicasOptimizer: the gradients first; once every variable has taken this
+ * step's update (our accumulated gradients RELEASEd, the others dropped as already
+ * applied), the step token — global_step's empty push — which completes when
+ * replicas_to_aggregate workers have finished the step. So the global step never runs
+ * ahead of a variable, and every variable of one step is updated from the same step. */
+static int push_all(worker *wk, int64_t clock)
+{
+    int rc;
+    if (wk->cfg->mode != MODE_SYNC) return push_range(wk, 0, wk->cat.n, clock);
+    int sv = wk->step_var;
+    if ((rc = push_range(wk, 0, sv, clock)) || (rc = push_range(wk, sv + 1, wk->cat.n, clock))) return rc;
+    int64_t t0 = rt_instr_now(wk->in);
+    int waited = wk->releases_due > 0;
+    if (waited) emit_step(wk, EVT_BARRIER_WAIT, t0, 0, 0, 0);
+    if ((rc = wait_releases(wk)) || (rc = push_range(wk, sv, sv + 1, clock))) return rc;
+    if (wk->releases_due > 0 && !waited) {
+        waited = 1;
+        t0 = rt_instr_now(wk->in);
+        emit_step(wk, EVT_BARRIER_WAIT, t0, 0, 0, 0);
+    }
+    if ((rc = wait_releases(wk))) return rc;
+    if (waited) {
+        int64_t t1 = rt_instr_now(wk->in);
+        emit_step(wk, EVT_BARRIER_RELEASE, t1, t1 - t0, 0, 0);
+    }
     return DP_OK;
 }
 

@@ -47,6 +47,22 @@ check "async max staleness >= 1" fcmp "$(json "$TMP/async4.json" max_staleness)"
 $DOWNPOUR cluster --ps 1 --workers 3 --backup-workers 1 --steps 100 $SYN --slow-worker 2:3 >"$TMP/bk.json" 2>/dev/null
 check "backup worker: stale gradients dropped" fcmp "$(json "$TMP/bk.json" dropped_gradients)" '>' 0
 
+# Sync with backups over partitioned variables on 2 ps: no variable falls behind the
+# global step (TensorFlow applies every variable of a step before the step advances), and
+# the end of the run never waits on a step that cannot complete.
+for seed in 1 2 3 4; do
+    timeout 60 $DOWNPOUR cluster --ps 2 --workers 4 --backup-workers 2 --partition 2 --steps 100 $SYN \
+        --seed $seed >"$TMP/bk2.json" 2>/dev/null
+    rc=$?
+    if [ $rc -eq 0 ] && [ "$(json "$TMP/bk2.json" min_variable_step)" = "$(json "$TMP/bk2.json" global_step)" ]; then
+        ok "sync + 2 backups, seed $seed: finishes, every variable at the global step"
+    else
+        bad "sync + 2 backups, seed $seed: rc $rc, $(cat "$TMP/bk2.json")"
+    fi
+done
+check "plain sync: every variable at the global step" \
+    test "$(json "$TMP/sync.json" min_variable_step)" = "$(json "$TMP/sync.json" global_step)"
+
 # SSP bound holds: staleness never exceeds what the bound allows.
 $DOWNPOUR cluster --ps 1 --workers 3 --mode ssp --staleness 1 --steps 200 $SYN --slow-worker 0:3 >"$TMP/ssp.json" 2>/dev/null
 check "ssp run with a straggler completes" test "$(json "$TMP/ssp.json" global_step)" -ge 200
