@@ -261,6 +261,7 @@ static void summary(const opts *o, const sim_result *r, double wall_s)
     json_object_set_new(j, "mean_staleness", json_real(r->mean_staleness));
     json_object_set_new(j, "max_staleness", json_integer(r->max_staleness));
     json_object_set_new(j, "dropped_gradients", json_integer(r->dropped));
+    json_object_set_new(j, "min_variable_step", json_integer(r->min_variable_step));
     json_object_set_new(j, "bytes_pulled", json_integer(r->bytes_pulled));
     json_object_set_new(j, "bytes_pushed", json_integer(r->bytes_pushed));
     json_object_set_new(j, "events", json_integer((json_int_t)r->trace_events));

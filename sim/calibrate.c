@@ -6,7 +6,9 @@
  *            the shape is constant (cv < 5%) or lognormal with the pooled cv.
  *   network: each worker's pull phase (first pull_begin .. last pull_end, all ps) gives
  *            a duration d and x = (largest bytes from one ps) * (workers pulling at once);
- *            least squares d = 2L + x / B gives latency L and bandwidth B.
+ *            least squares d = 2L + x / B gives latency L and bandwidth B. When x hardly
+ *            varies, L comes from zero-byte pull answers, else (sync) from the step token's
+ *            round trip: last push_end to step_end in steps with no barrier wait.
  *   cluster: ps / workers / mode / model from the metadata ("config" object or top level),
  *            else counted from the events. */
 #include <math.h>
@@ -29,6 +31,8 @@ typedef struct wstat {
     double push_bytes, push_integ0;
     int push_ps_mask_n;      /* distinct ps pushed to (counted on first push per ps) */
     int64_t phase_t0, last_pull_end, first_push;
+    int64_t last_push_end;   /* sync: when the gradients' last ack came, -1 none */
+    int barrier;             /* a barrier wait in the current push */
     double *ps_bytes;        /* bytes per ps in the current pull phase */
     int64_t *ps_end;         /* last pull_end per ps in the current phase, -1 none */
     double integ0;           /* pullers integral when this phase began */
@@ -94,7 +98,8 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
     int64_t pinteg_t = 0;
     double phase_bytes_sum = 0;
     int64_t phases = 0, gs_n = 0, gs_t0 = 0, gs_t1 = 0, zero_n = 0;
-    double zero_min = 0, integ = 0;
+    double zero_min = 0, integ = 0, tok_sum = 0;
+    int64_t tok_n = 0;
     int64_t integ_t = 0;
     int64_t *cb = NULL;  /* compute_begin time per worker */
     evt_record e;
@@ -116,7 +121,7 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
             cb = xrealloc(cb, (size_t)nc * sizeof *cb);
             memset(ws + cap_w, 0, (size_t)(nc - cap_w) * sizeof *ws);
             for (int i = cap_w; i < nc; i++) {
-                ws[i].last_pull_end = ws[i].first_push = -1;
+                ws[i].last_pull_end = ws[i].first_push = ws[i].last_push_end = -1;
                 cb[i] = -1;
             }
             cap_w = nc;
@@ -181,6 +186,7 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
                 int nps = max_ps + 1 > 0 ? max_ps + 1 : 1;
                 double x = s->push_bytes / nps * conc;
                 pf.sx += x; pf.sy += d; pf.n++;
+                s->last_push_end = e.t;
             }
         } else if (e.kind == EVT_PUSH_BEGIN) {
             if (s->pushes_out == 0) {
@@ -189,6 +195,8 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
                 pushing++;
                 s->push_t0 = e.t;
                 s->push_bytes = 0;
+                s->barrier = 0;
+                s->last_push_end = -1;
                 s->push_integ0 = pinteg;
             }
             s->pushes_out++;
@@ -199,6 +207,16 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
                 s->sum += g; s->sumsq += g * g; s->n++;
                 s->last_pull_end = -1;
             }
+        } else if (e.kind == EVT_BARRIER_WAIT) {
+            s->barrier = 1;
+        } else if (e.kind == EVT_STEP_END) {
+            /* sync: after its gradients' acks a worker that never waited sends the step
+             * token (no events) and ends the step when its ack comes: a zero-byte round trip */
+            if (cal->mode == MODE_SYNC && !s->barrier && s->last_push_end >= 0 && e.t >= s->last_push_end) {
+                tok_sum += (double)(e.t - s->last_push_end) / 1e9;
+                tok_n++;
+            }
+            s->last_push_end = -1;
         } else if (e.kind == EVT_COMPUTE_BEGIN) {
             cb[k] = e.t;
         } else if (e.kind == EVT_COMPUTE_END && phases == 0) {
@@ -270,10 +288,11 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
             cal->latency = (my - slope * mx) / 2;
         } else {
             /* x hardly varies (e.g. sync with one ps): latency and bandwidth cannot be told
-             * apart. Take latency from answers that carried no bytes, else assume 50 us
-             * (at most a quarter of the mean), and give the rest to bandwidth: the same
-             * cluster is then reproduced exactly and bigger ones scale with bytes. */
-            double lat = zero_n ? zero_min / 2 : 50e-6;
+             * apart. Take latency from answers that carried no bytes, else from the sync
+             * step token's mean round trip, else assume 50 us (at most a quarter of the
+             * mean), and give the rest to bandwidth: the same cluster is then reproduced
+             * exactly and bigger ones scale with bytes. */
+            double lat = zero_n ? zero_min / 2 : tok_n ? tok_sum / (double)tok_n / 2 : 50e-6;
             if (lat > my / 4) lat = my / 4;
             cal->latency = lat;
             if (mx > 0 && my - 2 * lat > 0) cal->bandwidth = mx / (my - 2 * lat);

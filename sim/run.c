@@ -300,6 +300,14 @@ int sim_run(const sim_config *c, sim_result *res, char *err)
     res->sim_events = w->events;
     res->net_solves = sim_net_solves(w->net);
     res->stalled = gs < c->steps;
+    res->min_variable_step = res->max_variable_step = -1;
+    for (int v = 0; v < w->nv; v++) {
+        if (!w->cat.v[v].trainable) continue;
+        int64_t s = c->mode == MODE_SYNC ? sync_acc_step(w->vars[v].acc) : w->vars[v].av.version;
+        if (res->min_variable_step < 0 || s < res->min_variable_step) res->min_variable_step = s;
+        if (s > res->max_variable_step) res->max_variable_step = s;
+    }
+    res->gs_ahead = w->gs_ahead;
     res->n_vars = w->nv;
     res->model_bytes = w->model_bytes;
     if (w->tw) {

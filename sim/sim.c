@@ -2,14 +2,20 @@
  * (runtime/worker.c, runtime/ps.c) in virtual time, driving the same cluster/ rules.
  * A worker loops { [ssp: ask the gate] pull every variable (the ps reads each variable's
  * version when the request arrives); stop when the global step read >= --steps; compute;
- * push every variable; wait for every ack }. A ps applies each push with the configured
- * rule: sync offers it to the variable's sync_acc (acks held until the step completes,
- * stale/duplicate gradients dropped), async/ssp apply at once with async_apply staleness;
- * global_step is variable 0 and is pushed like the others (its accumulator is the step
- * token; in async every applied push advances it; the SSP gate lives with it).
+ * push }. Async / ssp push every variable at once, global_step's empty push (the step
+ * token) among them, each tagged with the version read, and wait for every ack. Sync
+ * (SyncReplicasOptimizer) tags every push with the global step read and goes in two
+ * parts: the gradients, every ack, every RELEASE of an accumulated one (barrier part 1:
+ * every variable has taken the step); then the token alone, its ack and, if accumulated,
+ * its RELEASE (part 2). So the global step never runs ahead of a variable. A ps applies
+ * each push with the configured rule: sync offers it to the variable's sync_acc (stale or
+ * duplicate gradients dropped), async/ssp apply at once with async_apply staleness;
+ * global_step is variable 0 (its accumulator counts the step; in async every applied
+ * push advances it; the SSP gate lives with it).
  * Messages: a request costs one latency; data moves as network flows (one flow per
  * worker and ps per phase, carrying that ps's variables) plus one latency; acks cost one
- * latency. Workers starting a phase at the same instant share flow groups (see net.h). */
+ * latency; the sync token is a zero-byte message (one latency each way). Workers starting
+ * a phase at the same instant share flow groups (see net.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +25,7 @@
 
 enum {
     EV_PULL_ARRIVE = 1, EV_PULL_DELIVER, EV_COMPUTE_END, EV_PUSH_DELIVER, EV_ACKS,
-    EV_SSP_REQ, EV_SSP_GO, EV_FAIL, EV_RESTART
+    EV_SSP_REQ, EV_SSP_GO, EV_FAIL, EV_RESTART, EV_TOKEN_ARRIVE
 };
 
 static void wk_start_step(sim_world *w, int k);
@@ -34,6 +40,15 @@ static int64_t ns_of(double s)
 static uint64_t msg_id(const sim_world *w, int k, int v)
 {
     return ((uint64_t)w->wk[k].local << 16 | (uint64_t)(v & 0xffff)) + 1;
+}
+
+/* The first of ps p's variables (an index into ps_vars) that a push phase carries: in
+ * sync the step token (variable 0, first on its ps) goes on its own after the gradients. */
+static int push_first(const sim_world *w, int p)
+{
+    int j = w->ps_first[p];
+    if (w->cfg->mode == MODE_SYNC && j < w->ps_first[p + 1] && w->ps_vars[j] == w->step_var) j++;
+    return j;
 }
 
 /* ---- acks --------------------------------------------------------------------------- */
@@ -152,6 +167,14 @@ static void global_step_advanced(sim_world *w, int64_t gs)
     w->gs_last_ns = w->now;
     w->gs_advances++;
     if (gs > w->gs_max) w->gs_max = gs;
+    if (w->cfg->mode == MODE_SYNC) {
+        /* the step token goes only after every variable has taken the step */
+        for (int v = 0; v < w->nv; v++)
+            if (w->cat.v[v].trainable && sync_acc_step(w->vars[v].acc) < gs) {
+                w->gs_ahead++;
+                break;
+            }
+    }
     emit_ps(w, EVT_GLOBAL_STEP, w->cat.v[w->step_var].ps, -1, -1, gs, 0, 0);
     for (int i = 0; i < w->cfg->n_failures; i++) {
         const sim_failure *f = &w->cfg->failures[i];
@@ -243,7 +266,7 @@ static void flush_dir(sim_world *w, int dir)
     co->link = -1;
     int np = 0;
     for (int p = 0; p < w->P; p++) {
-        if (w->ps_first[p + 1] == w->ps_first[p]) continue;
+        if (w->ps_first[p + 1] == (dir ? push_first(w, p) : w->ps_first[p])) continue;
         co->groups_left++;
         if (w->ps_bytes[p] <= 0) {
             sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER, c, p);
@@ -390,7 +413,8 @@ static void compute_end(sim_world *w, int k)
     nqm_grad(w, k);
     wk->phase = W_PUSH;
     wk->t_phase = w->now;
-    wk->outstanding = w->nv;
+    wk->token = 0;
+    wk->outstanding = w->cfg->mode == MODE_SYNC ? w->nv - 1 : w->nv;  /* sync: the token later */
     wk->releases_due = 0;
     wk->t_wait = -1;
     for (int v = 0; v < w->nv; v++)
@@ -419,10 +443,13 @@ static void handle_push(sim_world *w, int p, int k, int v, int acks)
 {
     sim_var *sv = &w->vars[v];
     const var_def *d = &w->cat.v[v];
-    int64_t read = read_versions(w, k)[v];
     const float *g = sv->dims ? w->grad + (size_t)k * (size_t)w->d + (size_t)sv->dim0 : NULL;
     if (w->cfg->mode == MODE_SYNC) {
+        /* sync pushes carry the global step read (TensorFlow's local_step) */
+        int64_t read = w->wk[k].gs_read;
         int64_t cur = sync_acc_step(sv->acc);
+        dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
+                  read <= cur);
         int r = sync_acc_offer(sv->acc, k, read, g);
         if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
             if (d->trainable) w->drops++;
@@ -454,7 +481,7 @@ static void handle_push(sim_world *w, int p, int k, int v, int acks)
         if (!d->trainable) global_step_advanced(w, now_step);
         return;
     }
-    int64_t s = async_apply(&sv->av, read);
+    int64_t s = async_apply(&sv->av, read_versions(w, k)[v]);
     versions_changed(w);
     if (d->trainable) {
         optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, g, (size_t)sv->dims);
@@ -477,7 +504,7 @@ static void deliver(sim_world *w, const sim_event *ev)
     int c = ev->a, p = (int)ev->b;
     if (defer_if_dead(w, p, ev)) return;
     sim_cohort *co = &w->cohorts[c];
-    int v0 = w->ps_first[p], v1 = w->ps_first[p + 1];
+    int v0 = ev->type == EV_PULL_DELIVER ? w->ps_first[p] : push_first(w, p), v1 = w->ps_first[p + 1];
     if (ev->type == EV_PULL_DELIVER) {
         for (int i = 0; i < co->n; i++) {
             int k = co->members[i];
@@ -505,18 +532,39 @@ static void deliver(sim_world *w, const sim_event *ev)
     cohort_done_one(w, c);
 }
 
-/* A worker's push phase ends when every ack is in; in sync it then waits (the barrier)
- * until every accumulated gradient has been released. */
+/* The sync step token reaches global_step's ps (sent one latency earlier). */
+static void token_arrive(sim_world *w, const sim_event *ev)
+{
+    int k = ev->a, p = w->cat.v[w->step_var].ps;
+    if (defer_if_dead(w, p, ev)) return;
+    sim_wk *wk = &w->wk[k];
+    if (wk->dead || wk->inc != ev->b) return;
+    int acks = ack_new(w);
+    handle_push(w, p, k, w->step_var, acks);
+    ack_send(w, acks);
+}
+
+/* A worker's push ends when every ack is in and, in sync, every accumulated push has
+ * been released (the barrier, waited for from the first moment a release is due); a
+ * sync worker then pushes the step token alone and waits again in the same way. */
 static void push_progress(sim_world *w, int k)
 {
     sim_wk *wk = &w->wk[k];
     if (wk->outstanding > 0) return;
-    if (wk->releases_due == 0) {
-        push_done(w, k);
-    } else if (wk->t_wait < 0) {
-        wk->t_wait = w->now;
-        emit_wk(w, EVT_BARRIER_WAIT, k, -1, -1, wk->local, 0, 0, 0, 0, 0);
+    if (wk->releases_due > 0) {
+        if (wk->t_wait < 0) {
+            wk->t_wait = w->now;
+            emit_wk(w, EVT_BARRIER_WAIT, k, -1, -1, wk->local, 0, 0, 0, 0, 0);
+        }
+        return;
     }
+    if (w->cfg->mode == MODE_SYNC && !wk->token) {
+        wk->token = 1;
+        wk->outstanding = 1;
+        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_TOKEN_ARRIVE, k, wk->inc);
+        return;
+    }
+    push_done(w, k);
 }
 
 static void acks_arrive(sim_world *w, int id)
@@ -533,7 +581,8 @@ static void acks_arrive(sim_world *w, int id)
                 emit_wk(w, EVT_PUSH_END, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4,
                         w->now - wk->t_phase, (double)a->st[i], 0, msg_id(w, k, v));
             if (a->st[i] == SIM_ACK_ACCUMULATED) wk->releases_due++;
-            if (--wk->outstanding == 0) emit_wk_phase(w, EVT_PUSH_END, k, wk->local, w->now - wk->t_phase);
+            if (--wk->outstanding == 0 && !wk->token)
+                emit_wk_phase(w, EVT_PUSH_END, k, wk->local, w->now - wk->t_phase);
         }
         push_progress(w, k);
     }
@@ -581,6 +630,9 @@ static void dispatch(sim_world *w, const sim_event *ev)
         wk_pull(w, k);
         return;
     }
+    case EV_TOKEN_ARRIVE:
+        token_arrive(w, ev);
+        return;
     case EV_FAIL:
         fire_failure(w, k);
         return;

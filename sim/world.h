@@ -25,6 +25,7 @@ typedef struct sim_wk {
     int phase;
     int outstanding;      /* pull answers or push acks still awaited */
     int releases_due;     /* sync: accumulated gradients whose RELEASE has not come */
+    int token;            /* sync: the step token (second part of the push) is out */
     int64_t t_phase;      /* ns: start of the current pull/push */
     int64_t t_compute;
     int64_t t_wait;       /* barrier / ssp wait start */
@@ -121,6 +122,7 @@ typedef struct sim_world {
     stale_stats stale;
     int64_t applies, drops, bytes_pulled, bytes_pushed, samples, gs_max;
     int64_t gs_first_ns, gs_last_ns, gs_advances;
+    int64_t gs_ahead;     /* sync: advances that found a trainable variable behind */
     uint64_t events;
     /* trace */
     trace_writer *tw;

@@ -1,7 +1,8 @@
 /* test_sim.c — the simulator against closed forms (each within 2%), determinism, failures,
  * SSP, trace sampling and --calibrate-from round trips:
- *   sync, constant compute C, one ps, one worker: step = C + pull + push
- *     with pull = push = 2 latencies + M/B;
+ *   sync, constant compute C, one ps, one worker: step = C + pull + push + token
+ *     with pull = push = 2 latencies + M/B and token = 2 latencies (the step token goes
+ *     alone, zero bytes, after the gradients' acks: one latency each way);
  *   sync, exponential compute (mean c), W workers, negligible network: step = c * H_W;
  *   with b backup workers, the first step's barrier = E[(W-b)-th order statistic of W
  *     exponentials] = c * (H_W - H_b) (averaged over independent seeds: later steps start
@@ -50,9 +51,15 @@ static void test_step_closed_form(void)
     sim_result r;
     CHECK(run(&c, &r) == 0);
     double M = r.model_bytes, B = c.ps_bw, L = c.latency;
-    double expect = c.compute.mean + 2 * (2 * L + M / B);
+    double expect = c.compute.mean + 2 * (2 * L + M / B) + 2 * L;
     CHECK_REL(r.mean_step_s, expect, 0.02);
-    printf("step = C + pull + push:     sim %.6f s  closed form %.6f s\n", r.mean_step_s, expect);
+    printf("step = C + pull + push + 2L: sim %.6f s  closed form %.6f s\n", r.mean_step_s, expect);
+    /* the token's round trip alone, where it is most of the step: 1 byte, ~no compute */
+    c.model_bytes = 1;
+    c.compute.mean = 1e-9;
+    c.latency = 1e-3;
+    CHECK(run(&c, &r) == 0);
+    CHECK_REL(r.mean_step_s, 6 * c.latency, 0.02);  /* pull 2L + push 2L + token 2L */
     CHECK(r.global_step == 50 && !r.stalled && r.dropped == 0);
 }
 
@@ -106,6 +113,31 @@ static void test_backup_order_statistic(void)
     c.backup_workers = 0;
     CHECK(run(&c, &without) == 0);
     CHECK(with.mean_step_s < without.mean_step_s);
+}
+
+/* Sync with backup workers: the step token goes only after every variable has taken the
+ * step, so the global step never runs ahead of a variable (checked at every advance) and
+ * every variable ends exactly at the global step, as the runtime's min_variable_step. */
+static void test_backup_variables_at_global_step(void)
+{
+    sim_config c;
+    sim_config_init(&c);
+    c.n_ps = 2;
+    c.n_workers = 4;
+    c.backup_workers = 2;
+    c.compute.kind = SIM_DIST_EXPONENTIAL;
+    c.compute.mean = 0.1;
+    c.steps = 200;
+    for (int seed = 1; seed <= 5; seed++) {
+        c.seed = (uint64_t)seed;
+        sim_result r;
+        CHECK(run(&c, &r) == 0);
+        CHECK(!r.stalled && r.global_step == c.steps && r.dropped > 0);
+        CHECK_MSG(r.gs_ahead == 0, "seed %d: %lld advances ran ahead of a variable", seed, (long long)r.gs_ahead);
+        CHECK_MSG(r.min_variable_step == r.global_step && r.max_variable_step == r.global_step,
+                  "seed %d: variables at %lld..%lld, global step %lld", seed, (long long)r.min_variable_step,
+                  (long long)r.max_variable_step, (long long)r.global_step);
+    }
 }
 
 static void test_bandwidth_bound(void)
@@ -367,6 +399,7 @@ int main(void)
     test_step_closed_form();
     test_exponential_barrier();
     test_backup_order_statistic();
+    test_backup_variables_at_global_step();
     test_bandwidth_bound();
     test_async_staleness();
     test_determinism(dir);
