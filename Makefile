@@ -27,6 +27,8 @@ BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB      := $(BUILD)/libdownpour.a
 
 .PHONY: all test asan bench demo deps clean check-deps
+# Keep the objects of tests, tools and benches (make would delete them as intermediates).
+.SECONDARY:
 all: $(BUILD)/downpour $(TEST_BIN) $(TOOL_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
