@@ -32,8 +32,9 @@ $DOWNPOUR trace info --json "$TMP/a.dptrace" >"$TMP/info.json"
 check "async: applies = pushes" test "$(count apply)" -eq "$(count push_end)"
 check "async: global step events = applied worker steps" test "$(count global_step)" -ge 60
 
-# Sync with a backup worker: drops appear in the trace and balance the pushes.
-$DOWNPOUR cluster --ps 1 --workers 3 --backup-workers 1 --steps 40 $SYN --trace "$TMP/b.dptrace" >/dev/null 2>&1
+# Sync with a backup worker (a 2x straggler, over enough steps that it surely takes
+# part): drops appear in the trace and balance the pushes.
+$DOWNPOUR cluster --ps 1 --workers 3 --backup-workers 1 --steps 200 --slow-worker 2:2 $SYN --trace "$TMP/b.dptrace" >/dev/null 2>&1
 $DOWNPOUR trace info --json "$TMP/b.dptrace" >"$TMP/info.json"
 check "backup: drops recorded" test "$(count drop)" -gt 0
 check "backup: applies + drops = pushes" test $(( $(count apply) + $(count drop) )) -eq "$(count push_end)"
