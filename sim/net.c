@@ -50,6 +50,7 @@ void sim_net_free(sim_net *n)
     free(n->heap);
     free(n->done);
     free(n->keys);
+    free(n->keys_tmp);
     free(n);
 }
 
@@ -408,10 +409,39 @@ void sim_net_fast_enable(sim_net *n, int on)
     n->dirty = 1;
 }
 
-static int done_cmp(const void *a, const void *b)
+/* Sorts keys by seq (all distinct): runs of 16 by insertion, then bottom-up merges
+ * between a and tmp. The keys mostly come as a few ascending runs (one per group). */
+static void keys_sort(done_key *a, done_key *tmp, int nd)
 {
-    const done_key *x = a, *y = b;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    int i = 1;
+    while (i < nd && a[i - 1].seq < a[i].seq) i++;
+    if (i >= nd) return;
+    for (int lo = 0; lo < nd; lo += 16) {
+        int hi = lo + 16 < nd ? lo + 16 : nd;
+        for (int j = lo + 1; j < hi; j++) {
+            done_key k = a[j];
+            int m = j;
+            while (m > lo && a[m - 1].seq > k.seq) {
+                a[m] = a[m - 1];
+                m--;
+            }
+            a[m] = k;
+        }
+    }
+    done_key *src = a, *dst = tmp;
+    for (int wd = 16; wd < nd; wd *= 2) {
+        for (int lo = 0; lo < nd; lo += 2 * wd) {
+            int mid = lo + wd < nd ? lo + wd : nd, hi = lo + 2 * wd < nd ? lo + 2 * wd : nd;
+            int x = lo, y = mid, o = lo;
+            while (x < mid && y < hi) dst[o++] = src[x].seq < src[y].seq ? src[x++] : src[y++];
+            while (x < mid) dst[o++] = src[x++];
+            while (y < hi) dst[o++] = src[y++];
+        }
+        done_key *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a) memcpy(a, src, (size_t)nd * sizeof *a);
 }
 
 /* Cohort groups that finished stand for their members: one key per member (its own
@@ -459,6 +489,7 @@ int sim_net_advance(sim_net *n, double t, const sim_net_done **done)
         n->cap_done = n->n_active + n->n_flows;
         n->done = xrealloc(n->done, (size_t)n->cap_done * sizeof *n->done);
         n->keys = xrealloc(n->keys, (size_t)n->cap_done * sizeof *n->keys);
+        n->keys_tmp = xrealloc(n->keys_tmp, (size_t)n->cap_done * sizeof *n->keys_tmp);
     }
     if (n->fast) {
         nd = net_fast_advance(n, dt);
@@ -479,7 +510,7 @@ int sim_net_advance(sim_net *n, double t, const sim_net_done **done)
     if (nd) {
         if (n->n_twin_groups) nd = expand_members(n, nd);
         else for (int i = 0; i < nd; i++) n->keys[i].member = -1;
-        qsort(n->keys, (size_t)nd, sizeof *n->keys, done_cmp);  /* report in start order */
+        keys_sort(n->keys, n->keys_tmp, nd);  /* report in start order */
         for (int i = 0; i < nd; i++) {
             int id = n->keys[i].group, j = n->keys[i].member;
             n->done[i].group = id;

@@ -99,7 +99,7 @@ struct sim_net {
     level *heap;
     int n_heap, cap_heap;
     sim_net_done *done;
-    done_key *keys;
+    done_key *keys, *keys_tmp;    /* keys_tmp: sort scratch */
     int cap_done;
     uint64_t solves;
     /* fast path: used while every group is shaped */

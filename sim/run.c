@@ -100,6 +100,8 @@ static int world_init(sim_world *w, const sim_config *c, char *err)
     w->P = c->n_ps;
     w->W = c->n_workers;
     w->free_ack = -1;
+    w->open_ack = -1;
+    w->free_db = -1;
     sim_heap_init(&w->heap);
     dp_rng_seed(&w->rng, c->seed);
     w->lat_ns = (int64_t)llround(c->latency * 1e9);
@@ -212,6 +214,11 @@ static void world_release(sim_world *w)
         free(w->acks[i].st);
     }
     free(w->acks);
+    for (int i = 0; i < w->n_dbs; i++) {
+        free(w->dbs[i].c);
+        free(w->dbs[i].p);
+    }
+    free(w->dbs);
     for (int p = 0; w->deferred && p < w->P; p++) free(w->deferred[p]);
     free(w->deferred);
     free(w->n_deferred);
@@ -253,8 +260,9 @@ int sim_run(const sim_config *c, sim_result *res, char *err)
         sim_event ev;
         if (sim_heap_top_time(&w->heap) <= w->now) {
             sim_heap_pop(&w->heap, &ev);
-            sim_world_dispatch(w, &ev);
-            if ((++w->events & 0xffff) == 0) progress(w);
+            uint64_t e0 = w->events;
+            sim_world_dispatch(w, &ev);  /* may count merged events too */
+            if ((++w->events >> 16) != e0 >> 16) progress(w);
             continue;
         }
         sim_world_flush(w);

@@ -25,7 +25,7 @@
 
 enum {
     EV_PULL_ARRIVE = 1, EV_PULL_DELIVER, EV_COMPUTE_END, EV_PUSH_DELIVER, EV_ACKS,
-    EV_SSP_REQ, EV_SSP_GO, EV_FAIL, EV_RESTART, EV_TOKEN_ARRIVE
+    EV_SSP_REQ, EV_SSP_GO, EV_FAIL, EV_RESTART, EV_TOKEN_ARRIVE, EV_DELIVER_BATCH
 };
 
 static void wk_start_step(sim_world *w, int k);
@@ -94,10 +94,57 @@ static void ack_send(sim_world *w, int id)
 {
     if (w->acks[id].n) {
         sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_ACKS, id, 0);
+        w->acks[id].nev = 1;
+        w->open_ack = id;
+        w->open_seq = w->heap.next_seq;
+        w->open_t = w->now + w->lat_ns;
         return;
     }
     w->acks[id].next_free = w->free_ack;
     w->free_ack = id;
+}
+
+/* Whether a batch sent now would be the event right after open_ack, at its time: then
+ * its acks are handled right after open_ack's, so they may join it (same order). */
+static int ack_mergeable(const sim_world *w)
+{
+    return w->open_ack >= 0 && w->heap.next_seq == w->open_seq && w->open_t == w->now + w->lat_ns;
+}
+
+/* A batch for acks about to be sent together: the open batch when they may join it
+ * (its current length in *start), else a new one (*start = -1). Ended by ack_end. */
+static int ack_begin(sim_world *w, int *start)
+{
+    if (ack_mergeable(w)) {
+        *start = w->acks[w->open_ack].n;
+        return w->open_ack;
+    }
+    *start = -1;
+    return ack_new(w);
+}
+
+/* Sends the acks added since ack_begin: as part of the open batch (counted as one more
+ * engine event) when nothing was scheduled meanwhile, else as a batch of their own. */
+static void ack_end(sim_world *w, int id, int start)
+{
+    if (start < 0) {
+        ack_send(w, id);
+        return;
+    }
+    int n = w->acks[id].n;
+    if (n == start) return;  /* nothing added: no event, as an empty batch */
+    if (id == w->open_ack && ack_mergeable(w)) {
+        w->acks[id].nev++;
+        return;
+    }
+    int id2 = ack_new(w);
+    sim_ack *a = &w->acks[id];
+    for (int i = start; i < n; i++) {
+        ack_add(w, id2, a->w[i], a->v[i], a->st[i]);
+        w->acks[id2].inc[w->acks[id2].n - 1] = a->inc[i];  /* the incarnation recorded */
+    }
+    a->n = start;
+    ack_send(w, id2);
 }
 
 /* ---- failures ----------------------------------------------------------------------- */
@@ -205,11 +252,30 @@ static void net_sync(sim_world *w)
 {
     const sim_net_done *d;
     int n = sim_net_advance(w->net, (double)w->now / 1e9, &d);
-    for (int i = 0; i < n; i++) {
-        int c = (int)(d[i].cookie / w->P), p = (int)(d[i].cookie % w->P);
-        int type = w->cohorts[c].dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER;
-        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, type, c, p);
+    if (n == 0) return;
+    /* One event for all of them: they would be consecutive events (one latency from
+     * now, consecutive sequence numbers), so running them in turn in one event is the
+     * same order; counted as n engine events. */
+    int id = w->free_db;
+    if (id >= 0) {
+        w->free_db = w->dbs[id].next_free;
+    } else {
+        id = w->n_dbs++;
+        w->dbs = xrealloc(w->dbs, (size_t)w->n_dbs * sizeof *w->dbs);
+        memset(&w->dbs[id], 0, sizeof w->dbs[id]);
     }
+    sim_dbatch *b = &w->dbs[id];
+    if (b->cap < n) {
+        b->cap = n > 2 * b->cap ? n : 2 * b->cap;
+        b->c = xrealloc(b->c, (size_t)b->cap * sizeof *b->c);
+        b->p = xrealloc(b->p, (size_t)b->cap * sizeof *b->p);
+    }
+    b->n = n;
+    for (int i = 0; i < n; i++) {
+        b->c[i] = (int)(d[i].cookie / w->P);
+        b->p[i] = (int)(d[i].cookie % w->P);
+    }
+    sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_DELIVER_BATCH, id, 0);
 }
 
 static int cohort_new(sim_world *w)
@@ -298,7 +364,7 @@ static void wk_pull(sim_world *w, int k)
     wk->phase = W_PULL;
     wk->t_phase = w->now;
     wk->outstanding = w->nv;
-    for (int v = 0; v < w->nv; v++)
+    for (int v = 0; w->tw && v < w->nv; v++)  /* emit_wk does nothing without a trace */
         emit_wk(w, EVT_PULL_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
                 0, msg_id(w, k, v));
     emit_wk_phase(w, EVT_PULL_BEGIN, k, wk->local, 0);
@@ -417,7 +483,7 @@ static void compute_end(sim_world *w, int k)
     wk->outstanding = w->cfg->mode == MODE_SYNC ? w->nv - 1 : w->nv;  /* sync: the token later */
     wk->releases_due = 0;
     wk->t_wait = -1;
-    for (int v = 0; v < w->nv; v++)
+    for (int v = 0; w->tw && v < w->nv; v++)
         if (w->cat.v[v].trainable)  /* global_step's push is the step token: no events */
             emit_wk(w, EVT_PUSH_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
                 0, msg_id(w, k, v));
@@ -473,7 +539,7 @@ static void handle_push(sim_world *w, int p, int k, int v, int acks)
         int rel = ack_new(w);
         for (int i = 0; i < n; i++) {
             int r2 = w->released[i];
-            emit_ps(w, EVT_APPLY, p, r2, v, now_step, 0, msg_id(w, r2, v));
+            if (w->tw) emit_ps(w, EVT_APPLY, p, r2, v, now_step, 0, msg_id(w, r2, v));
             if (r2 == k) ack_add(w, acks, k, v, SIM_ACK_APPLIED);
             else ack_add(w, rel, r2, v, SIM_RELEASE);
         }
@@ -520,16 +586,34 @@ static void deliver(sim_world *w, const sim_event *ev)
             if (wk->outstanding == 0) pull_done(w, k);
         }
     } else {
-        int acks = ack_new(w);
+        int start, acks = ack_begin(w, &start);
         for (int i = 0; i < co->n; i++) {
             int k = co->members[i];
             sim_wk *wk = &w->wk[k];
             if (wk->dead || wk->inc != co->incs[i]) continue;
             for (int j = v0; j < v1; j++) handle_push(w, p, k, w->ps_vars[j], acks);
         }
-        ack_send(w, acks);
+        ack_end(w, acks, start);
     }
     cohort_done_one(w, c);
+}
+
+/* Runs a delivery batch's deliveries in turn, as the events they stand for. */
+static void deliver_batch(sim_world *w, const sim_event *ev)
+{
+    int id = ev->a;
+    int n = w->dbs[id].n;
+    for (int i = 0; i < n; i++) {
+        const sim_dbatch *b = &w->dbs[id];
+        sim_event e = *ev;
+        e.a = b->c[i];
+        e.b = b->p[i];
+        e.type = w->cohorts[e.a].dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER;
+        deliver(w, &e);
+    }
+    w->events += (uint64_t)(n - 1);
+    w->dbs[id].next_free = w->free_db;
+    w->free_db = id;
 }
 
 /* The sync step token reaches global_step's ps (sent one latency earlier). */
@@ -539,9 +623,9 @@ static void token_arrive(sim_world *w, const sim_event *ev)
     if (defer_if_dead(w, p, ev)) return;
     sim_wk *wk = &w->wk[k];
     if (wk->dead || wk->inc != ev->b) return;
-    int acks = ack_new(w);
+    int start, acks = ack_begin(w, &start);
     handle_push(w, p, k, w->step_var, acks);
-    ack_send(w, acks);
+    ack_end(w, acks, start);
 }
 
 /* A worker's push ends when every ack is in and, in sync, every accumulated push has
@@ -577,7 +661,7 @@ static void acks_arrive(sim_world *w, int id)
         if (a->st[i] == SIM_RELEASE) {
             wk->releases_due--;  /* may run ahead of its ACCUMULATED ack: counted signed */
         } else {
-            if (w->cat.v[v].trainable)
+            if (w->tw && w->cat.v[v].trainable)
                 emit_wk(w, EVT_PUSH_END, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4,
                         w->now - wk->t_phase, (double)a->st[i], 0, msg_id(w, k, v));
             if (a->st[i] == SIM_ACK_ACCUMULATED) wk->releases_due++;
@@ -586,6 +670,8 @@ static void acks_arrive(sim_world *w, int id)
         }
         push_progress(w, k);
     }
+    w->events += (uint64_t)(a->nev - 1);  /* a merged batch counts as the batches it joined */
+    if (id == w->open_ack) w->open_ack = -1;
     a->n = 0;
     a->next_free = w->free_ack;
     w->free_ack = id;
@@ -607,6 +693,9 @@ static void dispatch(sim_world *w, const sim_event *ev)
         return;
     case EV_ACKS:
         acks_arrive(w, k);
+        return;
+    case EV_DELIVER_BATCH:
+        deliver_batch(w, ev);
         return;
     case EV_SSP_REQ: {
         sim_wk *wk = &w->wk[k];

@@ -62,7 +62,14 @@ typedef struct sim_ack {  /* acknowledgements arriving together */
     int32_t *w, *v, *inc;
     int8_t *st;           /* ACK status (runtime/proto.h numbering) or SIM_RELEASE */
     int next_free;
+    int nev;              /* engine events this batch stands for (merged batches) */
 } sim_ack;
+
+typedef struct sim_dbatch {  /* deliveries of flows that finished together */
+    int n, cap;
+    int *c, *p;           /* cohort, ps: in the order their events would have run */
+    int next_free;
+} sim_dbatch;
 
 typedef struct sim_world {
     const sim_config *cfg;
@@ -105,9 +112,16 @@ typedef struct sim_world {
     int *pend[2];         /* workers starting a pull / push at this instant */
     int n_pend[2];
     int *released;        /* scratch for sync takes */
+    sim_dbatch *dbs;      /* delivery batches (one engine event, counted as n) */
+    int n_dbs, free_db;
     /* acks */
     sim_ack *acks;
     int n_acks, cap_acks, free_ack;
+    /* The last ack batch sent (-1 none): a batch sent right after it (no event
+     * scheduled in between, same arrival time) joins it, counted as its own event. */
+    int open_ack;
+    uint64_t open_seq;    /* heap.next_seq just after open_ack was scheduled */
+    int64_t open_t;
     /* ssp */
     ssp_gate *gate;
     int *ssp_wait;        /* workers waiting, their wanted step in ssp_step */
