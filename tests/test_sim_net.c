@@ -153,16 +153,26 @@ static int fast_vs_general(uint64_t seed, int P, int cohorts, double nic_lo, dou
     return bad;
 }
 
+typedef int (*flow_compare_fn)(uint64_t seed, int P, int cohorts, double nic_lo, double nic_hi);
+
+/* Runs a fast-vs-reference comparison over 40 seeds x {tight, loose, mixed} NICs, with
+ * 2 .. 1 + p_span ps links; returns the number of flow sets that differ. */
+static int random_flow_cases(flow_compare_fn cmp, int p_span, int *cases)
+{
+    int bad = 0;
+    for (uint64_t s = 1; s <= 40; s++) {
+        int P = 2 + (int)(s % (uint64_t)p_span);
+        bad += cmp(s, P, 30, 0.5, 4) != 0;        /* tight NICs */
+        bad += cmp(s + 100, P, 30, 20, 40) != 0;  /* loose NICs */
+        bad += cmp(s + 200, P, 40, 1, 30) != 0;   /* mixed */
+        *cases += 3;
+    }
+    return bad;
+}
+
 static void test_fast_exact(void)
 {
-    int bad = 0, cases = 0;
-    for (uint64_t s = 1; s <= 40; s++) {
-        int P = 2 + (int)(s % 9);
-        bad += fast_vs_general(s, P, 30, 0.5, 4) != 0;        /* tight NICs */
-        bad += fast_vs_general(s + 100, P, 30, 20, 40) != 0;  /* loose NICs */
-        bad += fast_vs_general(s + 200, P, 40, 1, 30) != 0;   /* mixed */
-        cases += 3;
-    }
+    int cases = 0, bad = random_flow_cases(fast_vs_general, 9, &cases);
     CHECK_MSG(bad == 0, "%d of %d random flow sets differ", bad, cases);
 }
 
@@ -240,14 +250,7 @@ static int twins_vs_plain(uint64_t seed, int P, int cohorts, double nic_lo, doub
 
 static void test_twins_exact(void)
 {
-    int bad = 0, cases = 0;
-    for (uint64_t s = 1; s <= 40; s++) {
-        int P = 2 + (int)(s % 15);
-        bad += twins_vs_plain(s, P, 30, 0.5, 4) != 0;        /* tight NICs */
-        bad += twins_vs_plain(s + 100, P, 30, 20, 40) != 0;  /* loose NICs */
-        bad += twins_vs_plain(s + 200, P, 40, 1, 30) != 0;   /* mixed */
-        cases += 3;
-    }
+    int cases = 0, bad = random_flow_cases(twins_vs_plain, 15, &cases);
     CHECK_MSG(bad == 0, "%d of %d random twin flow sets differ", bad, cases);
 }
 
