@@ -109,7 +109,8 @@ int sync_acc_offer(sync_acc *a, int worker, int64_t local_step, const float *g)
     int b = a->count++;
     a->held[worker >> 6] |= bit;
     a->holder[b] = worker;
-    if (a->n) memcpy(a->bufs + (size_t)b * a->n, g, a->n * sizeof *g);
+    if (a->n == 1) a->bufs[b] = g[0];  /* many small variables: no call */
+    else if (a->n) memcpy(a->bufs + (size_t)b * a->n, g, a->n * sizeof *g);
     return a->count == a->required ? SYNC_READY : SYNC_ACCUMULATED;
 }
 

@@ -486,7 +486,8 @@ int sim_net_advance(sim_net *n, double t, const sim_net_done **done)
     if (dt < 0) dt = 0;
     int nd = 0;
     if (n->cap_done < n->n_active + n->n_flows) {
-        n->cap_done = n->n_active + n->n_flows;
+        int need = n->n_active + n->n_flows;
+        n->cap_done = need > 2 * n->cap_done ? need : 2 * n->cap_done;
         n->done = xrealloc(n->done, (size_t)n->cap_done * sizeof *n->done);
         n->keys = xrealloc(n->keys, (size_t)n->cap_done * sizeof *n->keys);
         n->keys_tmp = xrealloc(n->keys_tmp, (size_t)n->cap_done * sizeof *n->keys_tmp);

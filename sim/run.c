@@ -135,12 +135,27 @@ static int world_init(sim_world *w, const sim_config *c, char *err)
         w->model_bytes += (double)w->cat.v[v].count * 4;
     }
     free(fill);
+    w->push_first = xmalloc((size_t)w->P * sizeof *w->push_first);
+    for (int p = 0; p < w->P; p++) {
+        int j = w->ps_first[p];
+        if (c->mode == MODE_SYNC && j < w->ps_first[p + 1] && w->ps_vars[j] == w->step_var) j++;
+        w->push_first[p] = j;
+    }
     optim_conf_init(&w->opt, c->optimizer, (float)c->lr);
     w->vars = xcalloc((size_t)w->nv, sizeof *w->vars);
     nqm_init(w);
-    for (int v = 0; v < w->nv; v++)
-        if (c->mode == MODE_SYNC)
-            w->vars[v].acc = sync_acc_new(w->W, w->W - c->backup_workers, (size_t)w->vars[v].dims, 0);
+    if (c->mode == MODE_SYNC) {
+        int R = w->W - c->backup_workers;
+        w->vars[w->step_var].acc = sync_acc_new(w->W, R, (size_t)w->vars[w->step_var].dims, 0);
+        w->ps_acc = xcalloc((size_t)w->P, sizeof *w->ps_acc);
+        w->ps_dims = xcalloc((size_t)w->P, sizeof *w->ps_dims);
+        for (int p = 0; p < w->P; p++) {
+            if (w->push_first[p] == w->ps_first[p + 1]) continue;
+            for (int j = w->push_first[p]; j < w->ps_first[p + 1]; j++) w->ps_dims[p] += w->vars[w->ps_vars[j]].dims;
+            w->ps_acc[p] = sync_acc_new(w->W, R, (size_t)w->ps_dims[p], 0);
+        }
+        w->gbuf = xcalloc((size_t)(w->d ? w->d : 1), sizeof *w->gbuf);
+    }
     if (c->mode == MODE_SSP) {
         w->gate = ssp_gate_new(w->W, c->staleness);
         w->ssp_wait = xmalloc((size_t)w->W * sizeof *w->ssp_wait);
@@ -182,6 +197,10 @@ static void world_release(sim_world *w)
 {
     if (w->tw) trace_writer_close(w->tw, NULL);
     for (int v = 0; w->vars && v < w->nv; v++) sync_acc_free(w->vars[v].acc);
+    for (int p = 0; w->ps_acc && p < w->P; p++) sync_acc_free(w->ps_acc[p]);
+    free(w->ps_acc);
+    free(w->ps_dims);
+    free(w->gbuf);
     free(w->vars);
     if (w->theta) nqm_release(w);
     ssp_gate_free(w->gate);
@@ -208,10 +227,8 @@ static void world_release(sim_world *w)
     free(w->pend[1]);
     free(w->released);
     for (int i = 0; i < w->n_acks; i++) {
-        free(w->acks[i].w);
-        free(w->acks[i].v);
-        free(w->acks[i].inc);
-        free(w->acks[i].st);
+        free(w->acks[i].e);
+        free(w->acks[i].pool);
     }
     free(w->acks);
     for (int i = 0; i < w->n_dbs; i++) {
@@ -229,6 +246,7 @@ static void world_release(sim_world *w)
     free(w->wk_dev);
     free(w->ps_dev);
     free(w->ps_first);
+    free(w->push_first);
     free(w->ps_vars);
     free(w->ps_bytes);
     catalog_release(&w->cat);
@@ -289,7 +307,7 @@ int sim_run(const sim_config *c, sim_result *res, char *err)
         }
     }
     progress(w);
-    int64_t gs = c->mode == MODE_SYNC ? sync_acc_step(w->vars[w->step_var].acc)
+    int64_t gs = c->mode == MODE_SYNC ? w->vars[w->step_var].step
                                        : w->vars[w->step_var].av.version;
     res->global_step = gs;
     res->sim_s = (double)w->now / 1e9;
@@ -311,7 +329,7 @@ int sim_run(const sim_config *c, sim_result *res, char *err)
     res->min_variable_step = res->max_variable_step = -1;
     for (int v = 0; v < w->nv; v++) {
         if (!w->cat.v[v].trainable) continue;
-        int64_t s = c->mode == MODE_SYNC ? sync_acc_step(w->vars[v].acc) : w->vars[v].av.version;
+        int64_t s = c->mode == MODE_SYNC ? w->vars[v].step : w->vars[v].av.version;
         if (res->min_variable_step < 0 || s < res->min_variable_step) res->min_variable_step = s;
         if (s > res->max_variable_step) res->max_variable_step = s;
     }

@@ -46,9 +46,7 @@ static uint64_t msg_id(const sim_world *w, int k, int v)
  * sync the step token (variable 0, first on its ps) goes on its own after the gradients. */
 static int push_first(const sim_world *w, int p)
 {
-    int j = w->ps_first[p];
-    if (w->cfg->mode == MODE_SYNC && j < w->ps_first[p + 1] && w->ps_vars[j] == w->step_var) j++;
-    return j;
+    return w->push_first[p];
 }
 
 /* ---- acks --------------------------------------------------------------------------- */
@@ -68,25 +66,80 @@ static int ack_new(sim_world *w)
         memset(&w->acks[id], 0, sizeof w->acks[id]);
     }
     w->acks[id].n = 0;
+    w->acks[id].n_pool = 0;
+    w->acks[id].floor = 0;
     w->acks[id].next_free = -1;
     return id;
 }
 
+static sim_ack_ent *ack_push(sim_ack *a)
+{
+    if (a->n == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 16;
+        a->e = xrealloc(a->e, (size_t)a->cap * sizeof *a->e);
+    }
+    return &a->e[a->n++];
+}
+
+/* Whether entry j of a batch may absorb the ack run e that follows it. */
+static int ack_joins(const sim_ack_ent *prev, const sim_ack_ent *e)
+{
+    return prev->st == SIM_ACK_RUN && e->st == SIM_ACK_RUN && prev->w == e->w && prev->inc == e->inc;
+}
+
+/* Adds worker k's ack (status st, or SIM_RELEASE) for variable v. Untraced acks to the
+ * worker of the batch's last entry join its run. */
 static void ack_add(sim_world *w, int id, int k, int v, int st)
 {
     sim_ack *a = &w->acks[id];
-    if (a->n == a->cap) {
-        a->cap = a->cap ? a->cap * 2 : 16;
-        a->w = xrealloc(a->w, (size_t)a->cap * sizeof *a->w);
-        a->v = xrealloc(a->v, (size_t)a->cap * sizeof *a->v);
-        a->inc = xrealloc(a->inc, (size_t)a->cap * sizeof *a->inc);
-        a->st = xrealloc(a->st, (size_t)a->cap * sizeof *a->st);
+    int32_t inc = w->wk[k].inc;
+    if (st != SIM_RELEASE && !(w->tw && w->detail[k])) {
+        if (a->n > a->floor) {
+            sim_ack_ent *l = &a->e[a->n - 1];
+            if (l->st == SIM_ACK_RUN && l->w == k && l->inc == inc) {
+                l->cnt++;
+                l->nacc += st == SIM_ACK_ACCUMULATED;
+                return;
+            }
+        }
+        *ack_push(a) = (sim_ack_ent){k, -1, inc, 1, st == SIM_ACK_ACCUMULATED, 0, SIM_ACK_RUN};
+        return;
     }
-    a->st[a->n] = (int8_t)st;
-    a->w[a->n] = k;
-    a->v[a->n] = v;
-    a->inc[a->n] = w->wk[k].inc;
-    a->n++;
+    *ack_push(a) = (sim_ack_ent){k, v, inc, 1, 0, 0, (int8_t)st};
+}
+
+/* Worker k's acks, all of status st, for ps p's variables ps_vars[j0 .. j1). */
+static void ack_add_vars(sim_world *w, int id, int k, int p, int j0, int j1, int st)
+{
+    (void)p;
+    if (w->tw && w->detail[k]) {
+        for (int j = j0; j < j1; j++) ack_add(w, id, k, w->ps_vars[j], st);
+        return;
+    }
+    ack_add(w, id, k, -1, st);  /* one ack of the run: counted below for the rest */
+    sim_ack_ent *e = &w->acks[id].e[w->acks[id].n - 1];
+    e->cnt += j1 - j0 - 1;
+    if (st == SIM_ACK_ACCUMULATED) e->nacc += j1 - j0 - 1;
+}
+
+/* Adds the RELEASEs of mult variables (v the first) to the n workers ws (ascending),
+ * or, when ws is NULL, to every worker but `skip`. */
+static void ack_add_release_set(sim_world *w, int id, int v, int mult, const int *ws, int n, int skip)
+{
+    sim_ack *a = &w->acks[id];
+    if (ws && !n) return;
+    sim_ack_ent *e = ack_push(a);
+    *e = (sim_ack_ent){skip, v, w->inc_epoch, -1, 0, mult, SIM_RELEASE_SET};
+    if (!ws) return;
+    if (a->n_pool + n > a->cap_pool) {
+        a->cap_pool = a->n_pool + n > 2 * a->cap_pool ? a->n_pool + n : 2 * a->cap_pool;
+        a->pool = xrealloc(a->pool, (size_t)a->cap_pool * sizeof *a->pool);
+    }
+    e->w = -1;
+    e->cnt = n;
+    e->nacc = a->n_pool;
+    memcpy(a->pool + a->n_pool, ws, (size_t)n * sizeof *ws);
+    a->n_pool += n;
 }
 
 /* Sends the batch (arrives one latency later) or frees it when empty. */
@@ -116,8 +169,10 @@ static int ack_mergeable(const sim_world *w)
 static int ack_begin(sim_world *w, int *start)
 {
     if (ack_mergeable(w)) {
-        *start = w->acks[w->open_ack].n;
-        return w->open_ack;
+        int id = w->open_ack;
+        *start = w->acks[id].n;
+        w->acks[id].floor = *start;  /* new entries only: ack_end may split them off */
+        return id;
     }
     *start = -1;
     return ack_new(w);
@@ -131,17 +186,27 @@ static void ack_end(sim_world *w, int id, int start)
         ack_send(w, id);
         return;
     }
-    int n = w->acks[id].n;
+    sim_ack *a = &w->acks[id];
+    int n = a->n;
     if (n == start) return;  /* nothing added: no event, as an empty batch */
+    a->floor = 0;
     if (id == w->open_ack && ack_mergeable(w)) {
-        w->acks[id].nev++;
+        a->nev++;
+        /* the first new entry continues the run before it: one run */
+        if (start > 0 && ack_joins(&a->e[start - 1], &a->e[start])) {
+            a->e[start - 1].cnt += a->e[start].cnt;
+            a->e[start - 1].nacc += a->e[start].nacc;
+            memmove(&a->e[start], &a->e[start + 1], (size_t)(n - start - 1) * sizeof *a->e);
+            a->n--;
+        }
         return;
     }
     int id2 = ack_new(w);
-    sim_ack *a = &w->acks[id];
+    a = &w->acks[id];
+    sim_ack *b = &w->acks[id2];
     for (int i = start; i < n; i++) {
-        ack_add(w, id2, a->w[i], a->v[i], a->st[i]);
-        w->acks[id2].inc[w->acks[id2].n - 1] = a->inc[i];  /* the incarnation recorded */
+        dp_assert("sim: RELEASE sets go in batches of their own", a->e[i].st != SIM_RELEASE_SET);
+        *ack_push(b) = a->e[i];  /* incarnations as recorded */
     }
     a->n = start;
     ack_send(w, id2);
@@ -166,6 +231,7 @@ static void fire_failure(sim_world *w, int i)
         if (k->phase == W_DONE) return;
         k->dead = 1;
         k->inc++;
+        k->inc_epoch = ++w->inc_epoch;
         k->phase = W_IDLE;
     }
     if (f->restart_s >= 0) sim_heap_push(&w->heap, w->now + ns_of(f->restart_s), EV_RESTART, i, 0);
@@ -217,7 +283,7 @@ static void global_step_advanced(sim_world *w, int64_t gs)
     if (w->cfg->mode == MODE_SYNC) {
         /* the step token goes only after every variable has taken the step */
         for (int v = 0; v < w->nv; v++)
-            if (w->cat.v[v].trainable && sync_acc_step(w->vars[v].acc) < gs) {
+            if (w->cat.v[v].trainable && w->vars[v].step < gs) {
                 w->gs_ahead++;
                 break;
             }
@@ -422,7 +488,7 @@ static int snap_current(sim_world *w)
     }
     int64_t *ver = w->snap[id];
     for (int v = 0; v < w->nv; v++)
-        ver[v] = w->cfg->mode == MODE_SYNC ? sync_acc_step(w->vars[v].acc) : w->vars[v].av.version;
+        ver[v] = w->cfg->mode == MODE_SYNC ? w->vars[v].step : w->vars[v].av.version;
     w->snap_refs[id] = 0;
     w->cur_snap = id;
     return id;
@@ -505,6 +571,81 @@ static void push_done(sim_world *w, int k)
 
 /* ---- ps ----------------------------------------------------------------------------- */
 
+/* After a take of n workers (w->released) by worker k's push: the RELEASEs of the mult
+ * variables (v the first) that took the step, to the others, in one batch that stands
+ * for the mult batches (one per variable) that would have been sent in turn. */
+static void send_releases(sim_world *w, int k, int v, int mult, int n)
+{
+    int rel = ack_new(w);
+    if (n == w->W) {
+        ack_add_release_set(w, rel, v, mult, NULL, n - 1, k);
+    } else {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (w->released[i] != k) w->released[m++] = w->released[i];
+        ack_add_release_set(w, rel, v, mult, w->released, m, -1);
+    }
+    ack_send(w, rel);
+    w->acks[rel].nev = mult;
+}
+
+/* Sync: worker k's push of ps p's gradients (every variable the push phase carries to
+ * it), offered to the ps's shared accumulator; each variable is handled as if by its own
+ * (the same drops, applies, events and acks, in variable order). */
+static void sync_push(sim_world *w, int p, int k, int acks)
+{
+    int j0 = w->push_first[p], j1 = w->ps_first[p + 1];
+    if (j0 == j1) return;
+    int64_t read = w->wk[k].gs_read;
+    int64_t cur = w->vars[w->ps_vars[j0]].step;
+    dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
+              read <= cur);
+    const float *g = NULL;
+    if (w->ps_dims[p]) {
+        const float *row = w->grad + (size_t)k * (size_t)w->d;
+        int o = 0;
+        for (int j = j0; j < j1; j++) {
+            const sim_var *sv = &w->vars[w->ps_vars[j]];
+            for (int i = 0; i < sv->dims; i++) w->gbuf[o++] = row[sv->dim0 + i];
+        }
+        g = w->gbuf;
+    }
+    int r = sync_acc_offer(w->ps_acc[p], k, read, g);
+    if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
+        for (int j = j0; j < j1; j++) {
+            int v = w->ps_vars[j];
+            if (w->cat.v[v].trainable) w->drops++;
+            emit_ps(w, EVT_DROP, p, k, v, cur, (double)(cur - read), msg_id(w, k, v));
+        }
+        ack_add_vars(w, acks, k, p, j0, j1, SIM_ACK_DROPPED);
+        return;
+    }
+    if (r != SYNC_READY) {
+        /* accepted: acked now, released when the step completes */
+        ack_add_vars(w, acks, k, p, j0, j1, SIM_ACK_ACCUMULATED);
+        return;
+    }
+    int n = sync_acc_take(w->ps_acc[p], w->mean, w->released);
+    int64_t now_step = sync_acc_step(w->ps_acc[p]);
+    versions_changed(w);
+    int o = 0;
+    for (int j = j0; j < j1; j++) {
+        int v = w->ps_vars[j];
+        sim_var *sv = &w->vars[v];
+        sv->step = now_step;
+        dp_assert("sim: only global_step is not trainable", w->cat.v[v].trainable);
+        optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, w->mean + o, (size_t)sv->dims);
+        o += sv->dims;
+        w->applies += n;
+        w->stale.n += (uint64_t)n;  /* n gradients of staleness 0 */
+        for (int i = 0; w->tw && i < n; i++)
+            emit_ps(w, EVT_APPLY, p, w->released[i], v, now_step, 0, msg_id(w, w->released[i], v));
+    }
+    /* the pusher (one of them) is acked APPLIED; the others get RELEASEs */
+    ack_add_vars(w, acks, k, p, j0, j1, SIM_ACK_APPLIED);
+    send_releases(w, k, w->ps_vars[j0], j1 - j0, n);
+}
+
 static void handle_push(sim_world *w, int p, int k, int v, int acks)
 {
     sim_var *sv = &w->vars[v];
@@ -513,7 +654,7 @@ static void handle_push(sim_world *w, int p, int k, int v, int acks)
     if (w->cfg->mode == MODE_SYNC) {
         /* sync pushes carry the global step read (TensorFlow's local_step) */
         int64_t read = w->wk[k].gs_read;
-        int64_t cur = sync_acc_step(sv->acc);
+        int64_t cur = sv->step;
         dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
                   read <= cur);
         int r = sync_acc_offer(sv->acc, k, read, g);
@@ -529,21 +670,18 @@ static void handle_push(sim_world *w, int p, int k, int v, int acks)
             return;
         }
         int n = sync_acc_take(sv->acc, w->mean, w->released);
-        int64_t now_step = sync_acc_step(sv->acc);
+        int64_t now_step = sv->step = sync_acc_step(sv->acc);
         versions_changed(w);
         if (d->trainable) {
             optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, w->mean, (size_t)sv->dims);
             w->applies += n;
-            for (int i = 0; i < n; i++) stale_stats_add(&w->stale, 0);
+            w->stale.n += (uint64_t)n;  /* n gradients of staleness 0 */
         }
-        int rel = ack_new(w);
-        for (int i = 0; i < n; i++) {
-            int r2 = w->released[i];
-            if (w->tw) emit_ps(w, EVT_APPLY, p, r2, v, now_step, 0, msg_id(w, r2, v));
-            if (r2 == k) ack_add(w, acks, k, v, SIM_ACK_APPLIED);
-            else ack_add(w, rel, r2, v, SIM_RELEASE);
-        }
-        ack_send(w, rel);
+        for (int i = 0; w->tw && i < n; i++)
+            emit_ps(w, EVT_APPLY, p, w->released[i], v, now_step, 0, msg_id(w, w->released[i], v));
+        /* the pusher (one of them) is acked APPLIED; the others get a RELEASE */
+        ack_add(w, acks, k, v, SIM_ACK_APPLIED);
+        send_releases(w, k, v, 1, n);
         if (!d->trainable) global_step_advanced(w, now_step);
         return;
     }
@@ -591,7 +729,8 @@ static void deliver(sim_world *w, const sim_event *ev)
             int k = co->members[i];
             sim_wk *wk = &w->wk[k];
             if (wk->dead || wk->inc != co->incs[i]) continue;
-            for (int j = v0; j < v1; j++) handle_push(w, p, k, w->ps_vars[j], acks);
+            if (w->cfg->mode == MODE_SYNC) sync_push(w, p, k, acks);
+            else for (int j = v0; j < v1; j++) handle_push(w, p, k, w->ps_vars[j], acks);
         }
         ack_end(w, acks, start);
     }
@@ -651,21 +790,43 @@ static void push_progress(sim_world *w, int k)
     push_done(w, k);
 }
 
+/* One RELEASE to each worker of a set, in turn. While a worker still has releases due
+ * after this one, push_progress would change nothing (it either awaits acks or is
+ * already waiting at the barrier, since it began waiting when its last ack came). */
+static void release_set_arrive(sim_world *w, const sim_ack *a, const sim_ack_ent *e)
+{
+    int n = e->cnt < 0 ? w->W : e->cnt;
+    const int *ws = e->cnt < 0 ? NULL : a->pool + e->nacc;
+    for (int i = 0; i < n; i++) {
+        int k = ws ? ws[i] : i;
+        if (k == e->w) continue;
+        sim_wk *wk = &w->wk[k];
+        if (wk->dead || wk->inc_epoch > e->inc || wk->phase != W_PUSH) continue;
+        if ((wk->releases_due -= e->mult) <= 0) push_progress(w, k);
+    }
+}
+
 static void acks_arrive(sim_world *w, int id)
 {
     sim_ack *a = &w->acks[id];
     for (int i = 0; i < a->n; i++) {
-        int k = a->w[i], v = a->v[i];
+        const sim_ack_ent *e = &a->e[i];
+        if (e->st == SIM_RELEASE_SET) {
+            release_set_arrive(w, a, e);
+            continue;
+        }
+        int k = e->w, v = e->v;
         sim_wk *wk = &w->wk[k];
-        if (wk->dead || wk->inc != a->inc[i] || wk->phase != W_PUSH) continue;
-        if (a->st[i] == SIM_RELEASE) {
+        if (wk->dead || wk->inc != e->inc || wk->phase != W_PUSH) continue;
+        if (e->st == SIM_RELEASE) {
             wk->releases_due--;  /* may run ahead of its ACCUMULATED ack: counted signed */
         } else {
-            if (w->tw && w->cat.v[v].trainable)
+            if (e->st != SIM_ACK_RUN && w->tw && w->cat.v[v].trainable)
                 emit_wk(w, EVT_PUSH_END, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4,
-                        w->now - wk->t_phase, (double)a->st[i], 0, msg_id(w, k, v));
-            if (a->st[i] == SIM_ACK_ACCUMULATED) wk->releases_due++;
-            if (--wk->outstanding == 0 && !wk->token)
+                        w->now - wk->t_phase, (double)e->st, 0, msg_id(w, k, v));
+            wk->releases_due += e->st == SIM_ACK_RUN ? e->nacc : e->st == SIM_ACK_ACCUMULATED;
+            wk->outstanding -= e->cnt;
+            if (wk->outstanding == 0 && !wk->token)
                 emit_wk_phase(w, EVT_PUSH_END, k, wk->local, w->now - wk->t_phase);
         }
         push_progress(w, k);

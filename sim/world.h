@@ -31,6 +31,7 @@ typedef struct sim_wk {
     int64_t t_wait;       /* barrier / ssp wait start */
     int dead;
     int32_t inc;          /* incarnation: events of an earlier life are ignored */
+    int32_t inc_epoch;    /* w->inc_epoch when inc last changed */
     int snap;             /* versions read at the last pull (world snapshot), -1 none */
     double speed;         /* compute-time factor */
     double loss_read;     /* surrogate loss at the parameters read */
@@ -38,8 +39,9 @@ typedef struct sim_wk {
 } sim_wk;
 
 typedef struct sim_var {
-    sync_acc *acc;        /* sync */
+    sync_acc *acc;        /* sync: global_step's (the others use their ps's, ps_acc) */
     async_var av;         /* async / ssp */
+    int64_t step;         /* sync: sync_acc_step(acc), kept here (read at every push) */
     int dim0, dims;       /* surrogate dimensions carried by this variable */
     uint32_t sid;         /* trace string id of the name */
 } sim_var;
@@ -55,12 +57,32 @@ typedef struct sim_cohort {
 
 /* The runtime's ack statuses (ACK_APPLIED, ACK_ACCUMULATED, ACK_DROPPED), and the
  * RELEASE that ends a sync worker's barrier wait for one variable. */
-enum { SIM_ACK_APPLIED = 0, SIM_ACK_ACCUMULATED = 1, SIM_ACK_DROPPED = 2, SIM_RELEASE = 3 };
+enum { SIM_ACK_APPLIED = 0, SIM_ACK_ACCUMULATED = 1, SIM_ACK_DROPPED = 2, SIM_RELEASE = 3,
+       SIM_ACK_RUN = 4, SIM_RELEASE_SET = 5 };
+
+/* One acknowledgement, or a run of them: consecutive acks to one worker (one
+ * incarnation) whose per-variable statuses are not traced are kept as their count and
+ * how many of them say ACCUMULATED. Handling a run at once is handling its acks in turn:
+ * until the last of them the worker still awaits acks, so nothing else happens. */
+typedef struct sim_ack_ent {
+    int32_t w, v, inc;    /* worker, variable (-1 for a run), its incarnation when sent */
+    int32_t cnt, nacc;    /* SIM_ACK_RUN: acks, of which ACCUMULATED */
+    int32_t mult;         /* SIM_RELEASE_SET: RELEASEs to each worker (one per variable) */
+    int8_t st;            /* ACK status (runtime/proto.h numbering), SIM_RELEASE, SIM_ACK_RUN
+                           * or SIM_RELEASE_SET */
+} sim_ack_ent;
+/* SIM_RELEASE_SET: the RELEASEs of mult variables (v the first) that took a step
+ * together, to each of the released workers, as that many sets of SIM_RELEASE entries
+ * (one set per variable, each in ascending worker order): the workers are the batch's pool
+ * [nacc, nacc + cnt), or when cnt < 0 every worker but w; inc is the incarnation epoch
+ * at sending (a worker whose incarnation changed since, inc_epoch[k] > inc, is skipped). */
 
 typedef struct sim_ack {  /* acknowledgements arriving together */
     int n, cap;
-    int32_t *w, *v, *inc;
-    int8_t *st;           /* ACK status (runtime/proto.h numbering) or SIM_RELEASE */
+    sim_ack_ent *e;
+    int *pool;            /* SIM_RELEASE_SET worker lists */
+    int n_pool, cap_pool;
+    int floor;            /* entries before it are closed to new acks (see ack_begin) */
     int next_free;
     int nev;              /* engine events this batch stands for (merged batches) */
 } sim_ack;
@@ -81,6 +103,15 @@ typedef struct sim_world {
     var_catalog cat;
     int nv, step_var;
     int *ps_first, *ps_vars;  /* CSR: vars on ps p are ps_vars[ps_first[p] .. ps_first[p+1]) */
+    int *push_first;      /* per ps: the first of its vars (ps_vars index) a push phase
+                           * carries (in sync the step token goes on its own later) */
+    /* Sync: the variables a ps receives in a push phase always receive the same pushes
+     * together, so their accumulators would move in lockstep; one sync_acc per ps holds
+     * them all (gradient = their surrogate dims, concatenated in ps_vars order; the mean
+     * of each element is the same sum in the same order). NULL where a ps has none. */
+    sync_acc **ps_acc;
+    int *ps_dims;
+    float *gbuf;          /* gathering scratch, d floats */
     double *ps_bytes;     /* bytes of the vars on each ps */
     double model_bytes;
     sim_var *vars;
@@ -117,6 +148,7 @@ typedef struct sim_world {
     /* acks */
     sim_ack *acks;
     int n_acks, cap_acks, free_ack;
+    int32_t inc_epoch;    /* counts incarnation changes (any worker) */
     /* The last ack batch sent (-1 none): a batch sent right after it (no event
      * scheduled in between, same arrival time) joins it, counted as its own event. */
     int open_ack;
