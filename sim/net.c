@@ -35,6 +35,7 @@ void sim_net_free(sim_net *n)
         free(n->links[i].mt_pos);
         free(n->links[i].lab);
         free(n->links[i].mt_cookie);
+        free(n->links[i].mt_next);
     }
     free(n->perm);
     free(n->prep);
@@ -212,6 +213,7 @@ int sim_net_cohort_add(sim_net *n, int nic, const int *links, const double *byte
         t->mt_pos = xrealloc(t->mt_pos, (size_t)np * sizeof *t->mt_pos);
         t->lab = xrealloc(t->lab, (size_t)np * sizeof *t->lab);
         t->mt_cookie = xrealloc(t->mt_cookie, (size_t)np * sizeof *t->mt_cookie);
+        t->mt_next = xrealloc(t->mt_next, (size_t)np * sizeof *t->mt_next);
     }
     uint32_t s1 = ++n->stamp;
     for (int i = 0; i < np; i++) {
@@ -242,11 +244,15 @@ int sim_net_cohort_add(sim_net *n, int nic, const int *links, const double *byte
             l = &n->links[r];
             l->cls_stamp = s2;
             l->cls_g = id;
+            n->g[id].mhead = i;
             made++;
         } else {
             dp_assert("sim_net_cohort_add: twins carry equal bytes", bytes[i] == n->g[l->cls_g].rem);
+            n->links[nic].mt_next[l->cls_tail] = i;
         }
+        l->cls_tail = i;
         t = &n->links[nic];
+        t->mt_next[i] = -1;
         t->mt_g[i] = l->cls_g;
         t->mt_pos[i] = i;
         t->lab[i] = i;
@@ -460,10 +466,8 @@ static int expand_members(sim_net *n, int nd)
             continue;
         }
         const net_link *t = &n->links[g->link[1]];
-        for (int j = 0; j < t->n_mt; j++) {
-            if (t->mt_g[j] != k.group) continue;
+        for (int j = g->mhead; j >= 0; j = t->mt_next[j])
             n->keys[out++] = (done_key){t->mt_seq0 + (uint64_t)j, k.group, j};
-        }
     }
     return out;
 }

@@ -48,6 +48,7 @@ typedef struct net_link {
     int twin_rep;
     int twin_n;                   /* rep: links in its class */
     int cls_g;                    /* sim_net_cohort_add's scratch: the class's group */
+    int cls_tail;                 /* and its last member so far */
     uint32_t cls_stamp;
     /* temporary links: flows on it (sum of its groups' NIC weights, exact integers) and,
      * for a NIC of sim_net_cohort_add, its member table: member i (the cohort's i-th ps
@@ -57,6 +58,7 @@ typedef struct net_link {
     int nflows;
     int n_mt, cap_mt, n_lab;
     int *mt_g, *mt_pos, *lab;
+    int *mt_next;                 /* the next member of the same group (-1: none) */
     int64_t *mt_cookie;
     uint64_t mt_seq0;             /* member i's seq is mt_seq0 + i */
 } net_link;
@@ -79,6 +81,7 @@ typedef struct net_group {
     int m;                        /* flows it stands for on its NIC (twins: class size) */
     int twin;                     /* made by sim_net_cohort_add: members on its NIC's table */
     int left;                     /* advance: members not yet reported */
+    int mhead;                    /* twin: its first member on its NIC's table */
 } net_group;
 
 struct sim_net {

@@ -68,6 +68,7 @@ static int ack_new(sim_world *w)
     w->acks[id].n = 0;
     w->acks[id].n_pool = 0;
     w->acks[id].floor = 0;
+    w->acks[id].fold = -1;
     w->acks[id].next_free = -1;
     return id;
 }
@@ -81,45 +82,42 @@ static sim_ack_ent *ack_push(sim_ack *a)
     return &a->e[a->n++];
 }
 
-/* Whether entry j of a batch may absorb the ack run e that follows it. */
-static int ack_joins(const sim_ack_ent *prev, const sim_ack_ent *e)
-{
-    return prev->st == SIM_ACK_RUN && e->st == SIM_ACK_RUN && prev->w == e->w && prev->inc == e->inc;
-}
-
-/* Adds worker k's ack (status st, or SIM_RELEASE) for variable v. Untraced acks to the
- * worker of the batch's last entry join its run. */
-static void ack_add(sim_world *w, int id, int k, int v, int st)
+/* Adds cnt acks to worker k, nacc of them ACCUMULATED, to the batch's run for k (the
+ * last entry, when open to new acks) or as a new run. */
+static void ack_add_run(sim_world *w, int id, int k, int cnt, int nacc)
 {
     sim_ack *a = &w->acks[id];
     int32_t inc = w->wk[k].inc;
-    if (st != SIM_RELEASE && !(w->tw && w->detail[k])) {
-        if (a->n > a->floor) {
-            sim_ack_ent *l = &a->e[a->n - 1];
-            if (l->st == SIM_ACK_RUN && l->w == k && l->inc == inc) {
-                l->cnt++;
-                l->nacc += st == SIM_ACK_ACCUMULATED;
-                return;
-            }
+    if (a->n > a->floor) {
+        sim_ack_ent *l = &a->e[a->n - 1];
+        if (l->st == SIM_ACK_RUN && l->w == k && l->inc == inc) {
+            l->cnt += cnt;
+            l->nacc += nacc;
+            return;
         }
-        *ack_push(a) = (sim_ack_ent){k, -1, inc, 1, st == SIM_ACK_ACCUMULATED, 0, SIM_ACK_RUN};
+    }
+    *ack_push(a) = (sim_ack_ent){k, -1, inc, cnt, nacc, 0, SIM_ACK_RUN};
+}
+
+/* Adds worker k's ack (status st, or SIM_RELEASE) for variable v. Untraced acks join
+ * the worker's run. */
+static void ack_add(sim_world *w, int id, int k, int v, int st)
+{
+    if (st != SIM_RELEASE && !(w->tw && w->detail[k])) {
+        ack_add_run(w, id, k, 1, st == SIM_ACK_ACCUMULATED);
         return;
     }
-    *ack_push(a) = (sim_ack_ent){k, v, inc, 1, 0, 0, (int8_t)st};
+    *ack_push(&w->acks[id]) = (sim_ack_ent){k, v, w->wk[k].inc, 1, 0, 0, (int8_t)st};
 }
 
 /* Worker k's acks, all of status st, for ps p's variables ps_vars[j0 .. j1). */
-static void ack_add_vars(sim_world *w, int id, int k, int p, int j0, int j1, int st)
+static void ack_add_vars(sim_world *w, int id, int k, int j0, int j1, int st)
 {
-    (void)p;
     if (w->tw && w->detail[k]) {
         for (int j = j0; j < j1; j++) ack_add(w, id, k, w->ps_vars[j], st);
         return;
     }
-    ack_add(w, id, k, -1, st);  /* one ack of the run: counted below for the rest */
-    sim_ack_ent *e = &w->acks[id].e[w->acks[id].n - 1];
-    e->cnt += j1 - j0 - 1;
-    if (st == SIM_ACK_ACCUMULATED) e->nacc += j1 - j0 - 1;
+    ack_add_run(w, id, k, j1 - j0, st == SIM_ACK_ACCUMULATED ? j1 - j0 : 0);
 }
 
 /* Adds the RELEASEs of mult variables (v the first) to the n workers ws (ascending),
@@ -168,14 +166,23 @@ static int ack_mergeable(const sim_world *w)
  * (its current length in *start), else a new one (*start = -1). Ended by ack_end. */
 static int ack_begin(sim_world *w, int *start)
 {
-    if (ack_mergeable(w)) {
-        int id = w->open_ack;
-        *start = w->acks[id].n;
-        w->acks[id].floor = *start;  /* new entries only: ack_end may split them off */
-        return id;
+    if (!ack_mergeable(w)) {
+        *start = -1;
+        return ack_new(w);
     }
-    *start = -1;
-    return ack_new(w);
+    int id = w->open_ack;
+    sim_ack *a = &w->acks[id];
+    *start = a->n;
+    /* new entries only, so that ack_end may split them off; but a run at the end may go
+     * on (its counts now are kept, to split its new part off too) */
+    a->floor = a->n;
+    a->fold = -1;
+    if (a->n > 0 && a->e[a->n - 1].st == SIM_ACK_RUN) {
+        a->floor = a->fold = a->n - 1;
+        a->fold_cnt = a->e[a->fold].cnt;
+        a->fold_nacc = a->e[a->fold].nacc;
+    }
+    return id;
 }
 
 /* Sends the acks added since ack_begin: as part of the open batch (counted as one more
@@ -187,23 +194,26 @@ static void ack_end(sim_world *w, int id, int start)
         return;
     }
     sim_ack *a = &w->acks[id];
-    int n = a->n;
-    if (n == start) return;  /* nothing added: no event, as an empty batch */
+    int n = a->n, fold = a->fold;
+    int folded = fold >= 0 && a->e[fold].cnt != a->fold_cnt;
     a->floor = 0;
+    a->fold = -1;
+    if (n == start && !folded) return;  /* nothing added: no event, as an empty batch */
     if (id == w->open_ack && ack_mergeable(w)) {
         a->nev++;
-        /* the first new entry continues the run before it: one run */
-        if (start > 0 && ack_joins(&a->e[start - 1], &a->e[start])) {
-            a->e[start - 1].cnt += a->e[start].cnt;
-            a->e[start - 1].nacc += a->e[start].nacc;
-            memmove(&a->e[start], &a->e[start + 1], (size_t)(n - start - 1) * sizeof *a->e);
-            a->n--;
-        }
         return;
     }
     int id2 = ack_new(w);
     a = &w->acks[id];
     sim_ack *b = &w->acks[id2];
+    if (folded) {  /* the run's new part */
+        sim_ack_ent x = a->e[fold];
+        x.cnt -= a->fold_cnt;
+        x.nacc -= a->fold_nacc;
+        a->e[fold].cnt = a->fold_cnt;
+        a->e[fold].nacc = a->fold_nacc;
+        *ack_push(b) = x;
+    }
     for (int i = start; i < n; i++) {
         dp_assert("sim: RELEASE sets go in batches of their own", a->e[i].st != SIM_RELEASE_SET);
         *ack_push(b) = a->e[i];  /* incarnations as recorded */
@@ -338,8 +348,8 @@ static void net_sync(sim_world *w)
     }
     b->n = n;
     for (int i = 0; i < n; i++) {
-        b->c[i] = (int)(d[i].cookie / w->P);
-        b->p[i] = (int)(d[i].cookie % w->P);
+        b->c[i] = (int)(d[i].cookie >> 32);
+        b->p[i] = (int)(d[i].cookie & 0xffffffff);
     }
     sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_DELIVER_BATCH, id, 0);
 }
@@ -413,11 +423,11 @@ static void flush_dir(sim_world *w, int dir)
             /* all at once below: equal shards share one flow group (same result) */
             w->co_links[np] = links[0];
             w->co_bytes[np] = w->ps_bytes[p];
-            w->co_cookies[np++] = (int64_t)c * w->P + p;
+            w->co_cookies[np++] = (int64_t)c << 32 | p;
             continue;
         }
         double wt[2] = {(double)n, 1.0};
-        sim_net_group_add(w->net, links, wt, 2, w->ps_bytes[p], (int64_t)c * w->P + p);
+        sim_net_group_add(w->net, links, wt, 2, w->ps_bytes[p], (int64_t)c << 32 | p);
     }
     if (np) sim_net_cohort_add(w->net, co->link, w->co_links, w->co_bytes, w->co_cookies, np, (double)n);
 }
@@ -617,12 +627,12 @@ static void sync_push(sim_world *w, int p, int k, int acks)
             if (w->cat.v[v].trainable) w->drops++;
             emit_ps(w, EVT_DROP, p, k, v, cur, (double)(cur - read), msg_id(w, k, v));
         }
-        ack_add_vars(w, acks, k, p, j0, j1, SIM_ACK_DROPPED);
+        ack_add_vars(w, acks, k, j0, j1, SIM_ACK_DROPPED);
         return;
     }
     if (r != SYNC_READY) {
         /* accepted: acked now, released when the step completes */
-        ack_add_vars(w, acks, k, p, j0, j1, SIM_ACK_ACCUMULATED);
+        ack_add_vars(w, acks, k, j0, j1, SIM_ACK_ACCUMULATED);
         return;
     }
     int n = sync_acc_take(w->ps_acc[p], w->mean, w->released);
@@ -642,7 +652,7 @@ static void sync_push(sim_world *w, int p, int k, int acks)
             emit_ps(w, EVT_APPLY, p, w->released[i], v, now_step, 0, msg_id(w, w->released[i], v));
     }
     /* the pusher (one of them) is acked APPLIED; the others get RELEASEs */
-    ack_add_vars(w, acks, k, p, j0, j1, SIM_ACK_APPLIED);
+    ack_add_vars(w, acks, k, j0, j1, SIM_ACK_APPLIED);
     send_releases(w, k, w->ps_vars[j0], j1 - j0, n);
 }
 

@@ -83,6 +83,8 @@ typedef struct sim_ack {  /* acknowledgements arriving together */
     int *pool;            /* SIM_RELEASE_SET worker lists */
     int n_pool, cap_pool;
     int floor;            /* entries before it are closed to new acks (see ack_begin) */
+    int fold;             /* the run ack_begin let go on (-1 none), and its counts then */
+    int32_t fold_cnt, fold_nacc;
     int next_free;
     int nev;              /* engine events this batch stands for (merged batches) */
 } sim_ack;
