@@ -37,6 +37,19 @@ void sim_net_free(sim_net *n)
         free(n->links[i].mt_cookie);
         free(n->links[i].mt_next);
     }
+    for (int i = 0; i < n->n_plans; i++) {
+        net_plan *pl = &n->plans[i];
+        free(pl->cls);
+        free(pl->next);
+        free(pl->ident);
+        free(pl->cookie);
+        free(pl->rep);
+        free(pl->m);
+        free(pl->first);
+        free(pl->bytes);
+    }
+    free(n->plans);
+    free(n->plan_g);
     free(n->perm);
     free(n->prep);
     free(n->creps);
@@ -262,6 +275,92 @@ int sim_net_cohort_add(sim_net *n, int nic, const int *links, const double *byte
     t->mt_seq0 = seq0;
     n->seq = seq0 + (uint64_t)np;
     return made;
+}
+
+int sim_net_plan_add(sim_net *n, const int *links, const double *bytes, const int64_t *cookies, int np)
+{
+    dp_assert("sim_net_plan_add: at least one link", np > 0);
+    n->plans = xrealloc(n->plans, (size_t)(n->n_plans + 1) * sizeof *n->plans);
+    net_plan *pl = &n->plans[n->n_plans];
+    pl->np = np;
+    pl->nc = 0;
+    pl->cls = xmalloc((size_t)np * sizeof *pl->cls);
+    pl->next = xmalloc((size_t)np * sizeof *pl->next);
+    pl->ident = xmalloc((size_t)np * sizeof *pl->ident);
+    pl->cookie = xmalloc((size_t)np * sizeof *pl->cookie);
+    pl->rep = xmalloc((size_t)np * sizeof *pl->rep);
+    pl->m = xmalloc((size_t)np * sizeof *pl->m);
+    pl->first = xmalloc((size_t)np * sizeof *pl->first);
+    pl->bytes = xmalloc((size_t)np * sizeof *pl->bytes);
+    int *last = xmalloc((size_t)np * sizeof *last);
+    for (int i = 0; i < np; i++) {
+        dp_assert("sim_net_plan_add: permanent links in increasing order",
+                  links[i] >= 0 && links[i] < n->n_links && !n->links[links[i]].temporary &&
+                  (i == 0 || links[i] > links[i - 1]) && bytes[i] > 0);
+        int r = n->links[links[i]].twin_rep >= 0 ? n->links[links[i]].twin_rep : links[i];
+        int c = 0;
+        while (c < pl->nc && pl->rep[c] != r) c++;
+        if (c == pl->nc) {
+            pl->rep[c] = r;
+            pl->m[c] = 0;
+            pl->first[c] = i;
+            pl->bytes[c] = bytes[i];
+            pl->nc++;
+        } else {
+            dp_assert("sim_net_plan_add: twins carry equal bytes", bytes[i] == pl->bytes[c]);
+            pl->next[last[c]] = i;
+        }
+        pl->m[c]++;
+        last[c] = i;
+        pl->cls[i] = c;
+        pl->next[i] = -1;
+        pl->ident[i] = i;
+        pl->cookie[i] = cookies[i];
+    }
+    for (int c = 0; c < pl->nc; c++)
+        dp_assert("sim_net_plan_add: a plan spans every twin of a class",
+                  pl->m[c] == (n->links[pl->rep[c]].twin_rep >= 0 ? n->links[pl->rep[c]].twin_n : 1));
+    free(last);
+    n->plan_g = xrealloc(n->plan_g, (size_t)np * sizeof *n->plan_g);  /* nc <= np */
+    return n->n_plans++;
+}
+
+int sim_net_cohort_add_plan(sim_net *n, int nic, int plan, int64_t cookie_base, double w)
+{
+    dp_assert("sim_net_cohort_add_plan: a fresh temporary link, the fast path, a plan",
+              nic >= 0 && nic < n->n_links && n->links[nic].alive && n->links[nic].temporary &&
+              n->links[nic].n_groups == 0 && !n->fast_off && plan >= 0 && plan < n->n_plans);
+    const net_plan *pl = &n->plans[plan];
+    int np = pl->np;
+    net_link *t = &n->links[nic];
+    if (t->cap_mt < np) {
+        t->cap_mt = np;
+        t->mt_g = xrealloc(t->mt_g, (size_t)np * sizeof *t->mt_g);
+        t->mt_pos = xrealloc(t->mt_pos, (size_t)np * sizeof *t->mt_pos);
+        t->lab = xrealloc(t->lab, (size_t)np * sizeof *t->lab);
+        t->mt_cookie = xrealloc(t->mt_cookie, (size_t)np * sizeof *t->mt_cookie);
+        t->mt_next = xrealloc(t->mt_next, (size_t)np * sizeof *t->mt_next);
+    }
+    uint64_t seq0 = n->seq;
+    for (int c = 0; c < pl->nc; c++) {  /* in first-member order, as sim_net_cohort_add */
+        int ls[2] = {pl->rep[c], nic};
+        double ws[2] = {w, (double)pl->m[c]};
+        int id = group_add(n, ls, ws, 2, pl->bytes[c], 0, pl->m[c], seq0 + (uint64_t)pl->first[c]);
+        n->g[id].mhead = pl->first[c];
+        n->plan_g[c] = id;
+    }
+    t = &n->links[nic];
+    for (int i = 0; i < np; i++) {
+        t->mt_g[i] = n->plan_g[pl->cls[i]];
+        t->mt_cookie[i] = cookie_base + pl->cookie[i];
+    }
+    memcpy(t->mt_pos, pl->ident, (size_t)np * sizeof *t->mt_pos);
+    memcpy(t->lab, pl->ident, (size_t)np * sizeof *t->lab);
+    memcpy(t->mt_next, pl->next, (size_t)np * sizeof *t->mt_next);
+    t->n_mt = t->n_lab = np;
+    t->mt_seq0 = seq0;
+    n->seq = seq0 + (uint64_t)np;
+    return pl->nc;
 }
 
 static void group_remove(sim_net *n, int id)

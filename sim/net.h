@@ -53,6 +53,15 @@ void sim_net_twin(sim_net *n, int link, int rep);
 int sim_net_cohort_add(sim_net *n, int nic, const int *links, const double *bytes,
                        const int64_t *cookies, int np, double w);
 
+/* A cohort plan: a fixed list of permanent links links[0..np) (increasing ids) with the
+ * bytes and cookies of their flows, whose twin classes are worked out once, for callers
+ * that start many cohorts on the same links. Returns the plan id. */
+int sim_net_plan_add(sim_net *n, const int *links, const double *bytes, const int64_t *cookies, int np);
+
+/* sim_net_cohort_add(n, nic, links, bytes, cookies + cookie_base, np, w) for a plan's
+ * links, bytes and cookies (each cookie plus cookie_base). */
+int sim_net_cohort_add_plan(sim_net *n, int nic, int plan, int64_t cookie_base, double w);
+
 /* Time at which the next group finishes (recomputing rates first if groups started or
  * finished since the last call), or INFINITY when nothing is in flight. */
 double sim_net_next(sim_net *n);

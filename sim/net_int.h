@@ -84,6 +84,16 @@ typedef struct net_group {
     int mhead;                    /* twin: its first member on its NIC's table */
 } net_group;
 
+typedef struct net_plan {       /* see sim_net_plan_add */
+    int np, nc;                   /* members, classes */
+    int *cls;                     /* member -> class (in first-member order) */
+    int *next;                    /* the next member of the same class, -1 none */
+    int *ident;                   /* 0 .. np-1 */
+    int64_t *cookie;
+    int *rep, *m, *first;         /* per class: rep link, members, first member */
+    double *bytes;                /* per class */
+} net_plan;
+
 struct sim_net {
     double t;
     net_link *links;
@@ -127,6 +137,9 @@ struct sim_net {
      * only, so the ~P twin links' structs stay out of the cache. */
     int *prep, *creps;
     int n_creps, cap_prep, prep_n;
+    net_plan *plans;
+    int n_plans;
+    int *plan_g;                  /* sim_net_cohort_add_plan's scratch: group per class */
 };
 
 /* net.c */

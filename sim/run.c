@@ -214,6 +214,8 @@ static void world_release(sim_world *w)
     sim_net_free(w->net);
     free(w->ps_up);
     free(w->co_links);
+    free(w->zero_ps[0]);
+    free(w->zero_ps[1]);
     free(w->co_bytes);
     free(w->co_cookies);
     free(w->ps_down);

@@ -388,6 +388,28 @@ static int int_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Works out, once per direction, which ps a phase talks to and (twins) the network's
+ * plan for its flows: every cohort of a direction uses the same ps links and bytes. */
+static void plan_dir(sim_world *w, int dir)
+{
+    w->plan_ready[dir] = 1;
+    w->plan[dir] = -1;
+    w->zero_ps[dir] = xmalloc((size_t)w->P * sizeof *w->zero_ps[dir]);
+    int np = 0;
+    for (int p = 0; p < w->P; p++) {
+        if (w->ps_first[p + 1] == (dir ? push_first(w, p) : w->ps_first[p])) continue;
+        w->co_n[dir]++;
+        if (w->ps_bytes[p] <= 0) {
+            w->zero_ps[dir][w->n_zero[dir]++] = p;
+            continue;
+        }
+        w->co_links[np] = dir ? w->ps_down[p] : w->ps_up[p];
+        w->co_bytes[np] = w->ps_bytes[p];
+        w->co_cookies[np++] = p;
+    }
+    if (np) w->plan[dir] = sim_net_plan_add(w->net, w->co_links, w->co_bytes, w->co_cookies, np);
+}
+
 /* Starts the flows of every worker that began a pull (dir 0) or push (dir 1) now. */
 static void flush_dir(sim_world *w, int dir)
 {
@@ -406,7 +428,20 @@ static void flush_dir(sim_world *w, int dir)
     for (int i = 0; i < n; i++) co->incs[i] = w->wk[co->members[i]].inc;
     co->groups_left = 0;
     co->link = -1;
-    int np = 0;
+    if (w->twins) {
+        /* equal shards share one flow group (the same result as one group per ps) */
+        if (!w->plan_ready[dir]) plan_dir(w, dir);
+        co->groups_left = w->co_n[dir];
+        for (int i = 0; i < w->n_zero[dir]; i++)
+            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER, c,
+                               w->zero_ps[dir][i]);
+        if (w->plan[dir] >= 0) {
+            double cap = dir && w->cfg->worker_push_bw > 0 ? w->cfg->worker_push_bw : w->cfg->worker_bw;
+            co->link = sim_net_link_add(w->net, cap, 1);
+            sim_net_cohort_add_plan(w->net, co->link, w->plan[dir], (int64_t)c << 32, (double)n);
+        }
+        return;
+    }
     for (int p = 0; p < w->P; p++) {
         if (w->ps_first[p + 1] == (dir ? push_first(w, p) : w->ps_first[p])) continue;
         co->groups_left++;
@@ -419,17 +454,9 @@ static void flush_dir(sim_world *w, int dir)
             co->link = sim_net_link_add(w->net, cap, 1);
         }
         int links[2] = {dir ? w->ps_down[p] : w->ps_up[p], co->link};
-        if (w->twins) {
-            /* all at once below: equal shards share one flow group (same result) */
-            w->co_links[np] = links[0];
-            w->co_bytes[np] = w->ps_bytes[p];
-            w->co_cookies[np++] = (int64_t)c << 32 | p;
-            continue;
-        }
         double wt[2] = {(double)n, 1.0};
         sim_net_group_add(w->net, links, wt, 2, w->ps_bytes[p], (int64_t)c << 32 | p);
     }
-    if (np) sim_net_cohort_add(w->net, co->link, w->co_links, w->co_bytes, w->co_cookies, np, (double)n);
 }
 
 /* ---- worker ------------------------------------------------------------------------- */

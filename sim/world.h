@@ -135,6 +135,11 @@ typedef struct sim_world {
     sim_net *net;
     int *ps_up, *ps_down;
     int twins;            /* ps links of equal shards declared twins (sim_net_twin) */
+    /* per direction (0 pull, 1 push), worked out at the first cohort: the ps a phase
+     * talks to (co_n), those of them without bytes (delivered after a latency: zero_ps),
+     * and with twins the network's plan for the others' flows (-1 none) */
+    int plan_ready[2], plan[2], co_n[2], n_zero[2];
+    int *zero_ps[2];
     int *co_links;        /* flush scratch, P each: a cohort's ps links, bytes, cookies */
     double *co_bytes;
     int64_t *co_cookies;

@@ -176,7 +176,7 @@ static void test_fast_exact(void)
     CHECK_MSG(bad == 0, "%d of %d random flow sets differ", bad, cases);
 }
 
-/* Twins (sim_net_twin + sim_net_cohort_add): ps links in classes of equal capacity, each
+/* Twins (sim_net_twin + sim_net_cohort_add, or its plan form): ps links in classes of equal capacity, each
  * cohort sending equal bytes to every link of the classes it uses, must give bit for bit
  * the same completion times, reports (cookies, in the same order) and solve counts as
  * the plain per-link groups, with tight NICs (the candidate set in use) and loose ones.
@@ -225,7 +225,14 @@ static int twins_vs_plain(uint64_t seed, int P, int cohorts, double nic_lo, doub
                 double w[2] = {k, 1};
                 sim_net_group_add(b, lb, w, 2, cb[cls[p]], started * 100 + p);
             }
-            if (np) sim_net_cohort_add(a, na, links, bytes, cookies, np, k);
+            if (np && dp_rng_uniform(&r) < 0.5) {
+                sim_net_cohort_add(a, na, links, bytes, cookies, np, k);
+            } else if (np) {
+                /* the same through a plan (cookies relative to a base) */
+                for (int i = 0; i < np; i++) cookies[i] -= started * 100;
+                int pl = sim_net_plan_add(a, links, bytes, cookies, np);
+                sim_net_cohort_add_plan(a, na, pl, started * 100, k);
+            }
         }
         double ta = sim_net_next(a), tb = sim_net_next(b);
         if (ta != tb) bad++;
