@@ -36,6 +36,7 @@ void sim_net_free(sim_net *n)
         free(n->links[i].lab);
         free(n->links[i].mt_cookie);
         free(n->links[i].mt_next);
+        free(n->links[i].pg);
     }
     for (int i = 0; i < n->n_plans; i++) {
         net_plan *pl = &n->plans[i];
@@ -49,7 +50,6 @@ void sim_net_free(sim_net *n)
         free(pl->bytes);
     }
     free(n->plans);
-    free(n->plan_g);
     free(n->perm);
     free(n->prep);
     free(n->creps);
@@ -92,6 +92,7 @@ int sim_net_link_add(sim_net *n, double cap, int temporary)
     l->n_vh = 0;
     l->vt_ok = 0;
     l->n_bound = 0;
+    l->plan = -1;
     l->in_k = 0;
     l->last_perm = -1;
     l->twin_rep = -1;
@@ -213,6 +214,15 @@ void sim_net_twin(sim_net *n, int link, int rep)
     n->prep_n = -1;  /* net_fast.c rebuilds its class tables */
 }
 
+/* Room for np members in a NIC's lab and mt_pos. */
+static void lab_reserve(net_link *t, int np)
+{
+    if (t->cap_lab >= np) return;
+    t->cap_lab = np;
+    t->mt_pos = xrealloc(t->mt_pos, (size_t)np * sizeof *t->mt_pos);
+    t->lab = xrealloc(t->lab, (size_t)np * sizeof *t->lab);
+}
+
 int sim_net_cohort_add(sim_net *n, int nic, const int *links, const double *bytes,
                        const int64_t *cookies, int np, double w)
 {
@@ -223,11 +233,10 @@ int sim_net_cohort_add(sim_net *n, int nic, const int *links, const double *byte
     if (t->cap_mt < np) {
         t->cap_mt = np;
         t->mt_g = xrealloc(t->mt_g, (size_t)np * sizeof *t->mt_g);
-        t->mt_pos = xrealloc(t->mt_pos, (size_t)np * sizeof *t->mt_pos);
-        t->lab = xrealloc(t->lab, (size_t)np * sizeof *t->lab);
         t->mt_cookie = xrealloc(t->mt_cookie, (size_t)np * sizeof *t->mt_cookie);
         t->mt_next = xrealloc(t->mt_next, (size_t)np * sizeof *t->mt_next);
     }
+    lab_reserve(t, np);
     uint32_t s1 = ++n->stamp;
     for (int i = 0; i < np; i++) {
         dp_assert("sim_net_cohort_add: permanent links in increasing order",
@@ -272,6 +281,7 @@ int sim_net_cohort_add(sim_net *n, int nic, const int *links, const double *byte
         t->mt_cookie[i] = cookies[i];
     }
     t->n_mt = t->n_lab = np;
+    t->plan = -1;
     t->mt_seq0 = seq0;
     n->seq = seq0 + (uint64_t)np;
     return made;
@@ -321,7 +331,6 @@ int sim_net_plan_add(sim_net *n, const int *links, const double *bytes, const in
         dp_assert("sim_net_plan_add: a plan spans every twin of a class",
                   pl->m[c] == (n->links[pl->rep[c]].twin_rep >= 0 ? n->links[pl->rep[c]].twin_n : 1));
     free(last);
-    n->plan_g = xrealloc(n->plan_g, (size_t)np * sizeof *n->plan_g);  /* nc <= np */
     return n->n_plans++;
 }
 
@@ -333,30 +342,24 @@ int sim_net_cohort_add_plan(sim_net *n, int nic, int plan, int64_t cookie_base, 
     const net_plan *pl = &n->plans[plan];
     int np = pl->np;
     net_link *t = &n->links[nic];
-    if (t->cap_mt < np) {
-        t->cap_mt = np;
-        t->mt_g = xrealloc(t->mt_g, (size_t)np * sizeof *t->mt_g);
-        t->mt_pos = xrealloc(t->mt_pos, (size_t)np * sizeof *t->mt_pos);
-        t->lab = xrealloc(t->lab, (size_t)np * sizeof *t->lab);
-        t->mt_cookie = xrealloc(t->mt_cookie, (size_t)np * sizeof *t->mt_cookie);
-        t->mt_next = xrealloc(t->mt_next, (size_t)np * sizeof *t->mt_next);
+    lab_reserve(t, np);
+    if (t->cap_pg < pl->nc) {
+        t->cap_pg = pl->nc;
+        t->pg = xrealloc(t->pg, (size_t)pl->nc * sizeof *t->pg);
     }
+    t->plan = plan;
+    t->cookie_base = cookie_base;
     uint64_t seq0 = n->seq;
     for (int c = 0; c < pl->nc; c++) {  /* in first-member order, as sim_net_cohort_add */
         int ls[2] = {pl->rep[c], nic};
         double ws[2] = {w, (double)pl->m[c]};
         int id = group_add(n, ls, ws, 2, pl->bytes[c], 0, pl->m[c], seq0 + (uint64_t)pl->first[c]);
         n->g[id].mhead = pl->first[c];
-        n->plan_g[c] = id;
+        n->links[nic].pg[c] = id;
     }
     t = &n->links[nic];
-    for (int i = 0; i < np; i++) {
-        t->mt_g[i] = n->plan_g[pl->cls[i]];
-        t->mt_cookie[i] = cookie_base + pl->cookie[i];
-    }
     memcpy(t->mt_pos, pl->ident, (size_t)np * sizeof *t->mt_pos);
     memcpy(t->lab, pl->ident, (size_t)np * sizeof *t->lab);
-    memcpy(t->mt_next, pl->next, (size_t)np * sizeof *t->mt_next);
     t->n_mt = t->n_lab = np;
     t->mt_seq0 = seq0;
     n->seq = seq0 + (uint64_t)np;
@@ -565,7 +568,7 @@ static int expand_members(sim_net *n, int nd)
             continue;
         }
         const net_link *t = &n->links[g->link[1]];
-        for (int j = g->mhead; j >= 0; j = t->mt_next[j])
+        for (int j = g->mhead; j >= 0; j = mt_next_of(n, t, j))
             n->keys[out++] = (done_key){t->mt_seq0 + (uint64_t)j, k.group, j};
     }
     return out;
@@ -626,7 +629,7 @@ int sim_net_advance(sim_net *n, double t, const sim_net_done **done)
             /* a member: its group goes when its last member is reported, which frees the
              * NIC at the same point as the plain groups' removals would */
             net_link *nic = &n->links[n->g[id].link[1]];
-            n->done[i].cookie = nic->mt_cookie[j];
+            n->done[i].cookie = mt_cookie_of(n, nic, j);
             lab_remove(nic, j);
             if (--n->g[id].left == 0) group_remove(n, id);
         }

@@ -56,9 +56,15 @@ typedef struct net_link {
      * plain per-member groups would have in this link's group list, kept by replaying
      * their swap-removals), reports mt_cookie[i] */
     int nflows;
-    int n_mt, cap_mt, n_lab;
+    int n_mt, cap_mt, n_lab, cap_lab;
     int *mt_g, *mt_pos, *lab;
     int *mt_next;                 /* the next member of the same group (-1: none) */
+    /* a NIC of sim_net_cohort_add_plan keeps only lab and mt_pos: a member's group is
+     * pg[its class], its cookie cookie_base + the plan's, its next the plan's (mt_g,
+     * mt_cookie and mt_next unused); plan is -1 otherwise */
+    int plan;
+    int *pg, cap_pg;
+    int64_t cookie_base;
     int64_t *mt_cookie;
     uint64_t mt_seq0;             /* member i's seq is mt_seq0 + i */
 } net_link;
@@ -139,8 +145,23 @@ struct sim_net {
     int n_creps, cap_prep, prep_n;
     net_plan *plans;
     int n_plans;
-    int *plan_g;                  /* sim_net_cohort_add_plan's scratch: group per class */
 };
+
+/* A cohort NIC's member j: its group, cookie and the next member of its group. */
+static inline int mt_group(const sim_net *n, const net_link *t, int j)
+{
+    return t->plan >= 0 ? t->pg[n->plans[t->plan].cls[j]] : t->mt_g[j];
+}
+
+static inline int64_t mt_cookie_of(const sim_net *n, const net_link *t, int j)
+{
+    return t->plan >= 0 ? t->cookie_base + n->plans[t->plan].cookie[j] : t->mt_cookie[j];
+}
+
+static inline int mt_next_of(const sim_net *n, const net_link *t, int j)
+{
+    return t->plan >= 0 ? n->plans[t->plan].next[j] : t->mt_next[j];
+}
 
 /* net.c */
 void net_heap_push(sim_net *n, double x, int link, uint32_t ver);
