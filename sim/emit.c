@@ -115,6 +115,7 @@ int emit_open(sim_world *w, char *err)
         }
     }
     w->aggregate = level == SIM_TRACE_SAMPLE;
+    w->per_msg = c->trace[0] && (level == SIM_TRACE_FULL || level == SIM_TRACE_SAMPLE);
     if (!c->trace[0]) return DP_OK;
     char cfg[2048], meta[2600];
     config_json(w, cfg, sizeof cfg);

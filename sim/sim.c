@@ -774,6 +774,26 @@ static void deliver(sim_world *w, const sim_event *ev)
     cohort_done_one(w, c);
 }
 
+/* Pull deliveries (c, ps[0..m)) of one cohort in a row, none from a dead ps and none
+ * traced per message: every member counts them down at once. Its last delivery, if
+ * here, is the last of them, so members finish their pulls in the same order as when
+ * each delivery is handled in turn (the counting has no other effect). */
+static void deliver_pull_run(sim_world *w, int c, const int *ps, int m)
+{
+    sim_cohort *co = &w->cohorts[c];
+    int total = 0;
+    for (int i = 0; i < m; i++) total += w->ps_first[ps[i] + 1] - w->ps_first[ps[i]];
+    for (int i = 0; i < co->n; i++) {
+        int k = co->members[i];
+        sim_wk *wk = &w->wk[k];
+        if (wk->dead || wk->inc != co->incs[i]) continue;
+        wk->outstanding -= total;
+        if (wk->outstanding == 0) pull_done(w, k);
+    }
+    co->groups_left -= m - 1;
+    cohort_done_one(w, c);
+}
+
 /* Runs a delivery batch's deliveries in turn, as the events they stand for. */
 static void deliver_batch(sim_world *w, const sim_event *ev)
 {
@@ -781,8 +801,18 @@ static void deliver_batch(sim_world *w, const sim_event *ev)
     int n = w->dbs[id].n;
     for (int i = 0; i < n; i++) {
         const sim_dbatch *b = &w->dbs[id];
+        int c = b->c[i], j = i + 1;
+        if (!w->cohorts[c].dir && !w->per_msg) {
+            int live = !w->ps_dead[b->p[i]];
+            while (j < n && b->c[j] == c) live &= !w->ps_dead[b->p[j++]];
+            if (live && j - i > 1) {
+                deliver_pull_run(w, c, b->p + i, j - i);
+                i = j - 1;
+                continue;
+            }
+        }
         sim_event e = *ev;
-        e.a = b->c[i];
+        e.a = c;
         e.b = b->p[i];
         e.type = w->cohorts[e.a].dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER;
         deliver(w, &e);

@@ -182,6 +182,7 @@ typedef struct sim_world {
     int trace_err;
     uint64_t trace_events;
     uint8_t *detail;      /* per worker: per-message events */
+    int per_msg;          /* a trace with per-message events for some workers */
     int aggregate;        /* sample level: the other workers' phases, one event pair per
                            * phase (pull and push of the whole model: var = none) */
     uint32_t *wk_dev, *ps_dev;
