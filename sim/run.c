@@ -149,11 +149,20 @@ static int world_init(sim_world *w, const sim_config *c, char *err)
         w->vars[w->step_var].acc = sync_acc_new(w->W, R, (size_t)w->vars[w->step_var].dims, 0);
         w->ps_acc = xcalloc((size_t)w->P, sizeof *w->ps_acc);
         w->ps_dims = xcalloc((size_t)w->P, sizeof *w->ps_dims);
+        w->ps_dim0 = xcalloc((size_t)w->P + 1, sizeof *w->ps_dim0);
+        w->ps_dim = xcalloc((size_t)(w->d ? w->d : 1), sizeof *w->ps_dim);
+        int o = 0;
         for (int p = 0; p < w->P; p++) {
+            w->ps_dim0[p] = o;
             if (w->push_first[p] == w->ps_first[p + 1]) continue;
-            for (int j = w->push_first[p]; j < w->ps_first[p + 1]; j++) w->ps_dims[p] += w->vars[w->ps_vars[j]].dims;
+            for (int j = w->push_first[p]; j < w->ps_first[p + 1]; j++) {
+                const sim_var *sv = &w->vars[w->ps_vars[j]];
+                for (int i = 0; i < sv->dims; i++) w->ps_dim[o++] = sv->dim0 + i;
+                w->ps_dims[p] += sv->dims;
+            }
             w->ps_acc[p] = sync_acc_new(w->W, R, (size_t)w->ps_dims[p], 0);
         }
+        w->ps_dim0[w->P] = o;
         w->gbuf = xcalloc((size_t)(w->d ? w->d : 1), sizeof *w->gbuf);
     }
     if (c->mode == MODE_SSP) {
@@ -200,6 +209,8 @@ static void world_release(sim_world *w)
     for (int p = 0; w->ps_acc && p < w->P; p++) sync_acc_free(w->ps_acc[p]);
     free(w->ps_acc);
     free(w->ps_dims);
+    free(w->ps_dim0);
+    free(w->ps_dim);
     free(w->gbuf);
     free(w->vars);
     if (w->theta) nqm_release(w);

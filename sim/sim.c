@@ -640,11 +640,7 @@ static void sync_push(sim_world *w, int p, int k, int acks)
     const float *g = NULL;
     if (w->ps_dims[p]) {
         const float *row = w->grad + (size_t)k * (size_t)w->d;
-        int o = 0;
-        for (int j = j0; j < j1; j++) {
-            const sim_var *sv = &w->vars[w->ps_vars[j]];
-            for (int i = 0; i < sv->dims; i++) w->gbuf[o++] = row[sv->dim0 + i];
-        }
+        for (int i = 0; i < w->ps_dims[p]; i++) w->gbuf[i] = row[w->ps_dim[w->ps_dim0[p] + i]];
         g = w->gbuf;
     }
     int r = sync_acc_offer(w->ps_acc[p], k, read, g);
@@ -743,7 +739,7 @@ static void handle_push(sim_world *w, int p, int k, int v, int acks)
 static void deliver(sim_world *w, const sim_event *ev)
 {
     int c = ev->a, p = (int)ev->b;
-    if (defer_if_dead(w, p, ev)) return;
+    if (w->ps_dead[p] && defer_if_dead(w, p, ev)) return;
     sim_cohort *co = &w->cohorts[c];
     int v0 = ev->type == EV_PULL_DELIVER ? w->ps_first[p] : push_first(w, p), v1 = w->ps_first[p + 1];
     if (ev->type == EV_PULL_DELIVER) {
@@ -751,8 +747,8 @@ static void deliver(sim_world *w, const sim_event *ev)
             int k = co->members[i];
             sim_wk *wk = &w->wk[k];
             if (wk->dead || wk->inc != co->incs[i]) continue;
-            const int64_t *ver = read_versions(w, k);
             for (int j = v0; w->tw && w->detail[k] && j < v1; j++) {
+                const int64_t *ver = read_versions(w, k);
                 int v = w->ps_vars[j];
                 emit_wk(w, EVT_PULL_END, k, p, v, wk->local, (int64_t)w->cat.v[v].count * 4,
                         w->now - wk->t_phase, (double)ver[v], 0, msg_id(w, k, v));
@@ -826,7 +822,7 @@ static void deliver_batch(sim_world *w, const sim_event *ev)
 static void token_arrive(sim_world *w, const sim_event *ev)
 {
     int k = ev->a, p = w->cat.v[w->step_var].ps;
-    if (defer_if_dead(w, p, ev)) return;
+    if (w->ps_dead[p] && defer_if_dead(w, p, ev)) return;
     sim_wk *wk = &w->wk[k];
     if (wk->dead || wk->inc != ev->b) return;
     int start, acks = ack_begin(w, &start);

@@ -113,6 +113,7 @@ typedef struct sim_world {
      * of each element is the same sum in the same order). NULL where a ps has none. */
     sync_acc **ps_acc;
     int *ps_dims;
+    int *ps_dim0, *ps_dim;  /* CSR: ps p's surrogate dims, in order, are ps_dim[ps_dim0[p] ..] */
     float *gbuf;          /* gathering scratch, d floats */
     double *ps_bytes;     /* bytes of the vars on each ps */
     double model_bytes;
