@@ -30,6 +30,7 @@ void sim_net_free(sim_net *n)
     for (int i = 0; i < n->n_links; i++) {
         free(n->links[i].groups);
         free(n->links[i].vh);
+        free(n->links[i].vq);
         free(n->links[i].bound);
         free(n->links[i].mt_g);
         free(n->links[i].mt_pos);
@@ -89,7 +90,7 @@ int sim_net_link_add(sim_net *n, double cap, int temporary)
     l->alive = 1;
     l->n_groups = 0;
     l->load = l->V = l->r = 0;
-    l->n_vh = 0;
+    l->n_vh = l->vq_head = l->n_vq = 0;
     l->vt_ok = 0;
     l->n_bound = 0;
     l->plan = -1;

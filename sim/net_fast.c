@@ -16,6 +16,7 @@
  * Single-threaded, called only from net.c. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/dp.h"
 #include "sim/net_int.h"
@@ -74,18 +75,59 @@ static vt_entry vt_pop(net_link *l)
     return top;
 }
 
+/* The marks are the heap's and the queue's (vq): a mark not before the queue's last
+ * joins the queue, which then stays in order; the first mark is the earlier of the two
+ * fronts. Pops come in the same order as from one heap. */
+static int vt_any(const net_link *l)
+{
+    return l->n_vh || l->vq_head < l->n_vq;
+}
+
+static const vt_entry *vt_top(const net_link *l)
+{
+    if (l->vq_head == l->n_vq) return &l->vh[0];
+    if (!l->n_vh || vt_before(&l->vq[l->vq_head], &l->vh[0])) return &l->vq[l->vq_head];
+    return &l->vh[0];
+}
+
+static void vt_insert(net_link *l, vt_entry e)
+{
+    if (l->vq_head == l->n_vq) l->vq_head = l->n_vq = 0;
+    if (l->n_vq > l->vq_head && vt_before(&e, &l->vq[l->n_vq - 1])) {
+        vt_push(l, e);
+        return;
+    }
+    if (l->n_vq == l->vq_head) l->vt_ok = 0;  /* may be the new first mark */
+    if (l->n_vq == l->cap_vq && l->vq_head > l->cap_vq / 2) {
+        memmove(l->vq, l->vq + l->vq_head, (size_t)(l->n_vq - l->vq_head) * sizeof *l->vq);
+        l->n_vq -= l->vq_head;
+        l->vq_head = 0;
+    }
+    l->vq = grow(l->vq, &l->cap_vq, l->n_vq + 1, sizeof *l->vq);
+    l->vq[l->n_vq++] = e;
+}
+
+static vt_entry vt_pop_top(net_link *l)
+{
+    if (l->vq_head < l->n_vq && (!l->n_vh || vt_before(&l->vq[l->vq_head], &l->vh[0]))) {
+        l->vt_ok = 0;
+        return l->vq[l->vq_head++];
+    }
+    return vt_pop(l);
+}
+
 /* Drops marks of groups that finished, were bound, or whose slot was reused. */
 static void vt_clean(const sim_net *n, net_link *l)
 {
     if (l->vt_ok) return;
-    while (l->n_vh) {
-        const vt_entry *e = &l->vh[0];
+    while (vt_any(l)) {
+        const vt_entry *e = vt_top(l);
         const net_group *g = &n->g[e->group];
         if (g->active_pos >= 0 && g->seq == e->seq && g->gen == e->gen && g->state == NG_BULK) {
             l->vt_ok = 1;
             return;
         }
-        vt_pop(l);
+        vt_pop_top(l);
     }
 }
 
@@ -99,7 +141,7 @@ static void bulk_add(sim_net *n, int id, double rem)
     g->target = l->V + rem;
     g->gen++;
     l->load += g->w[0];
-    vt_push(l, (vt_entry){g->target, g->seq, g->gen, id});
+    vt_insert(l, (vt_entry){g->target, g->seq, g->gen, id});
 }
 
 static void bind(sim_net *n, int id, double rem)
@@ -174,6 +216,7 @@ void net_fast_enter(sim_net *n)
         net_link *l = &n->links[n->perm[i]];
         l->V = l->r = l->load = 0;
         l->n_vh = l->n_bound = 0;
+        l->vq_head = l->n_vq = 0;
         l->vt_ok = 0;
     }
     n->n_k = n->n_bound = 0;
@@ -201,6 +244,7 @@ void net_fast_leave(sim_net *n)
     for (int i = 0; i < n->n_perm; i++) {
         net_link *l = &n->links[n->perm[i]];
         l->n_vh = l->n_bound = 0;
+        l->vq_head = l->n_vq = 0;
         l->vt_ok = 0;
         l->load = 0;
     }
@@ -491,9 +535,9 @@ void net_fast_solve(sim_net *n)
     for (int i = 0; i < n->n_creps; i++) {  /* a twin has no marks */
         net_link *l = &n->links[n->creps[i]];
         vt_clean(n, l);
-        if (!l->n_vh) continue;
+        if (!vt_any(l)) continue;
         dp_assert("sim_net: every group gets a positive rate", l->r > 0);
-        double dt = (l->vh[0].target - l->V) / l->r;
+        double dt = (vt_top(l)->target - l->V) / l->r;
         if (dt < best) best = dt;
     }
     for (int i = 0; i < n->n_bound; i++) {
@@ -512,11 +556,11 @@ int net_fast_advance(sim_net *n, double dt)
     classes_update(n);
     for (int i = 0; i < n->n_creps; i++) {  /* a twin has no marks */
         net_link *l = &n->links[n->creps[i]];
-        if (!l->n_vh) continue;
+        if (!vt_any(l)) continue;
         l->V += l->r * dt;
         /* finished to within a nanosecond's worth of bytes (event times are whole ns) */
-        for (vt_clean(n, l); l->n_vh && l->vh[0].target <= l->V + l->r * 1e-9 + 1e-6; vt_clean(n, l)) {
-            vt_entry e = vt_pop(l);
+        for (vt_clean(n, l); vt_any(l) && vt_top(l)->target <= l->V + l->r * 1e-9 + 1e-6; vt_clean(n, l)) {
+            vt_entry e = vt_pop_top(l);
             n->keys[nd].seq = e.seq;
             n->keys[nd].group = e.group;
             nd++;

@@ -33,6 +33,10 @@ typedef struct net_link {
     double load, V, r;
     vt_entry *vh;
     int n_vh, cap_vh;
+    vt_entry *vq;       /* marks added in increasing order (the usual case: equal bytes on
+                         * a clock that only goes forward) wait here, first in first out:
+                         * live ones are vq[vq_head .. n_vq); the heap has the others */
+    int vq_head, n_vq, cap_vq;
     int vt_ok;          /* the top mark is known live (vt_clean has nothing to do) */
     int *bound;
     int n_bound, cap_bound;

@@ -790,6 +790,24 @@ static void deliver_pull_run(sim_world *w, int c, const int *ps, int m)
     cohort_done_one(w, c);
 }
 
+/* Sync push deliveries (c, ps[0..m)) of a one-worker cohort in a row, none from a dead
+ * ps: deliver() for each in turn, without its per-delivery lookups. */
+static void deliver_push_run(sim_world *w, int c, const int *ps, int m)
+{
+    sim_cohort *co = &w->cohorts[c];
+    int k = co->members[0];
+    if (!w->wk[k].dead && w->wk[k].inc == co->incs[0]) {
+        for (int i = 0; i < m; i++) {
+            int start, acks = ack_begin(w, &start);
+            sync_push(w, ps[i], k, acks);
+            ack_end(w, acks, start);
+        }
+    }
+    co = &w->cohorts[c];
+    co->groups_left -= m - 1;
+    cohort_done_one(w, c);
+}
+
 /* Runs a delivery batch's deliveries in turn, as the events they stand for. */
 static void deliver_batch(sim_world *w, const sim_event *ev)
 {
@@ -798,11 +816,13 @@ static void deliver_batch(sim_world *w, const sim_event *ev)
     for (int i = 0; i < n; i++) {
         const sim_dbatch *b = &w->dbs[id];
         int c = b->c[i], j = i + 1;
-        if (!w->cohorts[c].dir && !w->per_msg) {
+        int pull = !w->cohorts[c].dir;
+        if ((pull && !w->per_msg) || (!pull && w->cfg->mode == MODE_SYNC && w->cohorts[c].n == 1)) {
             int live = !w->ps_dead[b->p[i]];
             while (j < n && b->c[j] == c) live &= !w->ps_dead[b->p[j++]];
             if (live && j - i > 1) {
-                deliver_pull_run(w, c, b->p + i, j - i);
+                if (pull) deliver_pull_run(w, c, b->p + i, j - i);
+                else deliver_push_run(w, c, b->p + i, j - i);
                 i = j - 1;
                 continue;
             }
