@@ -20,8 +20,11 @@ void nqm_init(sim_world *w)
     w->theta = xmalloc((size_t)(d ? d : 1) * sizeof *w->theta);
     w->slot = xmalloc((size_t)(d ? d : 1) * sizeof *w->slot);
     w->mean = xmalloc((size_t)(d ? d : 1) * sizeof *w->mean);
+    w->noise_sd = xmalloc((size_t)(d ? d : 1) * sizeof *w->noise_sd);
+    double scale = c->nqm_noise / sqrt((double)c->batch);
     for (int i = 0; i < d; i++) {
         w->h[i] = 1.0 / (i + 1);
+        w->noise_sd[i] = scale * sqrt(w->h[i]);  /* gradient noise of dim i (see nqm_grad) */
         w->theta[i] = 1.0f;
     }
     optim_slot_init(&w->opt, w->slot, (size_t)d);
@@ -46,6 +49,7 @@ void nqm_init(sim_world *w)
 void nqm_release(sim_world *w)
 {
     free(w->h);
+    free(w->noise_sd);
     free(w->theta);
     free(w->slot);
     free(w->mean);
@@ -65,7 +69,6 @@ void nqm_grad(sim_world *w, int wk)
     const float *th = w->theta_read + (size_t)wk * (size_t)w->d;
     float *g = w->grad + (size_t)wk * (size_t)w->d;
     dp_rng *r = &w->wk[wk].rng;
-    double scale = w->cfg->nqm_noise / sqrt((double)w->cfg->batch);
     for (int i = 0; i < w->d; i += 2) {
         /* Box-Muller, both outputs used */
         double u1 = dp_rng_uniform(r), u2 = dp_rng_uniform(r);
@@ -73,7 +76,7 @@ void nqm_grad(sim_world *w, int wk)
         double z[2] = {rad * cos(a), rad * sin(a)};
         for (int j = 0; j < 2 && i + j < w->d; j++) {
             int k = i + j;
-            g[k] = (float)(w->h[k] * th[k] + scale * sqrt(w->h[k]) * z[j]);
+            g[k] = (float)(w->h[k] * th[k] + w->noise_sd[k] * z[j]);
         }
     }
 }

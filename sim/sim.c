@@ -375,10 +375,13 @@ static void cohort_done_one(sim_world *w, int c)
 {
     sim_cohort *co = &w->cohorts[c];
     if (--co->groups_left > 0) return;
-    free(co->members);
-    free(co->incs);
-    co->members = NULL;
-    co->incs = NULL;
+    if (co->cap > 64) {  /* small member lists stay for the slot's next cohort */
+        free(co->members);
+        free(co->incs);
+        co->members = NULL;
+        co->incs = NULL;
+        co->cap = 0;
+    }
     w->free_cohorts[w->n_free_cohorts++] = c;
 }
 
@@ -421,8 +424,11 @@ static void flush_dir(sim_world *w, int dir)
     sim_cohort *co = &w->cohorts[c];
     co->dir = dir;
     co->n = n;
-    co->members = xmalloc((size_t)n * sizeof *co->members);
-    co->incs = xmalloc((size_t)n * sizeof *co->incs);
+    if (co->cap < n) {
+        co->cap = n;
+        co->members = xrealloc(co->members, (size_t)n * sizeof *co->members);
+        co->incs = xrealloc(co->incs, (size_t)n * sizeof *co->incs);
+    }
     memcpy(co->members, w->pend[dir], (size_t)n * sizeof *co->members);
     qsort(co->members, (size_t)n, sizeof *co->members, int_cmp);
     for (int i = 0; i < n; i++) co->incs[i] = w->wk[co->members[i]].inc;

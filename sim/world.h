@@ -51,6 +51,7 @@ typedef struct sim_cohort {
     int n;
     int *members;         /* worker indices, ascending */
     int32_t *incs;
+    int cap;              /* room in members and incs */
     int groups_left;      /* ps deliveries not yet handled */
     int link;             /* stand-in NIC link, -1 when none */
 } sim_cohort;
@@ -131,6 +132,7 @@ typedef struct sim_world {
     /* surrogate */
     int d;
     double *h;
+    double *noise_sd;     /* per dim: nqm_noise / sqrt(batch) * sqrt(h) */
     float *theta, *slot, *theta_read, *grad, *mean;  /* theta_read, grad: W x d */
     /* network */
     sim_net *net;
