@@ -93,6 +93,51 @@ static void declare_twins(sim_world *w)
     w->co_cookies = xmalloc((size_t)w->P * sizeof *w->co_cookies);
 }
 
+/* Sync, twins, no ps failures: one lock per twin class of ps with pushed variables
+ * (see sim_lock in world.h). Needs ps_acc, ps_dims, ps_dim, declare_twins' classes. */
+static void make_locks(sim_world *w)
+{
+    w->ps_lock = xmalloc((size_t)w->P * sizeof *w->ps_lock);
+    w->ps_lock_off = xcalloc((size_t)w->P, sizeof *w->ps_lock_off);
+    for (int p = 0; p < w->P; p++) w->ps_lock[p] = -1;
+    int ps_fail = 0;
+    for (int i = 0; i < w->cfg->n_failures; i++) ps_fail |= w->cfg->failures[i].job == JOB_PS;
+    if (!w->twins || ps_fail) return;
+    w->locks = xcalloc((size_t)w->P, sizeof *w->locks);
+    for (int p = 0; p < w->P; p++) {
+        if (!w->ps_acc[p] || w->ps_bytes[p] <= 0) continue;
+        int q = 0;  /* the class's first ps with a lock (declare_twins: equal bytes) */
+        while (q < p && !(w->ps_lock[q] >= 0 && w->ps_bytes[q] == w->ps_bytes[p])) q++;
+        if (q == p) {
+            int twin = 0;
+            for (int r = p + 1; r < w->P && !twin; r++) twin = w->ps_bytes[r] == w->ps_bytes[p];
+            if (!twin) continue;  /* alone in its class: its own accumulator */
+            w->ps_lock[p] = w->n_locks++;
+        } else {
+            w->ps_lock[p] = w->ps_lock[q];
+        }
+        sim_lock *L = &w->locks[w->ps_lock[p]];
+        w->ps_lock_off[p] = L->dims;
+        L->dim = xrealloc(L->dim, (size_t)(L->dims + w->ps_dims[p] + 1) * sizeof *L->dim);
+        for (int i = 0; i < w->ps_dims[p]; i++) L->dim[L->dims++] = w->ps_dim[w->ps_dim0[p] + i];
+    }
+    int R = w->W - w->cfg->backup_workers;
+    for (int l = 0; l < w->n_locks; l++) {
+        sim_lock *L = &w->locks[l];
+        L->acc = sync_acc_new(w->W, R, (size_t)L->dims, 0);
+        L->mean = xcalloc((size_t)(L->dims ? L->dims : 1), sizeof *L->mean);
+        L->rel = xmalloc((size_t)w->W * sizeof *L->rel);
+        L->stamp = xcalloc((size_t)w->W, sizeof *L->stamp);
+        L->st = xcalloc((size_t)w->W, sizeof *L->st);
+        L->cur = xcalloc((size_t)w->W, sizeof *L->cur);
+    }
+    for (int p = 0; p < w->P; p++)  /* a locked ps's own accumulator is not used */
+        if (w->ps_lock[p] >= 0) {
+            sync_acc_free(w->ps_acc[p]);
+            w->ps_acc[p] = NULL;
+        }
+}
+
 static int world_init(sim_world *w, const sim_config *c, char *err)
 {
     memset(w, 0, sizeof *w);
@@ -188,6 +233,7 @@ static int world_init(sim_world *w, const sim_config *c, char *err)
         w->ps_down[p] = sim_net_link_add(w->net, c->ps_push_bw > 0 ? c->ps_push_bw : c->ps_bw, 0);
     }
     declare_twins(w);
+    if (c->mode == MODE_SYNC) make_locks(w);
     w->pend[0] = xmalloc((size_t)w->W * sizeof *w->pend[0]);
     w->pend[1] = xmalloc((size_t)w->W * sizeof *w->pend[1]);
     w->released = xmalloc((size_t)w->W * sizeof *w->released);
@@ -209,6 +255,19 @@ static void world_release(sim_world *w)
     for (int p = 0; w->ps_acc && p < w->P; p++) sync_acc_free(w->ps_acc[p]);
     free(w->ps_acc);
     free(w->ps_dims);
+    for (int l = 0; l < w->n_locks; l++) {
+        sim_lock *L = &w->locks[l];
+        sync_acc_free(L->acc);
+        free(L->dim);
+        free(L->mean);
+        free(L->rel);
+        free(L->stamp);
+        free(L->st);
+        free(L->cur);
+    }
+    free(w->locks);
+    free(w->ps_lock);
+    free(w->ps_lock_off);
     free(w->ps_dim0);
     free(w->ps_dim);
     free(w->gbuf);

@@ -120,12 +120,12 @@ static void ack_add_vars(sim_world *w, int id, int k, int j0, int j1, int st)
     ack_add_run(w, id, k, j1 - j0, st == SIM_ACK_ACCUMULATED ? j1 - j0 : 0);
 }
 
-/* Adds the RELEASEs of mult variables (v the first) to the n workers ws (ascending),
- * or, when ws is NULL, to every worker but `skip`. */
+/* Adds the RELEASEs of mult variables (v the first) to the n workers ws (ascending)
+ * but `skip`, or, when ws is NULL, to every worker but `skip`. */
 static void ack_add_release_set(sim_world *w, int id, int v, int mult, const int *ws, int n, int skip)
 {
     sim_ack *a = &w->acks[id];
-    if (ws && !n) return;
+    if (ws && (n == 0 || (n == 1 && ws[0] == skip))) return;
     sim_ack_ent *e = ack_push(a);
     *e = (sim_ack_ent){skip, v, w->inc_epoch, -1, 0, mult, SIM_RELEASE_SET};
     if (!ws) return;
@@ -133,11 +133,13 @@ static void ack_add_release_set(sim_world *w, int id, int v, int mult, const int
         a->cap_pool = a->n_pool + n > 2 * a->cap_pool ? a->n_pool + n : 2 * a->cap_pool;
         a->pool = xrealloc(a->pool, (size_t)a->cap_pool * sizeof *a->pool);
     }
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (ws[i] != skip) a->pool[a->n_pool + m++] = ws[i];
     e->w = -1;
-    e->cnt = n;
+    e->cnt = m;
     e->nacc = a->n_pool;
-    memcpy(a->pool + a->n_pool, ws, (size_t)n * sizeof *ws);
-    a->n_pool += n;
+    a->n_pool += m;
 }
 
 /* Sends the batch (arrives one latency later) or frees it when empty. */
@@ -614,75 +616,129 @@ static void push_done(sim_world *w, int k)
 
 /* ---- ps ----------------------------------------------------------------------------- */
 
-/* After a take of n workers (w->released) by worker k's push: the RELEASEs of the mult
- * variables (v the first) that took the step, to the others, in one batch that stands
- * for the mult batches (one per variable) that would have been sent in turn. */
-static void send_releases(sim_world *w, int k, int v, int mult, int n)
+/* After a take of the n workers rel (ascending) by worker k's push: the RELEASEs of the
+ * mult variables (v the first) that took the step, to the others, in one batch that
+ * stands for the mult batches (one per variable) that would have been sent in turn. */
+static void send_releases(sim_world *w, int k, int v, int mult, const int *rel, int n)
 {
-    int rel = ack_new(w);
-    if (n == w->W) {
-        ack_add_release_set(w, rel, v, mult, NULL, n - 1, k);
-    } else {
-        int m = 0;
-        for (int i = 0; i < n; i++)
-            if (w->released[i] != k) w->released[m++] = w->released[i];
-        ack_add_release_set(w, rel, v, mult, w->released, m, -1);
-    }
-    ack_send(w, rel);
-    w->acks[rel].nev = mult;
+    int id = ack_new(w);
+    ack_add_release_set(w, id, v, mult, n == w->W ? NULL : rel, n == w->W ? n - 1 : n, k);
+    ack_send(w, id);
+    w->acks[id].nev = mult;
 }
 
-/* Sync: worker k's push of ps p's gradients (every variable the push phase carries to
- * it), offered to the ps's shared accumulator; each variable is handled as if by its own
- * (the same drops, applies, events and acks, in variable order). */
-static void sync_push(sim_world *w, int p, int k, int acks)
+/* What a ps's accumulator said to one sync push: the offer's result, the step then
+ * and, after a take, the new step, the mean (at the ps's first dim) and who was taken. */
+typedef struct sync_verdict {
+    int r;
+    int64_t cur, now_step;
+    const float *mean;
+    const int *rel;
+    int n;
+} sync_verdict;
+
+/* Worker k's push to ps p offered to the ps's own accumulator. */
+static void ps_verdict(sim_world *w, int p, int k, sync_verdict *vd)
 {
-    int j0 = w->push_first[p], j1 = w->ps_first[p + 1];
-    if (j0 == j1) return;
     int64_t read = w->wk[k].gs_read;
-    int64_t cur = w->vars[w->ps_vars[j0]].step;
+    vd->cur = w->vars[w->ps_vars[w->push_first[p]]].step;
     dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
-              read <= cur);
+              read <= vd->cur);
     const float *g = NULL;
     if (w->ps_dims[p]) {
         const float *row = w->grad + (size_t)k * (size_t)w->d;
         for (int i = 0; i < w->ps_dims[p]; i++) w->gbuf[i] = row[w->ps_dim[w->ps_dim0[p] + i]];
         g = w->gbuf;
     }
-    int r = sync_acc_offer(w->ps_acc[p], k, read, g);
-    if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
+    vd->r = sync_acc_offer(w->ps_acc[p], k, read, g);
+    if (vd->r != SYNC_READY) return;
+    vd->n = sync_acc_take(w->ps_acc[p], w->mean, w->released);
+    vd->now_step = sync_acc_step(w->ps_acc[p]);
+    vd->mean = w->mean;
+    vd->rel = w->released;
+}
+
+/* Member i (worker k) of cohort c offered to lock L: at the first ps of L it reaches in
+ * this round (one delivery batch, one cohort) the offer is made for all of L's ps;
+ * the others take the verdict as recorded. */
+static int lock_offer(sim_world *w, sim_lock *L, int i, int k)
+{
+    if (L->stamp[i] == w->round) return L->st[i];
+    int64_t read = w->wk[k].gs_read;
+    L->cur[i] = L->step;
+    dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
+              read <= L->step);
+    const float *g = NULL;
+    if (L->dims) {
+        const float *row = w->grad + (size_t)k * (size_t)w->d;
+        for (int j = 0; j < L->dims; j++) w->gbuf[j] = row[L->dim[j]];
+        g = w->gbuf;
+    }
+    int r = sync_acc_offer(L->acc, k, read, g);
+    if (r == SYNC_READY) {
+        L->n_rel = sync_acc_take(L->acc, L->mean, L->rel);
+        L->step = sync_acc_step(L->acc);
+    }
+    L->st[i] = (int8_t)r;
+    L->stamp[i] = w->round;
+    return r;
+}
+
+static void lock_verdict(sim_world *w, int p, int i, int k, sync_verdict *vd)
+{
+    sim_lock *L = &w->locks[w->ps_lock[p]];
+    vd->r = lock_offer(w, L, i, k);
+    vd->cur = L->cur[i];
+    vd->now_step = L->step;
+    vd->mean = L->mean + w->ps_lock_off[p];
+    vd->rel = L->rel;
+    vd->n = L->n_rel;
+}
+
+/* Sync: member i (worker k) of cohort c pushes ps p's gradients (every variable the push
+ * phase carries to it); each variable is handled as if by its own accumulator (the
+ * same drops, applies, events and acks, in variable order). */
+static void sync_push(sim_world *w, int p, int c, int i, int acks)
+{
+    int j0 = w->push_first[p], j1 = w->ps_first[p + 1];
+    if (j0 == j1) return;
+    int k = w->cohorts[c].members[i];
+    sync_verdict vd;
+    if (w->ps_lock[p] >= 0) lock_verdict(w, p, i, k, &vd);
+    else ps_verdict(w, p, k, &vd);
+    if (vd.r == SYNC_STALE || vd.r == SYNC_DUPLICATE) {
+        int64_t read = w->wk[k].gs_read;
         for (int j = j0; j < j1; j++) {
             int v = w->ps_vars[j];
             if (w->cat.v[v].trainable) w->drops++;
-            emit_ps(w, EVT_DROP, p, k, v, cur, (double)(cur - read), msg_id(w, k, v));
+            emit_ps(w, EVT_DROP, p, k, v, vd.cur, (double)(vd.cur - read), msg_id(w, k, v));
         }
         ack_add_vars(w, acks, k, j0, j1, SIM_ACK_DROPPED);
         return;
     }
-    if (r != SYNC_READY) {
+    if (vd.r != SYNC_READY) {
         /* accepted: acked now, released when the step completes */
         ack_add_vars(w, acks, k, j0, j1, SIM_ACK_ACCUMULATED);
         return;
     }
-    int n = sync_acc_take(w->ps_acc[p], w->mean, w->released);
-    int64_t now_step = sync_acc_step(w->ps_acc[p]);
+    int n = vd.n;
     versions_changed(w);
     int o = 0;
     for (int j = j0; j < j1; j++) {
         int v = w->ps_vars[j];
         sim_var *sv = &w->vars[v];
-        sv->step = now_step;
+        sv->step = vd.now_step;
         dp_assert("sim: only global_step is not trainable", w->cat.v[v].trainable);
-        optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, w->mean + o, (size_t)sv->dims);
+        optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, vd.mean + o, (size_t)sv->dims);
         o += sv->dims;
         w->applies += n;
         w->stale.n += (uint64_t)n;  /* n gradients of staleness 0 */
-        for (int i = 0; w->tw && i < n; i++)
-            emit_ps(w, EVT_APPLY, p, w->released[i], v, now_step, 0, msg_id(w, w->released[i], v));
+        for (int q = 0; w->tw && q < n; q++)
+            emit_ps(w, EVT_APPLY, p, vd.rel[q], v, vd.now_step, 0, msg_id(w, vd.rel[q], v));
     }
     /* the pusher (one of them) is acked APPLIED; the others get RELEASEs */
     ack_add_vars(w, acks, k, j0, j1, SIM_ACK_APPLIED);
-    send_releases(w, k, w->ps_vars[j0], j1 - j0, n);
+    send_releases(w, k, w->ps_vars[j0], j1 - j0, vd.rel, n);
 }
 
 static void handle_push(sim_world *w, int p, int k, int v, int acks)
@@ -720,7 +776,7 @@ static void handle_push(sim_world *w, int p, int k, int v, int acks)
             emit_ps(w, EVT_APPLY, p, w->released[i], v, now_step, 0, msg_id(w, w->released[i], v));
         /* the pusher (one of them) is acked APPLIED; the others get a RELEASE */
         ack_add(w, acks, k, v, SIM_ACK_APPLIED);
-        send_releases(w, k, v, 1, n);
+        send_releases(w, k, v, 1, w->released, n);
         if (!d->trainable) global_step_advanced(w, now_step);
         return;
     }
@@ -768,7 +824,7 @@ static void deliver(sim_world *w, const sim_event *ev)
             int k = co->members[i];
             sim_wk *wk = &w->wk[k];
             if (wk->dead || wk->inc != co->incs[i]) continue;
-            if (w->cfg->mode == MODE_SYNC) sync_push(w, p, k, acks);
+            if (w->cfg->mode == MODE_SYNC) sync_push(w, p, c, i, acks);
             else for (int j = v0; j < v1; j++) handle_push(w, p, k, w->ps_vars[j], acks);
         }
         ack_end(w, acks, start);
@@ -797,16 +853,41 @@ static void deliver_pull_run(sim_world *w, int c, const int *ps, int m)
 }
 
 /* Sync push deliveries (c, ps[0..m)) of a one-worker cohort in a row, none from a dead
- * ps: deliver() for each in turn, without its per-delivery lookups. */
+ * ps: deliver() for each in turn, without its per-delivery lookups. When every ps is in
+ * a lock, none takes a step and no ack is traced, each delivery only adds acks to the
+ * worker's run in the open batch (nothing is scheduled in between): one addition,
+ * counted as the m merged events. */
 static void deliver_push_run(sim_world *w, int c, const int *ps, int m)
 {
     sim_cohort *co = &w->cohorts[c];
     int k = co->members[0];
     if (!w->wk[k].dead && w->wk[k].inc == co->incs[0]) {
-        for (int i = 0; i < m; i++) {
+        int fast = !(w->tw && w->detail[k]), cnt = 0, nacc = 0, drops = 0;
+        for (int i = 0; fast && i < m; i++) {
+            int p = ps[i], nv = w->ps_first[p + 1] - w->push_first[p];
+            if (w->ps_lock[p] < 0 || nv == 0) {
+                fast = 0;
+                break;
+            }
+            int r = lock_offer(w, &w->locks[w->ps_lock[p]], 0, k);
+            if (r == SYNC_READY) fast = 0;
+            cnt += nv;
+            if (r == SYNC_ACCUMULATED) nacc += nv;
+            else drops += nv;  /* every pushed variable is trainable */
+        }
+        if (fast) {
             int start, acks = ack_begin(w, &start);
-            sync_push(w, ps[i], k, acks);
+            w->drops += drops;
+            ack_add_run(w, acks, k, cnt, nacc);
             ack_end(w, acks, start);
+            dp_assert("sim: a push run's acks went out in the open batch", acks == w->open_ack);
+            w->acks[acks].nev += m - 1;
+        } else {
+            for (int i = 0; i < m; i++) {
+                int start, acks = ack_begin(w, &start);
+                sync_push(w, ps[i], c, 0, acks);
+                ack_end(w, acks, start);
+            }
         }
     }
     co = &w->cohorts[c];
@@ -822,6 +903,7 @@ static void deliver_batch(sim_world *w, const sim_event *ev)
     for (int i = 0; i < n; i++) {
         const sim_dbatch *b = &w->dbs[id];
         int c = b->c[i], j = i + 1;
+        if (i == 0 || c != b->c[i - 1]) w->round++;  /* a cohort's deliveries are consecutive */
         int pull = !w->cohorts[c].dir;
         if ((pull && !w->per_msg) || (!pull && w->cfg->mode == MODE_SYNC && w->cohorts[c].n == 1)) {
             int live = !w->ps_dead[b->p[i]];
@@ -939,6 +1021,7 @@ static void dispatch(sim_world *w, const sim_event *ev)
         return;
     case EV_PULL_DELIVER:
     case EV_PUSH_DELIVER:
+        w->round++;
         deliver(w, ev);
         return;
     case EV_ACKS:

@@ -46,6 +46,24 @@ typedef struct sim_var {
     uint32_t sid;         /* trace string id of the name */
 } sim_var;
 
+/* Sync with twins and no ps failures: the ps of a twin class get every push at the same
+ * instant (their flows are one group), so their accumulators would move in lockstep.
+ * One sync_acc, a lock, holds the class: offered once per worker and round (a delivery
+ * batch's run of one cohort), at the first of its ps reached; the others take the
+ * recorded verdict. Its gradient is its ps's dims, ps by ps (ps_lock_off), so each
+ * element's mean is the same sum in the same order. */
+typedef struct sim_lock {
+    sync_acc *acc;
+    int64_t step;
+    int dims;
+    int *dim;             /* gradient element j is the grad row's dim[j] */
+    float *mean;          /* the last take's */
+    int *rel, n_rel;      /* the last take's workers */
+    uint64_t *stamp;      /* per cohort member index: the round of its verdict */
+    int8_t *st;           /* the offer's result */
+    int64_t *cur;         /* the step at the offer */
+} sim_lock;
+
 typedef struct sim_cohort {
     int dir;              /* 0 pull, 1 push */
     int n;
@@ -112,6 +130,11 @@ typedef struct sim_world {
      * together, so their accumulators would move in lockstep; one sync_acc per ps holds
      * them all (gradient = their surrogate dims, concatenated in ps_vars order; the mean
      * of each element is the same sum in the same order). NULL where a ps has none. */
+    sim_lock *locks;
+    int n_locks;
+    int *ps_lock;         /* per ps: its lock, -1 for its own accumulator (ps_acc) */
+    int *ps_lock_off;     /* its first gradient element in the lock's */
+    uint64_t round;       /* counts delivery runs (see sim_lock) */
     sync_acc **ps_acc;
     int *ps_dims;
     int *ps_dim0, *ps_dim;  /* CSR: ps p's surrogate dims, in order, are ps_dim[ps_dim0[p] ..] */
