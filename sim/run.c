@@ -77,7 +77,7 @@ int sim_config_check(const sim_config *c, char *err)
 static void declare_twins(sim_world *w)
 {
     int pairs = 0;
-    for (int p = 0; p < w->P; p++) {
+    for (int p = 0; p < w->P && !w->cfg->no_shortcuts; p++) {
         if (w->ps_bytes[p] <= 0) continue;
         for (int q = 0; q < p; q++) {
             if (w->ps_bytes[q] != w->ps_bytes[p]) continue;
@@ -382,6 +382,7 @@ int sim_run(const sim_config *c, sim_result *res, char *err)
     int64_t gs = c->mode == MODE_SYNC ? w->vars[w->step_var].step
                                        : w->vars[w->step_var].av.version;
     res->global_step = gs;
+    res->locks = w->n_locks;
     res->sim_s = (double)w->now / 1e9;
     res->mean_step_s = w->gs_advances > 1
         ? (double)(w->gs_last_ns - w->gs_first_ns) / 1e9 / (double)(w->gs_advances - 1) : 0;

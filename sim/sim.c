@@ -905,7 +905,8 @@ static void deliver_batch(sim_world *w, const sim_event *ev)
         int c = b->c[i], j = i + 1;
         if (i == 0 || c != b->c[i - 1]) w->round++;  /* a cohort's deliveries are consecutive */
         int pull = !w->cohorts[c].dir;
-        if ((pull && !w->per_msg) || (!pull && w->cfg->mode == MODE_SYNC && w->cohorts[c].n == 1)) {
+        int run = pull ? !w->per_msg : w->cfg->mode == MODE_SYNC && w->cohorts[c].n == 1;
+        if (run && !w->cfg->no_shortcuts) {
             int live = !w->ps_dead[b->p[i]];
             while (j < n && b->c[j] == c) live &= !w->ps_dead[b->p[j++]];
             if (live && j - i > 1) {

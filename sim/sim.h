@@ -110,6 +110,8 @@ typedef struct sim_config {
     char trace[SIM_PATH_MAX];
     int trace_level, trace_sample;
     double max_sim_s;       /* stop after this much simulated time (0: none) */
+    int no_shortcuts;       /* tests: no exact shortcuts (twin ps classes, their shared
+                             * accumulators, delivery runs); results must not change */
     /* optional progress callback, called about every 2^16 events and at the end */
     void (*progress)(const sim_progress *p, void *ctx);
     void *progress_ctx;
@@ -145,6 +147,7 @@ typedef struct sim_result {
     int64_t gs_ahead;        /* sync: global-step advances that found a variable behind (0) */
     int n_vars;
     double model_bytes;      /* bytes of all variables */
+    int locks;               /* sync: accumulators shared by a twin class of ps (world.h) */
 } sim_result;
 
 /* Runs the simulation described by cfg (borrowed for the call). Writes cfg->trace when

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cluster/spec.h"
 #include "common/dp.h"
 #include "events/trace.h"
 #include "sim/sim.h"
@@ -267,6 +268,75 @@ static void test_determinism(const char *dir)
     unlink(b);
 }
 
+/* The exact shortcuts (twin ps classes sharing flow groups and, in sync, one
+ * accumulator; delivery runs) against the plain simulation: the same trace, event for
+ * event, and the same summary, on configurations where they are in use. */
+static void test_shortcuts_exact(const char *dir)
+{
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/sa.trace", dir);
+    snprintf(b, sizeof b, "%s/sb.trace", dir);
+    struct {
+        int ps, workers, backups, steps, dist, mode, level;
+        double model_bytes, worker_bw;
+        int fail_worker, fail_step, restart;
+    } cases[] = {
+        {6, 24, 3, 10, SIM_DIST_EXPONENTIAL, MODE_SYNC, SIM_TRACE_FULL, 12e6, 0, 5, 3, 1},
+        {10, 64, 8, 6, SIM_DIST_LOGNORMAL, MODE_SYNC, SIM_TRACE_FULL, 10e6, 0, -1, 0, 0},
+        {8, 32, 4, 8, SIM_DIST_CONSTANT, MODE_SYNC, SIM_TRACE_FULL, 10e6, 0, 2, 2, 0},
+        {10, 300, 0, 4, SIM_DIST_EXPONENTIAL, MODE_SYNC, SIM_TRACE_SAMPLE, 10e6, 25e6, -1, 0, 0},
+        {7, 40, 0, 12, SIM_DIST_EXPONENTIAL, MODE_ASYNC, SIM_TRACE_FULL, 7e6, 0, 4, 3, 1},
+        /* pushes 1 ns apart on slow ps links: several cohorts finish at one advance */
+        {4, 8, 1, 6, SIM_DIST_CONSTANT, MODE_SYNC, SIM_TRACE_FULL, 8e6, 0, -1, 0, 0},
+    };
+    double speed[8];
+    for (int k = 0; k < 8; k++) speed[k] = 1 + 1e-8 * k;
+    int locked = 0;
+    for (size_t i = 0; i < DP_ARRAY_LEN(cases); i++) {
+        sim_config c;
+        sim_config_init(&c);
+        c.n_ps = cases[i].ps;
+        c.n_workers = cases[i].workers;
+        c.backup_workers = cases[i].backups;
+        c.steps = cases[i].steps;
+        c.compute.kind = (sim_dist_kind)cases[i].dist;
+        c.compute.mean = 0.03;
+        c.compute.sigma = 1;
+        c.mode = (update_mode)cases[i].mode;
+        c.trace_level = cases[i].level;
+        c.model_bytes = cases[i].model_bytes;
+        if (cases[i].worker_bw > 0) c.worker_bw = cases[i].worker_bw;
+        if (i == DP_ARRAY_LEN(cases) - 1) {
+            c.speed = speed;
+            c.ps_bw = 100e6 / 8;
+        }
+        c.seed = 50 + i;
+        if (cases[i].fail_worker >= 0)
+            c.failures[c.n_failures++] = (sim_failure){JOB_WORKER, cases[i].fail_worker, cases[i].fail_step, -1,
+                                                       cases[i].restart ? 0.3 : -1};
+        sim_result r1, r2;
+        snprintf(c.trace, sizeof c.trace, "%s", a);
+        CHECK(run(&c, &r1) == 0);
+        c.no_shortcuts = 1;
+        snprintf(c.trace, sizeof c.trace, "%s", b);
+        CHECK(run(&c, &r2) == 0);
+        char *ea, *eb;
+        size_t la, lb;
+        CHECK(trace_events(a, &ea, &la) == 0 && trace_events(b, &eb, &lb) == 0);
+        CHECK_MSG(la == lb && la > 0 && memcmp(ea, eb, la) == 0, "case %zu: traces differ", i);
+        CHECK_MSG(r1.sim_s == r2.sim_s && r1.final_loss == r2.final_loss && r1.dropped == r2.dropped &&
+                  r1.applies == r2.applies && r1.sim_events == r2.sim_events &&
+                  r1.net_solves == r2.net_solves && r1.global_step == r2.global_step,
+                  "case %zu: summaries differ (%.9g vs %.9g s)", i, r1.sim_s, r2.sim_s);
+        locked += r1.locks > 0 && r1.dropped > 0;  /* shared verdicts replayed, drops too */
+        free(ea);
+        free(eb);
+    }
+    CHECK_MSG(locked >= 2, "only %d cases with shared accumulators and drops", locked);
+    unlink(a);
+    unlink(b);
+}
+
 static void test_failures_and_ssp(void)
 {
     sim_config c;
@@ -403,6 +473,7 @@ int main(void)
     test_bandwidth_bound();
     test_async_staleness();
     test_determinism(dir);
+    test_shortcuts_exact(dir);
     test_failures_and_ssp();
     test_calibration_roundtrip(dir);
     test_against_real();
