@@ -14,15 +14,16 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: downpour view TRACE [--compare TRACE2] [--at SECONDS] [--speed X] [--paused]\n"
-            "       downpour view --connect ADDR\n\n"
+            "       downpour view --connect ADDR [--compare TRACE2]\n\n"
             "Opens a window that animates a run: ps and worker tasks, variables, pulls and pushes\n"
             "in flight, barriers, loss / accuracy / throughput / staleness / traffic panels and a\n"
             "timeline with a scrubber.\n\n"
             "  TRACE             replay a recorded trace\n"
             "  --connect ADDR    watch a live run through its hub (host:port); pausing never\n"
             "                    pauses training, `c` catches up with the live run\n"
-            "  --compare TRACE2  play TRACE2 beside TRACE on one clock (`t` switches between\n"
-            "                    time and global step), loss curves overlaid\n"
+            "  --compare TRACE2  play TRACE2 beside TRACE (or beside the live run) on one clock\n"
+            "                    (`t` switches between time and global step), loss curves\n"
+            "                    overlaid\n"
             "  --at SECONDS      start at this time;  --speed X  initial speed (0.01..100)\n"
             "  --paused          start paused;  --size WxH  initial window size\n"
             "  --screenshot-dir DIR  where `s` saves PNGs (default .)\n\n"
@@ -82,10 +83,6 @@ int cmd_view(int argc, char **argv)
     }
     if (!o.trace == !o.connect) {
         fprintf(stderr, "downpour: view: give either TRACE or --connect ADDR\n");
-        return 2;
-    }
-    if (o.compare && o.connect) {
-        fprintf(stderr, "downpour: view: --compare works with recorded traces only\n");
         return 2;
     }
     return viz_app_run(&o);

@@ -48,6 +48,7 @@ for y in range(max(0, y0), min(h, y1)):
 sys.exit(1)
 PY
 }
+lacks_color() { ! has_color "$@"; }
 
 if ! command -v Xvfb >/dev/null 2>&1; then
     echo "skipped: Xvfb not available (apt-get install xvfb), the window is not tested"
@@ -64,7 +65,7 @@ export DISPLAY=":$DISP"
 # ---- replay with scripted keys --------------------------------------------------------
 T="$TMP/run.trace"
 check "synthetic trace written" "$DOWNPOUR" render --write-synthetic "$T" --ps 2 --workers 6 --steps 40 >/dev/null
-mkdir -p "$TMP/shots"
+mkdir -p "$TMP/shots" "$TMP/cmp"
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 20 "$DOWNPOUR" view "$T" --paused --at 1.5 --size 1280x720 --screenshot-dir "$TMP/shots" \
     --script "s,p,s,p,space,wait:300,space,],],right,s,h,s,esc,q" >"$TMP/view.out" 2>"$TMP/view.err"
 rc=$?
@@ -108,6 +109,18 @@ check "pausing the live view is marked" grep -q 'paused=1' <<<"$(sed -n 2p "$TMP
 check "catch up resumes" grep -q 'paused=0' <<<"$(sed -n 3p "$TMP/live.out")"
 still=0; kill -0 "$CL" 2>/dev/null && still=1; echo "cl=$CL still=$still"; tail -3 "$TMP/cluster.err"
 check "cluster still running when the viewer closed" [ "$still" -eq 1 ]
+# the live run beside a recorded one: A live, B replayed on A's clock, both loss curves
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 20 "$DOWNPOUR" view --connect "$ADDR" --compare "$T" \
+    --size 1280x720 --screenshot-dir "$TMP/cmp" --script "wait:500,s,q" >"$TMP/lcmp.out" 2>"$TMP/lcmp.err"
+rc=$?
+check "live viewer with --compare exits cleanly (rc $rc)" [ "$rc" -eq 0 ]
+c1=$(sed -n 1p "$TMP/lcmp.out" | awk '{print $2}')
+check "live compare screenshot saved ($c1)" [ -s "$c1" ]
+check "A (live) has the LIVE badge" has_color "$c1" 213 94 0 560 0 640 40
+check "B (recorded) has no LIVE badge" lacks_color "$c1" 213 94 0 1100 0 1280 40
+check "B (recorded) has the REPLAY badge" has_color "$c1" 0 114 178 1180 0 1280 40
+check "both loss curves in the shared strip" has_color "$c1" 0 114 178 20 560 1260 710
+check "B's loss curve (vermillion) in the strip" has_color "$c1" 213 94 0 20 560 1260 710
 wait "$CL"
 rc=$?
 check "cluster finishes normally after the viewer left (rc $rc)" [ "$rc" -eq 0 ]

@@ -88,6 +88,8 @@ static void draw_compare(cairo_t *cr, viz_source *a, const viz_view *v)
     int w = v->width, h = v->height, half = w / 2, top_h = (int)(h * 0.74);
     int64_t tb = compare_time(a, b, v);
     viz_view vb = *v;
+    vb.live = viz_source_is_live(b);  /* B follows A's clock, but only A may be live */
+    vb.behind_live = 0;
     vb.sel.kind = VIZ_SEL_NONE;
     vb.help = 0;
     vb.toast = NULL;

@@ -123,7 +123,7 @@ cairo_surface_t *viz_render_image(viz_source *s, const viz_view *view);
 typedef struct viz_app_options {
     const char *trace;         /* replay this trace, or */
     const char *connect;       /* watch the hub at this address */
-    const char *compare;       /* second trace, side by side (replay only) */
+    const char *compare;       /* second trace, side by side (beside a replay or a live run) */
     int width, height;         /* initial window size (default 1280x720) */
     const char *script;        /* test hook: "space,wait:300,right,p,s,q" */
     const char *screenshot_dir;/* where `s` saves PNGs (default ".") */
