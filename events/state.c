@@ -247,15 +247,25 @@ static evt_var_state *var_slot(evt_state *st, uint32_t name)
     return v;
 }
 
-/* The device (job, task, name), created when new. Devices are few: linear search. */
-static evt_device_state *device_slot(evt_state *st, int job, int32_t task, uint32_t name)
+/* The device (job, task, name), created when new. A task remembers its last device
+ * (devices are never removed, so the index stays valid, also in copies), so that the
+ * linear search runs once per task and device, not at every compute of 10,000 workers. */
+static evt_device_state *device_slot(evt_state *st, evt_task_state *tk, int job, int32_t task, uint32_t name)
 {
     if (name == 0) return NULL;
-    for (int i = 0; i < st->n_devices; i++) {
-        evt_device_state *d = &st->devices[i];
+    if (tk && tk->dev_slot_ > 0 && tk->dev_slot_ <= st->n_devices) {
+        evt_device_state *d = &st->devices[tk->dev_slot_ - 1];
         if (d->name == name && d->task == task && d->job == job) return d;
     }
+    for (int i = 0; i < st->n_devices; i++) {
+        evt_device_state *d = &st->devices[i];
+        if (d->name == name && d->task == task && d->job == job) {
+            if (tk) tk->dev_slot_ = i + 1;
+            return d;
+        }
+    }
     if (st->n_devices >= 65536) return NULL;
+    if (tk) tk->dev_slot_ = st->n_devices + 1;
     if (st->n_devices == st->devices_cap_) {
         st->devices_cap_ = st->devices_cap_ ? 2 * st->devices_cap_ : 8;
         st->devices = xrealloc(st->devices, (size_t)st->devices_cap_ * sizeof *st->devices);
@@ -340,7 +350,7 @@ void evt_state_apply(evt_state *st, const evt_record *e)
         clear_activity(tk);
         break;
     case EVT_DEVICE:
-        device_slot(st, e->job, e->task, e->device);
+        device_slot(st, tk, e->job, e->task, e->device);
         break;
     case EVT_VAR_DEFINE:
         if ((v = var_slot(st, e->var))) {
@@ -355,7 +365,7 @@ void evt_state_apply(evt_state *st, const evt_record *e)
         }
         break;
     case EVT_OP_PLACE:
-        if ((d = device_slot(st, e->job, e->task, e->device))) d->ops++;
+        if ((d = device_slot(st, tk, e->job, e->task, e->device))) d->ops++;
         break;
     case EVT_PULL_BEGIN:
         if (tk) {
@@ -412,11 +422,11 @@ void evt_state_apply(evt_state *st, const evt_record *e)
             tk->computing++;
             tk->step = e->step;
         }
-        if ((d = device_slot(st, e->job, e->task, e->device))) d->busy++;
+        if ((d = device_slot(st, tk, e->job, e->task, e->device))) d->busy++;
         break;
     case EVT_COMPUTE_END:
         if (tk) dec(&tk->computing);
-        if ((d = device_slot(st, e->job, e->task, e->device))) dec(&d->busy);
+        if ((d = device_slot(st, tk, e->job, e->task, e->device))) dec(&d->busy);
         break;
     case EVT_STEP_END:
         if (tk) {

@@ -58,6 +58,7 @@ typedef struct evt_task_state {
     int64_t bytes_pulled, bytes_pushed;   /* worker: from PULL_END / PUSH_END */
     int64_t events_dropped;  /* cumulative count reported by EVENTS_DROPPED */
     uint32_t fail_reason;    /* string id of the last FAILURE, 0 after RECOVERY */
+    int32_t dev_slot_;       /* private: its last device's index in devices + 1 (0 none) */
 } evt_task_state;
 
 typedef struct evt_var_state {
