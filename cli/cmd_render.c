@@ -218,6 +218,11 @@ int cmd_render(int argc, char **argv)
         rc = render_frames(src, &view, frames, fps, from, to >= 0 ? fmin(to, end_s) : end_s);
     } else {
         view.t = at >= 0 ? (int64_t)(at * 1e9) : viz_source_t1(src);
+        if (view.t > viz_source_t1(src)) {
+            fprintf(stderr, "downpour: render: --at %g s is past the end of %s (%.3f s): drawing the end\n",
+                    at, trace, end_s);
+            view.t = viz_source_t1(src);
+        }
         if (at_step >= 0) view.t = viz_source_time_of_step(src, at_step);
         if (viz_render_file(src, &view, out, err)) {
             fprintf(stderr, "downpour: render: %s\n", err);

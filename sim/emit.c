@@ -96,7 +96,7 @@ static void config_json(const sim_world *w, char *buf, size_t n)
              "\"nqm_dims\":%d,\"stragglers\":%d,\"failures\":%d}",
              c->n_ps, c->n_workers, update_mode_name(c->mode), c->backup_workers, c->staleness,
              (long long)c->steps, model_name(w->cat.model), w->cat.hidden,
-             c->partition > 0 ? c->partition : 1, placement_name(c->placement), w->model_bytes,
+             w->partition, placement_name(c->placement), w->model_bytes,
              c->ps_bw, c->worker_bw, c->latency, dist, (unsigned long long)c->seed, c->batch,
              optim_name(c->optimizer), c->lr, c->nqm_dims, c->n_stragglers, c->n_failures);
 }

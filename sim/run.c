@@ -159,6 +159,7 @@ static int world_init(sim_world *w, const sim_config *c, char *err)
         hidden = h < 1 ? 1 : h > 65536 ? 65536 : (int)llround(h);
         if (c->partition <= 0) partition = c->n_ps < 1024 ? c->n_ps : 1024;
     }
+    w->partition = partition;
     int rc = catalog_build(&w->cat, model, hidden, partition, err);
     if (rc) return rc;
     rc = catalog_place(&w->cat, w->P, c->placement, err);

@@ -122,6 +122,8 @@ typedef struct sim_world {
     int64_t lat_ns;
     dp_rng rng;
     var_catalog cat;
+    int partition;        /* the weights' partition count in effect (--partition, or P
+                           * with --model-bytes) */
     int nv, step_var;
     int *ps_first, *ps_vars;  /* CSR: vars on ps p are ps_vars[ps_first[p] .. ps_first[p+1]) */
     int *push_first;      /* per ps: the first of its vars (ps_vars index) a push phase

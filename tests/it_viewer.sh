@@ -74,6 +74,10 @@ cat "$TMP/view.err" | head -5
 check "four screenshots saved" [ "$(grep -c '^saved ' "$TMP/view.out")" -eq 4 ]
 "$DOWNPOUR" render "$T" --at 1.5 --out "$TMP/ref.png"
 "$DOWNPOUR" render "$T" --at 1.5 --placement --out "$TMP/ref_p.png"
+"$DOWNPOUR" render "$T" --out "$TMP/end.png"
+"$DOWNPOUR" render "$T" --at 999 --out "$TMP/past.png" 2>"$TMP/past.err"
+check "render --at past the end draws the end" cmp -s "$TMP/end.png" "$TMP/past.png"
+check "... and says so" grep -q 'past the end of .*drawing the end' "$TMP/past.err"
 check "paused frame = headless render, byte for byte" cmp -s "$TMP/ref.png" "$TMP/shots/downpour-0001.png"
 check "placement view = headless --placement render" cmp -s "$TMP/ref_p.png" "$TMP/shots/downpour-0002.png"
 check "paused badge (yellow) in the top bar" has_color "$TMP/shots/downpour-0001.png" 240 228 66 640 0 1280 40

@@ -341,7 +341,7 @@ int viz_app_run(const viz_app_options *o)
     a.following = a.view.live;
     pause_view(&a, o->start_paused);
     a.following = a.view.live && !o->start_paused;
-    if (o->at_s >= 0) a.view.t = (int64_t)(o->at_s * 1e9);
+    if (o->at_s >= 0 && !a.view.live) set_time(&a, (int64_t)(o->at_s * 1e9));  /* within the trace */
     a.shot_dir = o->screenshot_dir ? o->screenshot_dir : ".";
     a.script = o->script;
     SDL_SetHint(SDL_HINT_VIDEO_X11_NET_WM_BYPASS_COMPOSITOR, "0");

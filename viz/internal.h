@@ -20,7 +20,8 @@
 #define VIZ_STALE_BINS 12       /* staleness 0..7 one by one, then 8+, 32+, 256+, 2048+ */
 /* The histogram bin (0 .. VIZ_STALE_BINS-1) of a staleness value. */
 int viz_stale_bin(double staleness);
-#define VIZ_MAX_LANES 48        /* tasks with their own timeline lane */
+#define VIZ_MAX_LANES 64        /* tasks with their own timeline lane: ps and workers
+                                 * with an index below VIZ_MAX_LANES / 2 */
 #define VIZ_MAX_OPS 20000       /* placement rows kept */
 #define VIZ_MAX_MARKS 8192
 

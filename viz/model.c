@@ -122,7 +122,8 @@ static int lane_for(viz_model *m, int job, int task)
     if ((job != EVT_JOB_PS && job != EVT_JOB_WORKER) || task < 0 || task >= EVT_STATE_MAX_TASKS)
         return -1;
     int16_t *slot = &m->lane_of[job][task];
-    if (*slot == 0 && m->n_lanes < VIZ_MAX_LANES) {
+    /* the first tasks of each job, so that many ps do not leave workers without lanes */
+    if (*slot == 0 && task < VIZ_MAX_LANES / 2 && m->n_lanes < VIZ_MAX_LANES) {
         m->lane_job[m->n_lanes] = job;
         m->lane_task[m->n_lanes] = task;
         *slot = (int16_t)++m->n_lanes;

@@ -424,10 +424,14 @@ void viz_draw_timeline(viz_ctx *c)
     viz_set(cr, VIZ_PANEL);
     viz_round_rect(cr, l->timeline, 6 * s);
     cairo_fill(cr);
-    /* which lanes: ps, then workers; the last lane aggregates when they do not fit */
+    /* which lanes: ps, then workers; the last lane aggregates the workers when they do
+     * not fit, and then the ps get at most half of the others */
     int n_tasks = l->n_ps + l->n_workers, lanes = l->n_lanes;
     int agg = n_tasks > lanes || m->n_lanes < n_tasks;
     int direct = agg ? lanes - 1 : lanes;
+    int ps_lanes = l->n_ps < direct ? l->n_ps : direct;
+    if (agg && l->n_workers > 0 && ps_lanes > (direct + 1) / 2) ps_lanes = (direct + 1) / 2;
+    if (ps_lanes > VIZ_MAX_LANES / 2) ps_lanes = VIZ_MAX_LANES / 2;
     int job = EVT_JOB_PS, task = 0;
     char buf[96];
     int width = (int)ceil(l->lanes.w);
@@ -445,12 +449,15 @@ void viz_draw_timeline(viz_ctx *c)
         viz_font(cr, l->font_small * 0.9, 0);
         viz_set(cr, VIZ_INK);
         if (i < direct) {
-            if (job == EVT_JOB_PS && task >= l->n_ps) {
+            if (job == EVT_JOB_PS && task >= ps_lanes) {
                 job = EVT_JOB_WORKER;
                 task = 0;
             }
             int lane = viz_model_lane(m, job, task);
-            snprintf(buf, sizeof buf, "%s %d", job == EVT_JOB_PS ? "ps" : "worker", task);
+            if (job == EVT_JOB_PS && task == ps_lanes - 1 && ps_lanes < l->n_ps)
+                snprintf(buf, sizeof buf, "ps %d of %d", task, l->n_ps);
+            else
+                snprintf(buf, sizeof buf, "%s %d", job == EVT_JOB_PS ? "ps" : "worker", task);
             viz_text(cr, l->timeline.x + 8 * s, r.y + r.h * 0.85, buf, 0, l->lanes.x - l->timeline.x - 12 * s);
             if (lane >= 0) {
                 lane_pixels(c, (uint32_t *)(void *)(px + (size_t)i * (size_t)stride), width,
@@ -459,9 +466,7 @@ void viz_draw_timeline(viz_ctx *c)
             }
             task++;
         } else {
-            int rest = l->n_workers - (job == EVT_JOB_WORKER ? task : 0);
             snprintf(buf, sizeof buf, "all %d workers", l->n_workers);
-            DP_UNUSED(rest);
             viz_text(cr, l->timeline.x + 8 * s, r.y + r.h * 0.85, buf, 0, l->lanes.x - l->timeline.x - 12 * s);
             lane_pixels(c, (uint32_t *)(void *)(px + (size_t)i * (size_t)stride), width, m->agg.v,
                         m->agg.k, (double)m->bw * l->n_workers);
