@@ -9,13 +9,17 @@
  * every variable has taken the step); then the token alone, its ack and, if accumulated,
  * its RELEASE (part 2). So the global step never runs ahead of a variable. A ps applies
  * each push with the configured rule: sync offers it to the variable's sync_acc (stale or
- * duplicate gradients dropped), async/ssp apply at once with async_apply staleness;
- * global_step is variable 0 (its accumulator counts the step; in async every applied
- * push advances it; the SSP gate lives with it).
+ * duplicate gradients dropped; the variables of a ps, or of a twin class of ps, move in
+ * lockstep and share one: see sim_lock in world.h), async/ssp apply at once with
+ * async_apply staleness; global_step is variable 0 (its accumulator counts the step; in
+ * async every applied push advances it; the SSP gate lives with it).
  * Messages: a request costs one latency; data moves as network flows (one flow per
  * worker and ps per phase, carrying that ps's variables) plus one latency; acks cost one
  * latency; the sync token is a zero-byte message (one latency each way). Workers starting
- * a phase at the same instant share flow groups (see net.h). */
+ * a phase at the same instant share flow groups (see net.h).
+ * Batched handling (delivery runs, ack runs, RELEASE sets) does the work of the events
+ * it stands for in their order and counts them all in w->events; `no_shortcuts` turns
+ * the optional shortcuts off so that tests can compare. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
