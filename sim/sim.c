@@ -27,11 +27,6 @@
 #include "cluster/spec.h"
 #include "sim/world.h"
 
-enum {
-    EV_PULL_ARRIVE = 1, EV_PULL_DELIVER, EV_COMPUTE_END, EV_PUSH_DELIVER, EV_ACKS,
-    EV_SSP_REQ, EV_SSP_GO, EV_FAIL, EV_RESTART, EV_TOKEN_ARRIVE, EV_DELIVER_BATCH
-};
-
 static void wk_start_step(sim_world *w, int k);
 
 static int64_t ns_of(double s)
@@ -39,193 +34,11 @@ static int64_t ns_of(double s)
     return (int64_t)llround(s * 1e9);
 }
 
-/* The runtime's message id (rt_instr_msg_id): ((local step << 16) | var) + 1, the same
- * for a variable's pull and push of one step. */
-static uint64_t msg_id(const sim_world *w, int k, int v)
-{
-    return ((uint64_t)w->wk[k].local << 16 | (uint64_t)(v & 0xffff)) + 1;
-}
-
 /* The first of ps p's variables (an index into ps_vars) that a push phase carries: in
  * sync the step token (variable 0, first on its ps) goes on its own after the gradients. */
 static int push_first(const sim_world *w, int p)
 {
     return w->push_first[p];
-}
-
-/* ---- acks --------------------------------------------------------------------------- */
-
-static int ack_new(sim_world *w)
-{
-    int id;
-    if (w->free_ack >= 0) {
-        id = w->free_ack;
-        w->free_ack = w->acks[id].next_free;
-    } else {
-        if (w->n_acks == w->cap_acks) {
-            w->cap_acks = w->cap_acks ? w->cap_acks * 2 : 64;
-            w->acks = xrealloc(w->acks, (size_t)w->cap_acks * sizeof *w->acks);
-        }
-        id = w->n_acks++;
-        memset(&w->acks[id], 0, sizeof w->acks[id]);
-    }
-    w->acks[id].n = 0;
-    w->acks[id].n_pool = 0;
-    w->acks[id].floor = 0;
-    w->acks[id].fold = -1;
-    w->acks[id].next_free = -1;
-    return id;
-}
-
-static sim_ack_ent *ack_push(sim_ack *a)
-{
-    if (a->n == a->cap) {
-        a->cap = a->cap ? a->cap * 2 : 16;
-        a->e = xrealloc(a->e, (size_t)a->cap * sizeof *a->e);
-    }
-    return &a->e[a->n++];
-}
-
-/* Adds cnt acks to worker k, nacc of them ACCUMULATED, to the batch's run for k (the
- * last entry, when open to new acks) or as a new run. */
-static void ack_add_run(sim_world *w, int id, int k, int cnt, int nacc)
-{
-    sim_ack *a = &w->acks[id];
-    int32_t inc = w->wk[k].inc;
-    if (a->n > a->floor) {
-        sim_ack_ent *l = &a->e[a->n - 1];
-        if (l->st == SIM_ACK_RUN && l->w == k && l->inc == inc) {
-            l->cnt += cnt;
-            l->nacc += nacc;
-            return;
-        }
-    }
-    *ack_push(a) = (sim_ack_ent){k, -1, inc, cnt, nacc, 0, SIM_ACK_RUN};
-}
-
-/* Adds worker k's ack (status st, or SIM_RELEASE) for variable v. Untraced acks join
- * the worker's run. */
-static void ack_add(sim_world *w, int id, int k, int v, int st)
-{
-    if (st != SIM_RELEASE && !(w->tw && w->detail[k])) {
-        ack_add_run(w, id, k, 1, st == SIM_ACK_ACCUMULATED);
-        return;
-    }
-    *ack_push(&w->acks[id]) = (sim_ack_ent){k, v, w->wk[k].inc, 1, 0, 0, (int8_t)st};
-}
-
-/* Worker k's acks, all of status st, for ps p's variables ps_vars[j0 .. j1). */
-static void ack_add_vars(sim_world *w, int id, int k, int j0, int j1, int st)
-{
-    if (w->tw && w->detail[k]) {
-        for (int j = j0; j < j1; j++) ack_add(w, id, k, w->ps_vars[j], st);
-        return;
-    }
-    ack_add_run(w, id, k, j1 - j0, st == SIM_ACK_ACCUMULATED ? j1 - j0 : 0);
-}
-
-/* Adds the RELEASEs of mult variables (v the first) to the n workers ws (ascending)
- * but `skip`, or, when ws is NULL, to every worker but `skip`. */
-static void ack_add_release_set(sim_world *w, int id, int v, int mult, const int *ws, int n, int skip)
-{
-    sim_ack *a = &w->acks[id];
-    if (ws && (n == 0 || (n == 1 && ws[0] == skip))) return;
-    sim_ack_ent *e = ack_push(a);
-    *e = (sim_ack_ent){skip, v, w->inc_epoch, -1, 0, mult, SIM_RELEASE_SET};
-    if (!ws) return;
-    if (a->n_pool + n > a->cap_pool) {
-        a->cap_pool = a->n_pool + n > 2 * a->cap_pool ? a->n_pool + n : 2 * a->cap_pool;
-        a->pool = xrealloc(a->pool, (size_t)a->cap_pool * sizeof *a->pool);
-    }
-    int m = 0;
-    for (int i = 0; i < n; i++)
-        if (ws[i] != skip) a->pool[a->n_pool + m++] = ws[i];
-    e->w = -1;
-    e->cnt = m;
-    e->nacc = a->n_pool;
-    a->n_pool += m;
-}
-
-/* Sends the batch (arrives one latency later) or frees it when empty. */
-static void ack_send(sim_world *w, int id)
-{
-    if (w->acks[id].n) {
-        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_ACKS, id, 0);
-        w->acks[id].nev = 1;
-        w->open_ack = id;
-        w->open_seq = w->heap.next_seq;
-        w->open_t = w->now + w->lat_ns;
-        return;
-    }
-    w->acks[id].next_free = w->free_ack;
-    w->free_ack = id;
-}
-
-/* Whether a batch sent now would be the event right after open_ack, at its time: then
- * its acks are handled right after open_ack's, so they may join it (same order). */
-static int ack_mergeable(const sim_world *w)
-{
-    return w->open_ack >= 0 && w->heap.next_seq == w->open_seq && w->open_t == w->now + w->lat_ns;
-}
-
-/* A batch for acks about to be sent together: the open batch when they may join it
- * (its current length in *start), else a new one (*start = -1). Ended by ack_end. */
-static int ack_begin(sim_world *w, int *start)
-{
-    if (!ack_mergeable(w)) {
-        *start = -1;
-        return ack_new(w);
-    }
-    int id = w->open_ack;
-    sim_ack *a = &w->acks[id];
-    *start = a->n;
-    /* new entries only, so that ack_end may split them off; but a run at the end may go
-     * on (its counts now are kept, to split its new part off too) */
-    a->floor = a->n;
-    a->fold = -1;
-    if (a->n > 0 && a->e[a->n - 1].st == SIM_ACK_RUN) {
-        a->floor = a->fold = a->n - 1;
-        a->fold_cnt = a->e[a->fold].cnt;
-        a->fold_nacc = a->e[a->fold].nacc;
-    }
-    return id;
-}
-
-/* Sends the acks added since ack_begin: as part of the open batch (counted as one more
- * engine event) when nothing was scheduled meanwhile, else as a batch of their own. */
-static void ack_end(sim_world *w, int id, int start)
-{
-    if (start < 0) {
-        ack_send(w, id);
-        return;
-    }
-    sim_ack *a = &w->acks[id];
-    int n = a->n, fold = a->fold;
-    int folded = fold >= 0 && a->e[fold].cnt != a->fold_cnt;
-    a->floor = 0;
-    a->fold = -1;
-    if (n == start && !folded) return;  /* nothing added: no event, as an empty batch */
-    if (id == w->open_ack && ack_mergeable(w)) {
-        a->nev++;
-        return;
-    }
-    int id2 = ack_new(w);
-    a = &w->acks[id];
-    sim_ack *b = &w->acks[id2];
-    if (folded) {  /* the run's new part */
-        sim_ack_ent x = a->e[fold];
-        x.cnt -= a->fold_cnt;
-        x.nacc -= a->fold_nacc;
-        a->e[fold].cnt = a->fold_cnt;
-        a->e[fold].nacc = a->fold_nacc;
-        *ack_push(b) = x;
-    }
-    for (int i = start; i < n; i++) {
-        dp_assert("sim: RELEASE sets go in batches of their own", a->e[i].st != SIM_RELEASE_SET);
-        *ack_push(b) = a->e[i];  /* incarnations as recorded */
-    }
-    a->n = start;
-    ack_send(w, id2);
 }
 
 /* ---- failures ----------------------------------------------------------------------- */
@@ -290,7 +103,7 @@ static int defer_if_dead(sim_world *w, int p, const sim_event *ev)
 
 /* ---- global step and ssp ------------------------------------------------------------ */
 
-static void global_step_advanced(sim_world *w, int64_t gs)
+void sim_world_global_step(sim_world *w, int64_t gs)
 {
     if (!w->gs_advances) w->gs_first_ns = w->now;
     w->gs_last_ns = w->now;
@@ -311,7 +124,7 @@ static void global_step_advanced(sim_world *w, int64_t gs)
     }
 }
 
-static void ssp_release(sim_world *w)
+void sim_world_ssp_release(sim_world *w)
 {
     int j = 0;
     for (int i = 0; i < w->n_ssp_wait; i++) {
@@ -481,7 +294,7 @@ static void wk_pull(sim_world *w, int k)
     wk->outstanding = w->nv;
     for (int v = 0; w->tw && v < w->nv; v++)  /* emit_wk does nothing without a trace */
         emit_wk(w, EVT_PULL_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
-                0, msg_id(w, k, v));
+                0, sim_msg_id(w, k, v));
     emit_wk_phase(w, EVT_PULL_BEGIN, k, wk->local, 0);
     sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_PULL_ARRIVE, k, wk->inc);
 }
@@ -504,12 +317,6 @@ static void wk_start_step(sim_world *w, int k)
         return;
     }
     wk_pull(w, k);
-}
-
-/* The versions worker k read at its last pull. */
-static const int64_t *read_versions(const sim_world *w, int k)
-{
-    return w->snap[w->wk[k].snap];
 }
 
 static void snap_unref(sim_world *w, int id)
@@ -544,7 +351,7 @@ static int snap_current(sim_world *w)
 }
 
 /* A variable's version changed: the current snapshot no longer describes the ps. */
-static void versions_changed(sim_world *w)
+void sim_world_versions_changed(sim_world *w)
 {
     int id = w->cur_snap;
     if (id < 0) return;
@@ -570,13 +377,13 @@ static void pull_done(sim_world *w, int k)
 {
     sim_wk *wk = &w->wk[k];
     emit_wk_phase(w, EVT_PULL_END, k, wk->local, w->now - wk->t_phase);
-    wk->gs_read = read_versions(w, k)[w->step_var];
+    wk->gs_read = sim_read_versions(w, k)[w->step_var];
     if (wk->gs_read >= w->cfg->steps) {
         wk->phase = W_DONE;
         w->n_done++;
         if (w->gate) {
             ssp_gate_retire(w->gate, k);
-            ssp_release(w);
+            sim_world_ssp_release(w);
         }
         return;
     }
@@ -601,7 +408,7 @@ static void compute_end(sim_world *w, int k)
     for (int v = 0; w->tw && v < w->nv; v++)
         if (w->cat.v[v].trainable)  /* global_step's push is the step token: no events */
             emit_wk(w, EVT_PUSH_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
-                0, msg_id(w, k, v));
+                0, sim_msg_id(w, k, v));
     emit_wk_phase(w, EVT_PUSH_BEGIN, k, wk->local, 0);
     w->bytes_pushed += (int64_t)w->model_bytes;
     w->pend[1][w->n_pend[1]++] = k;
@@ -618,189 +425,7 @@ static void push_done(sim_world *w, int k)
     wk_start_step(w, k);
 }
 
-/* ---- ps ----------------------------------------------------------------------------- */
-
-/* After a take of the n workers rel (ascending) by worker k's push: the RELEASEs of the
- * mult variables (v the first) that took the step, to the others, in one batch that
- * stands for the mult batches (one per variable) that would have been sent in turn. */
-static void send_releases(sim_world *w, int k, int v, int mult, const int *rel, int n)
-{
-    int id = ack_new(w);
-    ack_add_release_set(w, id, v, mult, n == w->W ? NULL : rel, n == w->W ? n - 1 : n, k);
-    ack_send(w, id);
-    w->acks[id].nev = mult;
-}
-
-/* What a ps's accumulator said to one sync push: the offer's result, the step then
- * and, after a take, the new step, the mean (at the ps's first dim) and who was taken. */
-typedef struct sync_verdict {
-    int r;
-    int64_t cur, now_step;
-    const float *mean;
-    const int *rel;
-    int n;
-} sync_verdict;
-
-/* Worker k's push to ps p offered to the ps's own accumulator. */
-static void ps_verdict(sim_world *w, int p, int k, sync_verdict *vd)
-{
-    int64_t read = w->wk[k].gs_read;
-    vd->cur = w->vars[w->ps_vars[w->push_first[p]]].step;
-    dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
-              read <= vd->cur);
-    const float *g = NULL;
-    if (w->ps_dims[p]) {
-        const float *row = w->grad + (size_t)k * (size_t)w->d;
-        for (int i = 0; i < w->ps_dims[p]; i++) w->gbuf[i] = row[w->ps_dim[w->ps_dim0[p] + i]];
-        g = w->gbuf;
-    }
-    vd->r = sync_acc_offer(w->ps_acc[p], k, read, g);
-    if (vd->r != SYNC_READY) return;
-    vd->n = sync_acc_take(w->ps_acc[p], w->mean, w->released);
-    vd->now_step = sync_acc_step(w->ps_acc[p]);
-    vd->mean = w->mean;
-    vd->rel = w->released;
-}
-
-/* Member i (worker k) of cohort c offered to lock L: at the first ps of L it reaches in
- * this round (one delivery batch, one cohort) the offer is made for all of L's ps;
- * the others take the verdict as recorded. */
-static int lock_offer(sim_world *w, sim_lock *L, int i, int k)
-{
-    if (L->stamp[i] == w->round) return L->st[i];
-    int64_t read = w->wk[k].gs_read;
-    L->cur[i] = L->step;
-    dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
-              read <= L->step);
-    const float *g = NULL;
-    if (L->dims) {
-        const float *row = w->grad + (size_t)k * (size_t)w->d;
-        for (int j = 0; j < L->dims; j++) w->gbuf[j] = row[L->dim[j]];
-        g = w->gbuf;
-    }
-    int r = sync_acc_offer(L->acc, k, read, g);
-    if (r == SYNC_READY) {
-        L->n_rel = sync_acc_take(L->acc, L->mean, L->rel);
-        L->step = sync_acc_step(L->acc);
-    }
-    L->st[i] = (int8_t)r;
-    L->stamp[i] = w->round;
-    return r;
-}
-
-static void lock_verdict(sim_world *w, int p, int i, int k, sync_verdict *vd)
-{
-    sim_lock *L = &w->locks[w->ps_lock[p]];
-    vd->r = lock_offer(w, L, i, k);
-    vd->cur = L->cur[i];
-    vd->now_step = L->step;
-    vd->mean = L->mean + w->ps_lock_off[p];
-    vd->rel = L->rel;
-    vd->n = L->n_rel;
-}
-
-/* Sync: member i (worker k) of cohort c pushes ps p's gradients (every variable the push
- * phase carries to it); each variable is handled as if by its own accumulator (the
- * same drops, applies, events and acks, in variable order). */
-static void sync_push(sim_world *w, int p, int c, int i, int acks)
-{
-    int j0 = w->push_first[p], j1 = w->ps_first[p + 1];
-    if (j0 == j1) return;
-    int k = w->cohorts[c].members[i];
-    sync_verdict vd;
-    if (w->ps_lock[p] >= 0) lock_verdict(w, p, i, k, &vd);
-    else ps_verdict(w, p, k, &vd);
-    if (vd.r == SYNC_STALE || vd.r == SYNC_DUPLICATE) {
-        int64_t read = w->wk[k].gs_read;
-        for (int j = j0; j < j1; j++) {
-            int v = w->ps_vars[j];
-            if (w->cat.v[v].trainable) w->drops++;
-            emit_ps(w, EVT_DROP, p, k, v, vd.cur, (double)(vd.cur - read), msg_id(w, k, v));
-        }
-        ack_add_vars(w, acks, k, j0, j1, SIM_ACK_DROPPED);
-        return;
-    }
-    if (vd.r != SYNC_READY) {
-        /* accepted: acked now, released when the step completes */
-        ack_add_vars(w, acks, k, j0, j1, SIM_ACK_ACCUMULATED);
-        return;
-    }
-    int n = vd.n;
-    versions_changed(w);
-    int o = 0;
-    for (int j = j0; j < j1; j++) {
-        int v = w->ps_vars[j];
-        sim_var *sv = &w->vars[v];
-        sv->step = vd.now_step;
-        dp_assert("sim: only global_step is not trainable", w->cat.v[v].trainable);
-        optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, vd.mean + o, (size_t)sv->dims);
-        o += sv->dims;
-        w->applies += n;
-        w->stale.n += (uint64_t)n;  /* n gradients of staleness 0 */
-        for (int q = 0; w->tw && q < n; q++)
-            emit_ps(w, EVT_APPLY, p, vd.rel[q], v, vd.now_step, 0, msg_id(w, vd.rel[q], v));
-    }
-    /* the pusher (one of them) is acked APPLIED; the others get RELEASEs */
-    ack_add_vars(w, acks, k, j0, j1, SIM_ACK_APPLIED);
-    send_releases(w, k, w->ps_vars[j0], j1 - j0, vd.rel, n);
-}
-
-static void handle_push(sim_world *w, int p, int k, int v, int acks)
-{
-    sim_var *sv = &w->vars[v];
-    const var_def *d = &w->cat.v[v];
-    const float *g = sv->dims ? w->grad + (size_t)k * (size_t)w->d + (size_t)sv->dim0 : NULL;
-    if (w->cfg->mode == MODE_SYNC) {
-        /* sync pushes carry the global step read (TensorFlow's local_step) */
-        int64_t read = w->wk[k].gs_read;
-        int64_t cur = sv->step;
-        dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
-                  read <= cur);
-        int r = sync_acc_offer(sv->acc, k, read, g);
-        if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
-            if (d->trainable) w->drops++;
-            emit_ps(w, EVT_DROP, p, k, v, cur, (double)(cur - read), msg_id(w, k, v));
-            ack_add(w, acks, k, v, SIM_ACK_DROPPED);
-            return;
-        }
-        if (r != SYNC_READY) {
-            /* accepted: acked now, released when the step completes */
-            ack_add(w, acks, k, v, SIM_ACK_ACCUMULATED);
-            return;
-        }
-        int n = sync_acc_take(sv->acc, w->mean, w->released);
-        int64_t now_step = sv->step = sync_acc_step(sv->acc);
-        versions_changed(w);
-        if (d->trainable) {
-            optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, w->mean, (size_t)sv->dims);
-            w->applies += n;
-            w->stale.n += (uint64_t)n;  /* n gradients of staleness 0 */
-        }
-        for (int i = 0; w->tw && i < n; i++)
-            emit_ps(w, EVT_APPLY, p, w->released[i], v, now_step, 0, msg_id(w, w->released[i], v));
-        /* the pusher (one of them) is acked APPLIED; the others get a RELEASE */
-        ack_add(w, acks, k, v, SIM_ACK_APPLIED);
-        send_releases(w, k, v, 1, w->released, n);
-        if (!d->trainable) global_step_advanced(w, now_step);
-        return;
-    }
-    int64_t s = async_apply(&sv->av, read_versions(w, k)[v]);
-    versions_changed(w);
-    if (d->trainable) {
-        optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, g, (size_t)sv->dims);
-        w->applies++;
-        stale_stats_add(&w->stale, s);
-    }
-    emit_ps(w, EVT_APPLY, p, k, v, sv->av.version, (double)s, msg_id(w, k, v));
-    ack_add(w, acks, k, v, SIM_ACK_APPLIED);
-    if (!d->trainable) {
-        global_step_advanced(w, sv->av.version);
-        if (w->gate) {
-            ssp_gate_clock(w->gate, k, w->wk[k].local + 1);
-            ssp_release(w);
-        }
-    }
-}
+/* ---- deliveries ------------------------------------------------------------------ */
 
 static void deliver(sim_world *w, const sim_event *ev)
 {
@@ -814,10 +439,10 @@ static void deliver(sim_world *w, const sim_event *ev)
             sim_wk *wk = &w->wk[k];
             if (wk->dead || wk->inc != co->incs[i]) continue;
             for (int j = v0; w->tw && w->detail[k] && j < v1; j++) {
-                const int64_t *ver = read_versions(w, k);
+                const int64_t *ver = sim_read_versions(w, k);
                 int v = w->ps_vars[j];
                 emit_wk(w, EVT_PULL_END, k, p, v, wk->local, (int64_t)w->cat.v[v].count * 4,
-                        w->now - wk->t_phase, (double)ver[v], 0, msg_id(w, k, v));
+                        w->now - wk->t_phase, (double)ver[v], 0, sim_msg_id(w, k, v));
             }
             wk->outstanding -= v1 - v0;
             if (wk->outstanding == 0) pull_done(w, k);
@@ -828,8 +453,8 @@ static void deliver(sim_world *w, const sim_event *ev)
             int k = co->members[i];
             sim_wk *wk = &w->wk[k];
             if (wk->dead || wk->inc != co->incs[i]) continue;
-            if (w->cfg->mode == MODE_SYNC) sync_push(w, p, c, i, acks);
-            else for (int j = v0; j < v1; j++) handle_push(w, p, k, w->ps_vars[j], acks);
+            if (w->cfg->mode == MODE_SYNC) ps_push_sync(w, p, c, i, acks);
+            else for (int j = v0; j < v1; j++) ps_push(w, p, k, w->ps_vars[j], acks);
         }
         ack_end(w, acks, start);
     }
@@ -873,7 +498,7 @@ static void deliver_push_run(sim_world *w, int c, const int *ps, int m)
                 fast = 0;
                 break;
             }
-            int r = lock_offer(w, &w->locks[w->ps_lock[p]], 0, k);
+            int r = ps_lock_offer(w, &w->locks[w->ps_lock[p]], 0, k);
             if (r == SYNC_READY) fast = 0;
             cnt += nv;
             if (r == SYNC_ACCUMULATED) nacc += nv;
@@ -889,7 +514,7 @@ static void deliver_push_run(sim_world *w, int c, const int *ps, int m)
         } else {
             for (int i = 0; i < m; i++) {
                 int start, acks = ack_begin(w, &start);
-                sync_push(w, ps[i], c, 0, acks);
+                ps_push_sync(w, ps[i], c, 0, acks);
                 ack_end(w, acks, start);
             }
         }
@@ -939,7 +564,7 @@ static void token_arrive(sim_world *w, const sim_event *ev)
     sim_wk *wk = &w->wk[k];
     if (wk->dead || wk->inc != ev->b) return;
     int start, acks = ack_begin(w, &start);
-    handle_push(w, p, k, w->step_var, acks);
+    ps_push(w, p, k, w->step_var, acks);
     ack_end(w, acks, start);
 }
 
@@ -999,7 +624,7 @@ static void acks_arrive(sim_world *w, int id)
         } else {
             if (e->st != SIM_ACK_RUN && w->tw && w->cat.v[v].trainable)
                 emit_wk(w, EVT_PUSH_END, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4,
-                        w->now - wk->t_phase, (double)e->st, 0, msg_id(w, k, v));
+                        w->now - wk->t_phase, (double)e->st, 0, sim_msg_id(w, k, v));
             wk->releases_due += e->st == SIM_ACK_RUN ? e->nacc : e->st == SIM_ACK_ACCUMULATED;
             wk->outstanding -= e->cnt;
             if (wk->outstanding == 0 && !wk->token)

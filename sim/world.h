@@ -17,6 +17,12 @@
 #include "sim/net.h"
 #include "sim/sim.h"
 
+/* Engine event types (sim_event.type) of the protocol. */
+enum {
+    EV_PULL_ARRIVE = 1, EV_PULL_DELIVER, EV_COMPUTE_END, EV_PUSH_DELIVER, EV_ACKS,
+    EV_SSP_REQ, EV_SSP_GO, EV_FAIL, EV_RESTART, EV_TOKEN_ARRIVE, EV_DELIVER_BATCH
+};
+
 enum sim_wphase { W_IDLE = 0, W_SSP, W_PULL, W_COMPUTE, W_PUSH, W_DONE };
 
 typedef struct sim_wk {
@@ -217,11 +223,52 @@ typedef struct sim_world {
     int n_done;
 } sim_world;
 
+/* The runtime's message id (rt_instr_msg_id): ((local step << 16) | var) + 1, the same
+ * for a variable's pull and push of one step. */
+static inline uint64_t sim_msg_id(const sim_world *w, int k, int v)
+{
+    return ((uint64_t)w->wk[k].local << 16 | (uint64_t)(v & 0xffff)) + 1;
+}
+
+/* The versions worker k read at its last pull. */
+static inline const int64_t *sim_read_versions(const sim_world *w, int k)
+{
+    return w->snap[w->wk[k].snap];
+}
+
 /* ---- sim.c: the protocol ---- */
 void sim_world_start(sim_world *w);          /* every worker starts its first step */
 void sim_world_dispatch(sim_world *w, const sim_event *ev);
 void sim_world_flush(sim_world *w);          /* starts the flows of this instant */
 void sim_world_net_sync(sim_world *w);       /* network to now, deliveries scheduled */
+void sim_world_global_step(sim_world *w, int64_t gs);  /* the global step advanced to gs */
+void sim_world_ssp_release(sim_world *w);    /* SSP waiters that may go now, go */
+void sim_world_versions_changed(sim_world *w);  /* a variable's version changed */
+
+/* ---- ack.c: acknowledgement batches ---- */
+int ack_new(sim_world *w);                   /* an empty batch */
+/* cnt acks to worker k, nacc of them ACCUMULATED, joining its run when it is last */
+void ack_add_run(sim_world *w, int id, int k, int cnt, int nacc);
+/* worker k's ack (status st, or SIM_RELEASE) for variable v (a run unless traced) */
+void ack_add(sim_world *w, int id, int k, int v, int st);
+/* worker k's acks, all of status st, for ps_vars[j0 .. j1) */
+void ack_add_vars(sim_world *w, int id, int k, int j0, int j1, int st);
+/* the RELEASEs of mult variables (v the first) to ws[0..n) but skip, or (ws NULL) to
+ * every worker but skip */
+void ack_add_release_set(sim_world *w, int id, int v, int mult, const int *ws, int n, int skip);
+void ack_send(sim_world *w, int id);         /* arrives one latency later; empty: freed */
+/* acks about to be sent together: into the open batch when they may join it (*start:
+ * its length then) or a new one (*start = -1); ack_end sends them */
+int ack_begin(sim_world *w, int *start);
+void ack_end(sim_world *w, int id, int start);
+
+/* ---- ps.c: a ps handling pushes ---- */
+/* sync: member i of cohort c pushes ps p's gradients (every variable its push carries) */
+void ps_push_sync(sim_world *w, int p, int c, int i, int acks);
+/* async / ssp (and the sync step token): worker k's push of variable v to ps p */
+void ps_push(sim_world *w, int p, int k, int v, int acks);
+/* member i (worker k) of this round's cohort offered to lock L: the offer's result */
+int ps_lock_offer(sim_world *w, sim_lock *L, int i, int k);
 
 /* ---- emit.c ---- */
 int emit_open(sim_world *w, char *err);

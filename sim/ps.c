@@ -1,0 +1,189 @@
+/* ps.c — the simulated ps's handling of a push: sync pushes offered to an accumulator
+ * (the ps's own, or its twin class's lock: see sim_lock in world.h) with drops,
+ * applies, acks and RELEASEs as the runtime's ps (runtime/ps.c) does them; async / ssp
+ * pushes applied at once with async_apply staleness. Each variable is handled as if by
+ * its own accumulator, in catalogue order, so that events and acks are the same.
+ * Single-threaded, state in sim_world. */
+#include "sim/world.h"
+
+/* After a take of the n workers rel (ascending) by worker k's push: the RELEASEs of the
+ * mult variables (v the first) that took the step, to the others, in one batch that
+ * stands for the mult batches (one per variable) that would have been sent in turn. */
+static void send_releases(sim_world *w, int k, int v, int mult, const int *rel, int n)
+{
+    int id = ack_new(w);
+    ack_add_release_set(w, id, v, mult, n == w->W ? NULL : rel, n == w->W ? n - 1 : n, k);
+    ack_send(w, id);
+    w->acks[id].nev = mult;
+}
+
+/* What a ps's accumulator said to one sync push: the offer's result, the step then
+ * and, after a take, the new step, the mean (at the ps's first dim) and who was taken. */
+typedef struct sync_verdict {
+    int r;
+    int64_t cur, now_step;
+    const float *mean;
+    const int *rel;
+    int n;
+} sync_verdict;
+
+/* Worker k's push to ps p offered to the ps's own accumulator. */
+static void ps_verdict(sim_world *w, int p, int k, sync_verdict *vd)
+{
+    int64_t read = w->wk[k].gs_read;
+    vd->cur = w->vars[w->ps_vars[w->push_first[p]]].step;
+    dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
+              read <= vd->cur);
+    const float *g = NULL;
+    if (w->ps_dims[p]) {
+        const float *row = w->grad + (size_t)k * (size_t)w->d;
+        for (int i = 0; i < w->ps_dims[p]; i++) w->gbuf[i] = row[w->ps_dim[w->ps_dim0[p] + i]];
+        g = w->gbuf;
+    }
+    vd->r = sync_acc_offer(w->ps_acc[p], k, read, g);
+    if (vd->r != SYNC_READY) return;
+    vd->n = sync_acc_take(w->ps_acc[p], w->mean, w->released);
+    vd->now_step = sync_acc_step(w->ps_acc[p]);
+    vd->mean = w->mean;
+    vd->rel = w->released;
+}
+
+/* Member i (worker k) of cohort c offered to lock L: at the first ps of L it reaches in
+ * this round (one delivery batch, one cohort) the offer is made for all of L's ps;
+ * the others take the verdict as recorded. */
+int ps_lock_offer(sim_world *w, sim_lock *L, int i, int k)
+{
+    if (L->stamp[i] == w->round) return L->st[i];
+    int64_t read = w->wk[k].gs_read;
+    L->cur[i] = L->step;
+    dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
+              read <= L->step);
+    const float *g = NULL;
+    if (L->dims) {
+        const float *row = w->grad + (size_t)k * (size_t)w->d;
+        for (int j = 0; j < L->dims; j++) w->gbuf[j] = row[L->dim[j]];
+        g = w->gbuf;
+    }
+    int r = sync_acc_offer(L->acc, k, read, g);
+    if (r == SYNC_READY) {
+        L->n_rel = sync_acc_take(L->acc, L->mean, L->rel);
+        L->step = sync_acc_step(L->acc);
+    }
+    L->st[i] = (int8_t)r;
+    L->stamp[i] = w->round;
+    return r;
+}
+
+static void lock_verdict(sim_world *w, int p, int i, int k, sync_verdict *vd)
+{
+    sim_lock *L = &w->locks[w->ps_lock[p]];
+    vd->r = ps_lock_offer(w, L, i, k);
+    vd->cur = L->cur[i];
+    vd->now_step = L->step;
+    vd->mean = L->mean + w->ps_lock_off[p];
+    vd->rel = L->rel;
+    vd->n = L->n_rel;
+}
+
+/* Sync: member i (worker k) of cohort c pushes ps p's gradients (every variable the push
+ * phase carries to it); each variable is handled as if by its own accumulator (the
+ * same drops, applies, events and acks, in variable order). */
+void ps_push_sync(sim_world *w, int p, int c, int i, int acks)
+{
+    int j0 = w->push_first[p], j1 = w->ps_first[p + 1];
+    if (j0 == j1) return;
+    int k = w->cohorts[c].members[i];
+    sync_verdict vd;
+    if (w->ps_lock[p] >= 0) lock_verdict(w, p, i, k, &vd);
+    else ps_verdict(w, p, k, &vd);
+    if (vd.r == SYNC_STALE || vd.r == SYNC_DUPLICATE) {
+        int64_t read = w->wk[k].gs_read;
+        for (int j = j0; j < j1; j++) {
+            int v = w->ps_vars[j];
+            if (w->cat.v[v].trainable) w->drops++;
+            emit_ps(w, EVT_DROP, p, k, v, vd.cur, (double)(vd.cur - read), sim_msg_id(w, k, v));
+        }
+        ack_add_vars(w, acks, k, j0, j1, SIM_ACK_DROPPED);
+        return;
+    }
+    if (vd.r != SYNC_READY) {
+        /* accepted: acked now, released when the step completes */
+        ack_add_vars(w, acks, k, j0, j1, SIM_ACK_ACCUMULATED);
+        return;
+    }
+    int n = vd.n;
+    sim_world_versions_changed(w);
+    int o = 0;
+    for (int j = j0; j < j1; j++) {
+        int v = w->ps_vars[j];
+        sim_var *sv = &w->vars[v];
+        sv->step = vd.now_step;
+        dp_assert("sim: only global_step is not trainable", w->cat.v[v].trainable);
+        optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, vd.mean + o, (size_t)sv->dims);
+        o += sv->dims;
+        w->applies += n;
+        w->stale.n += (uint64_t)n;  /* n gradients of staleness 0 */
+        for (int q = 0; w->tw && q < n; q++)
+            emit_ps(w, EVT_APPLY, p, vd.rel[q], v, vd.now_step, 0, sim_msg_id(w, vd.rel[q], v));
+    }
+    /* the pusher (one of them) is acked APPLIED; the others get RELEASEs */
+    ack_add_vars(w, acks, k, j0, j1, SIM_ACK_APPLIED);
+    send_releases(w, k, w->ps_vars[j0], j1 - j0, vd.rel, n);
+}
+
+void ps_push(sim_world *w, int p, int k, int v, int acks)
+{
+    sim_var *sv = &w->vars[v];
+    const var_def *d = &w->cat.v[v];
+    const float *g = sv->dims ? w->grad + (size_t)k * (size_t)w->d + (size_t)sv->dim0 : NULL;
+    if (w->cfg->mode == MODE_SYNC) {
+        /* sync pushes carry the global step read (TensorFlow's local_step) */
+        int64_t read = w->wk[k].gs_read;
+        int64_t cur = sv->step;
+        dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
+                  read <= cur);
+        int r = sync_acc_offer(sv->acc, k, read, g);
+        if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
+            if (d->trainable) w->drops++;
+            emit_ps(w, EVT_DROP, p, k, v, cur, (double)(cur - read), sim_msg_id(w, k, v));
+            ack_add(w, acks, k, v, SIM_ACK_DROPPED);
+            return;
+        }
+        if (r != SYNC_READY) {
+            /* accepted: acked now, released when the step completes */
+            ack_add(w, acks, k, v, SIM_ACK_ACCUMULATED);
+            return;
+        }
+        int n = sync_acc_take(sv->acc, w->mean, w->released);
+        int64_t now_step = sv->step = sync_acc_step(sv->acc);
+        sim_world_versions_changed(w);
+        if (d->trainable) {
+            optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, w->mean, (size_t)sv->dims);
+            w->applies += n;
+            w->stale.n += (uint64_t)n;  /* n gradients of staleness 0 */
+        }
+        for (int i = 0; w->tw && i < n; i++)
+            emit_ps(w, EVT_APPLY, p, w->released[i], v, now_step, 0, sim_msg_id(w, w->released[i], v));
+        /* the pusher (one of them) is acked APPLIED; the others get a RELEASE */
+        ack_add(w, acks, k, v, SIM_ACK_APPLIED);
+        send_releases(w, k, v, 1, w->released, n);
+        if (!d->trainable) sim_world_global_step(w, now_step);
+        return;
+    }
+    int64_t s = async_apply(&sv->av, sim_read_versions(w, k)[v]);
+    sim_world_versions_changed(w);
+    if (d->trainable) {
+        optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, g, (size_t)sv->dims);
+        w->applies++;
+        stale_stats_add(&w->stale, s);
+    }
+    emit_ps(w, EVT_APPLY, p, k, v, sv->av.version, (double)s, sim_msg_id(w, k, v));
+    ack_add(w, acks, k, v, SIM_ACK_APPLIED);
+    if (!d->trainable) {
+        sim_world_global_step(w, sv->av.version);
+        if (w->gate) {
+            ssp_gate_clock(w->gate, k, w->wk[k].local + 1);
+            sim_world_ssp_release(w);
+        }
+    }
+}
