@@ -287,6 +287,30 @@ static void check_packet(viz_source *s)
             /* and nothing of that colour where it is not */
             viz_point far = viz_layout_packet_pos(&c.lay, p->ps, p->worker, p->is_push, f > 0.5 ? 0.1 : 0.9);
             CHECK(!near(pixel(img, far.x, far.y), viz_var_color(p->var), 0.03));
+            /* clicking it selects it: an accent ring around it and the inspector card */
+            viz_selection sel;
+            viz_hit(s, &v, q.x + 2, q.y - 2, &sel);
+            CHECK_MSG(sel.kind == VIZ_SEL_PACKET && sel.task == p->worker && sel.id == p->id &&
+                      sel.packet_kind == (p->is_push ? EVT_PUSH_BEGIN : EVT_PULL_BEGIN),
+                      "click on the packet: kind %d task %d id %llu", sel.kind, sel.task,
+                      (unsigned long long)sel.id);
+            viz_view vs = v;
+            vs.sel = sel;
+            cairo_surface_t *img2 = viz_render_image(s, &vs);
+            int ring0 = 0, ring1 = 0, changed_far = 0;
+            for (double y = q.y - 16; y <= q.y + 16; y++)
+                for (double x = q.x - 16; x <= q.x + 16; x++) {
+                    ring0 += near(pixel(img, x, y), VIZ_ACCENT, 0.03);
+                    ring1 += near(pixel(img2, x, y), VIZ_ACCENT, 0.03);
+                }
+            for (double y = 0; y < v.height; y += 2)
+                for (double x = 0; x < v.width; x += 2)
+                    if ((fabs(x - q.x) > 40 || fabs(y - q.y) > 40) &&
+                        !near(pixel(img, x, y), pixel(img2, x, y), 0.01))
+                        changed_far++;
+            CHECK_MSG(ring1 > ring0 + 20, "accent ring around the selected packet: %d vs %d pixels", ring1, ring0);
+            CHECK_MSG(changed_far > 500, "inspector card drawn (%d pixels changed away from the packet)", changed_far);
+            cairo_surface_destroy(img2);
             cairo_surface_destroy(img);
         }
         viz_ctx_end(&c);
