@@ -442,6 +442,31 @@ static void test_views(viz_source *s)
     CHECK(ps2 < ps && viz_source_state_at(s, ps2)->global_step == gs - 1);
 }
 
+/* HiDPI: the same view at twice the pixels and dpr 2 (a Retina window's drawable) is
+ * the 1x frame drawn twice as large (layout, fonts, lines), not a bigger canvas with
+ * small content: sampled pixels of the 1x frame match the 2x frame at twice the
+ * coordinates, except along edges. */
+static void test_hidpi(viz_source *s)
+{
+    viz_view v1, v2;
+    viz_view_init(&v1);
+    v1.t = viz_source_t1(s) / 2;
+    v2 = v1;
+    v2.width = 2 * v1.width;
+    v2.height = 2 * v1.height;
+    v2.dpr = 2;
+    cairo_surface_t *a = viz_render_image(s, &v1), *b = viz_render_image(s, &v2);
+    int n = 0, same = 0;
+    for (int y = 4; y < v1.height; y += 8)
+        for (int x = 4; x < v1.width; x += 8) {
+            n++;
+            same += near(pixel(a, x + 0.5, y + 0.5), pixel(b, 2 * x + 1, 2 * y + 1), 0.1);
+        }
+    CHECK_MSG(same >= n * 9 / 10, "2x frame matches the 1x frame at twice the coordinates: %d of %d", same, n);
+    cairo_surface_destroy(a);
+    cairo_surface_destroy(b);
+}
+
 static void test_dense(void)
 {
     char path[400];
@@ -621,6 +646,7 @@ int main(void)
         check_packet(s);
         test_determinism_and_golden(s);
         test_views(s);
+        test_hidpi(s);
     }
     viz_source_free(s);
     test_dense();
