@@ -448,6 +448,36 @@ static void sort_by_rate(const sim_net *n, int *a, int m)
     }
 }
 
+/* The sum over temporary link t's flows of a per-flow value (its group's rate, or with
+ * link_r its ps link's r), compared with thr: the sign of (sum - thr). The sum is the
+ * one the plain per-member groups would make, in their list's order (floating point);
+ * for a cohort NIC it is first taken per group (flows times value), which differs from
+ * that by a few rounding errors, and summed member by member only when within 1e-9 of
+ * thr. */
+static int nic_sum_cmp(const sim_net *n, const net_link *t, int link_r, double thr)
+{
+    double s = 0;
+    if (t->n_mt) {
+        for (int q = 0; q < t->n_groups; q++) {
+            const net_group *g = &n->g[t->groups[q]];
+            s += g->m * (link_r ? n->links[g->link[0]].r : g->rate);
+        }
+        if (s * (1 + 1e-9) < thr) return -1;
+        if (s * (1 - 1e-9) > thr) return 1;
+        s = 0;
+        for (int q = 0; q < t->n_lab; q++) {
+            const net_group *g = &n->g[mt_group(n, t, t->lab[q])];
+            s += link_r ? n->links[g->link[0]].r : g->rate;
+        }
+    } else {
+        for (int q = 0; q < t->n_groups; q++) {
+            const net_group *g = &n->g[t->groups[q]];
+            s += link_r ? n->links[g->link[0]].r : g->rate;
+        }
+    }
+    return (s > thr) - (s < thr);
+}
+
 /* Proves that no NIC outside K is over capacity, or adds those that are to K; returns
  * how many were added. A NIC carries at most one group per ps link, so one that touches
  * only "cold" ps links (whose rates sum to at most the smallest NIC capacity) is safe;
@@ -488,14 +518,7 @@ static int check(sim_net *n)
             net_link *t = &n->links[g->link[1]];
             if (t->stamp == n->stamp) continue;
             t->stamp = n->stamp;
-            double s = 0;
-            if (t->n_mt) {
-                /* summed in the order of the plain member groups' list (floating point) */
-                for (int q = 0; q < t->n_lab; q++) s += n->links[n->g[mt_group(n, t, t->lab[q])].link[0]].r;
-            } else {
-                for (int q = 0; q < t->n_groups; q++) s += n->links[n->g[t->groups[q]].link[0]].r;
-            }
-            if (s > t->cap * (1 - 1e-12)) {
+            if (nic_sum_cmp(n, t, 1, t->cap * (1 - 1e-12)) > 0) {
                 k_add(n, g->link[1]);
                 added++;
             }
@@ -522,14 +545,7 @@ void net_fast_solve(sim_net *n)
     /* NICs well below capacity leave K: their groups' rates are their ps links' r */
     for (int i = n->n_k - 1; i >= 0; i--) {
         int k = n->kset[i];
-        const net_link *t = &n->links[k];
-        double s = 0;
-        if (t->n_mt) {
-            for (int j = 0; j < t->n_lab; j++) s += n->g[mt_group(n, t, t->lab[j])].rate;
-        } else {
-            for (int j = 0; j < t->n_groups; j++) s += n->g[t->groups[j]].rate;
-        }
-        if (s < 0.9 * t->cap) k_remove(n, k, 1);
+        if (nic_sum_cmp(n, &n->links[k], 0, 0.9 * n->links[k].cap) < 0) k_remove(n, k, 1);
     }
     double best = INFINITY;
     for (int i = 0; i < n->n_creps; i++) {  /* a twin has no marks */
