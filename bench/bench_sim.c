@@ -1,8 +1,9 @@
 /* bench_sim.c — simulator throughput, printed as markdown rows: the 10,000-worker x
  * 100-ps x 100-step sync run (100 MB model, 10 Gbit NICs) with constant and exponential
- * compute, events per second, and wall time as workers grow from 100 to 10,000. Each
- * case runs in a forked child so that its peak RSS is its own. BENCH_SIM_QUICK=1 runs
- * smaller cases; BENCH_SIM_EXP_STEPS sets the exponential case's steps (default 10). */
+ * compute, an async run with as many pushes as 10 of those steps, events per second,
+ * and wall time as workers grow from 100 to 10,000. Each case runs in a forked child so
+ * that its peak RSS is its own. BENCH_SIM_QUICK=1 runs smaller cases;
+ * BENCH_SIM_EXP_STEPS sets the exponential case's steps (default 10; make bench: 100). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@ typedef struct outcome {
     int64_t global_step;
 } outcome;
 
-static outcome run_case(int workers, int ps, int64_t steps, int exponential)
+static outcome run_case(int workers, int ps, int64_t steps, int exponential, update_mode mode)
 {
     outcome o;
     memset(&o, 0, sizeof o);
@@ -35,6 +36,7 @@ static outcome run_case(int workers, int ps, int64_t steps, int exponential)
         c.n_ps = ps;
         c.n_workers = workers;
         c.steps = steps;
+        c.mode = mode;
         c.model_bytes = 100e6;
         c.ps_bw = c.worker_bw = 10e9 / 8;
         if (exponential) c.compute.kind = SIM_DIST_EXPONENTIAL;
@@ -77,12 +79,13 @@ int main(void)
     printf("| case | workers x ps x steps | wall s | peak RSS MiB | engine events | events/s | "
            "rate solves | simulated s | mean step s |\n");
     printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-    for (int e = 0; e < 2; e++) {
-        int64_t st = e ? exp_steps : steps;
-        outcome o = run_case(big, 100, st, e);
-        printf("| sync, 100 MB, 10 Gbit, %s compute | %d x 100 x %lld | %.2f | %.0f | %llu | %.3g | %llu | "
-               "%.1f | %.3f |\n", e ? "exponential" : "constant", big, (long long)st, o.wall_s, o.rss_mb,
-               (unsigned long long)o.events, o.wall_s > 0 ? (double)o.events / o.wall_s : 0,
+    for (int e = 0; e < 3; e++) {
+        /* the third: async, as many global steps as 10 sync steps of pushes */
+        int64_t st = e == 0 ? steps : e == 1 ? exp_steps : (int64_t)big * 10;
+        outcome o = run_case(big, 100, st, e > 0, e == 2 ? MODE_ASYNC : MODE_SYNC);
+        printf("| %s, 100 MB, 10 Gbit, %s compute | %d x 100 x %lld | %.2f | %.0f | %llu | %.3g | %llu | "
+               "%.1f | %.3f |\n", e == 2 ? "async" : "sync", e ? "exponential" : "constant", big, (long long)st,
+               o.wall_s, o.rss_mb, (unsigned long long)o.events, o.wall_s > 0 ? (double)o.events / o.wall_s : 0,
                (unsigned long long)o.solves, o.sim_s, o.mean_step_s);
         fflush(stdout);
     }
@@ -94,7 +97,7 @@ int main(void)
     int ws[] = {100, 300, 1000, 3000, 10000};
     for (size_t i = 0; i < DP_ARRAY_LEN(ws); i++) {
         if (ws[i] > big) break;
-        outcome o = run_case(ws[i], 100, steps, 0);
+        outcome o = run_case(ws[i], 100, steps, 0, MODE_SYNC);
         double E = (double)o.events;
         printf("| %d | %.3f | %llu | %.2f | %.2f | %.0f |\n", ws[i], o.wall_s, (unsigned long long)o.events,
                E > 1 ? o.wall_s * 1e9 / (E * log2(E)) : 0, o.wall_s * 1e6 / ((double)ws[i] * (double)steps),
