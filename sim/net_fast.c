@@ -360,6 +360,10 @@ static level lv_pop(sim_net *n)
     return top;
 }
 
+/* A link lost unfrozen flows at level x: its level becomes max(its fair share, x). The
+ * queue is updated lazily: the link is marked and its entry, which can only be lower
+ * (levels never fall), is put right when it reaches the top — the same pops, in the
+ * same order, as setting it now, without moving it at each of its NICs' freezes. */
 static void raise_level(sim_net *n, int id, double x)
 {
     net_link *m = &n->links[id];
@@ -367,8 +371,8 @@ static void raise_level(sim_net *n, int id, double x)
         m->unfrozen = 0;  /* its entry stays queued and is skipped when popped */
         return;
     }
-    double xm = (m->cap - m->frozen) / m->unfrozen;
-    lv_set(n, id, xm > x ? xm : x);
+    m->raise_x = x;
+    m->lv_dirty = 1;
 }
 
 /* Progressive filling over the ps links (BULK weight plus BOUND groups) and K. */
@@ -385,6 +389,7 @@ static void relaxed_solve(sim_net *n)
             g->frozen = 0;
             l->unfrozen += g->w[0];
         }
+        l->lv_dirty = 0;
         if (l->unfrozen > 0) lv_set(n, n->creps[i], l->cap / l->unfrozen);
     }
     for (int i = 0; i < n->n_k; i++) {
@@ -393,13 +398,25 @@ static void relaxed_solve(sim_net *n)
          * count): the sum of the weights is its flow count, exactly, without visiting */
         t->frozen = 0;
         t->unfrozen = (double)t->nflows;
+        t->lv_dirty = 0;
         lv_set(n, n->kset[i], t->cap / t->unfrozen);
     }
     double level_now = 0;
     while (n->n_heap) {
         level e = lv_pop(n);
         net_link *l = &n->links[e.link];
-        if (l->unfrozen <= 0) continue;
+        if (l->unfrozen <= 0) {
+            l->lv_dirty = 0;
+            continue;
+        }
+        if (l->lv_dirty) {  /* raised since queued: requeue at its level if that is higher */
+            l->lv_dirty = 0;
+            double xm = (l->cap - l->frozen) / l->unfrozen, key = xm > l->raise_x ? xm : l->raise_x;
+            if (key != e.x) {
+                lv_set(n, e.link, key);
+                continue;
+            }
+        }
         double x = e.x > level_now ? e.x : level_now;
         level_now = x;
         int side = l->temporary ? 0 : 1;  /* the other link of this link's groups */

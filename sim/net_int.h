@@ -25,6 +25,8 @@ typedef struct net_link {
     int n_groups, cap_groups;
     uint32_t ver;
     int hpos;           /* net_fast.c's relaxed solve: index in its level heap + 1, 0 none */
+    int lv_dirty;       /* relaxed solve: raised since its entry was set (see raise_level) */
+    double raise_x;     /* and the level at that raise */
     int temporary, alive;
     int last_perm;      /* temporary: permanent link of the last group added, -1 none */
     /* fast path, permanent links: weight of its BULK groups, their virtual bytes sent per
