@@ -27,48 +27,47 @@ typedef struct sync_verdict {
     int n;
 } sync_verdict;
 
+/* Offers worker k's gradient (its grad row's elements dim[0 .. dims)) to acc, whose step
+ * is cur; after the take it completes, fills mean, rel (ascending), *n and *now_step.
+ * Returns the offer's result. */
+static int offer(sim_world *w, sync_acc *acc, int64_t cur, int k, const int *dim, int dims, float *mean,
+                 int *rel, int *n, int64_t *now_step)
+{
+    int64_t read = w->wk[k].gs_read;
+    dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
+              read <= cur);
+    const float *g = NULL;
+    if (dims) {
+        const float *row = w->grad + (size_t)k * (size_t)w->d;
+        for (int j = 0; j < dims; j++) w->gbuf[j] = row[dim[j]];
+        g = w->gbuf;
+    }
+    int r = sync_acc_offer(acc, k, read, g);
+    if (r == SYNC_READY) {
+        *n = sync_acc_take(acc, mean, rel);
+        *now_step = sync_acc_step(acc);
+    }
+    return r;
+}
+
 /* Worker k's push to ps p offered to the ps's own accumulator. */
 static void ps_verdict(sim_world *w, int p, int k, sync_verdict *vd)
 {
-    int64_t read = w->wk[k].gs_read;
     vd->cur = w->vars[w->ps_vars[w->push_first[p]]].step;
-    dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
-              read <= vd->cur);
-    const float *g = NULL;
-    if (w->ps_dims[p]) {
-        const float *row = w->grad + (size_t)k * (size_t)w->d;
-        for (int i = 0; i < w->ps_dims[p]; i++) w->gbuf[i] = row[w->ps_dim[w->ps_dim0[p] + i]];
-        g = w->gbuf;
-    }
-    vd->r = sync_acc_offer(w->ps_acc[p], k, read, g);
-    if (vd->r != SYNC_READY) return;
-    vd->n = sync_acc_take(w->ps_acc[p], w->mean, w->released);
-    vd->now_step = sync_acc_step(w->ps_acc[p]);
+    vd->r = offer(w, w->ps_acc[p], vd->cur, k, w->ps_dim + w->ps_dim0[p], w->ps_dims[p], w->mean, w->released,
+                  &vd->n, &vd->now_step);
     vd->mean = w->mean;
     vd->rel = w->released;
 }
 
-/* Member i (worker k) of cohort c offered to lock L: at the first ps of L it reaches in
- * this round (one delivery batch, one cohort) the offer is made for all of L's ps;
- * the others take the verdict as recorded. */
+/* Member i (worker k) of this round's cohort offered to lock L: at the first of L's ps
+ * it reaches in the round (one delivery batch, one cohort) the offer is made for all of
+ * them; the others take the verdict as recorded. */
 int ps_lock_offer(sim_world *w, sim_lock *L, int i, int k)
 {
     if (L->stamp[i] == w->round) return L->st[i];
-    int64_t read = w->wk[k].gs_read;
     L->cur[i] = L->step;
-    dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
-              read <= L->step);
-    const float *g = NULL;
-    if (L->dims) {
-        const float *row = w->grad + (size_t)k * (size_t)w->d;
-        for (int j = 0; j < L->dims; j++) w->gbuf[j] = row[L->dim[j]];
-        g = w->gbuf;
-    }
-    int r = sync_acc_offer(L->acc, k, read, g);
-    if (r == SYNC_READY) {
-        L->n_rel = sync_acc_take(L->acc, L->mean, L->rel);
-        L->step = sync_acc_step(L->acc);
-    }
+    int r = offer(w, L->acc, L->step, k, L->dim, L->dims, L->mean, L->rel, &L->n_rel, &L->step);
     L->st[i] = (int8_t)r;
     L->stamp[i] = w->round;
     return r;
