@@ -130,45 +130,35 @@ void ps_push_sync(sim_world *w, int p, int c, int i, int acks)
     send_releases(w, k, w->ps_vars[j0], j1 - j0, vd.rel, n);
 }
 
+/* Async / ssp: worker k's push of variable v to ps p, applied at once; sync: the step
+ * token (global_step's empty push, alone after the gradients), offered to global_step's
+ * accumulator, whose take advances the global step. */
 void ps_push(sim_world *w, int p, int k, int v, int acks)
 {
     sim_var *sv = &w->vars[v];
     const var_def *d = &w->cat.v[v];
-    const float *g = sv->dims ? w->grad + (size_t)k * (size_t)w->d + (size_t)sv->dim0 : NULL;
     if (w->cfg->mode == MODE_SYNC) {
-        /* sync pushes carry the global step read (TensorFlow's local_step) */
-        int64_t read = w->wk[k].gs_read;
-        int64_t cur = sv->step;
-        dp_assert("sim: a sync push is ahead of its variable's step (the runtime's ps would refuse it)",
-                  read <= cur);
-        int r = sync_acc_offer(sv->acc, k, read, g);
+        dp_assert("sim: the only sync push handled alone is the step token", !d->trainable && !sv->dims);
+        int n = 0;
+        int64_t now_step = 0;
+        int r = offer(w, sv->acc, sv->step, k, NULL, 0, w->mean, w->released, &n, &now_step);
         if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
-            if (d->trainable) w->drops++;
-            emit_ps(w, EVT_DROP, p, k, v, cur, (double)(cur - read), sim_msg_id(w, k, v));
-            ack_add(w, acks, k, v, SIM_ACK_DROPPED);
+            ack_add(w, acks, k, v, SIM_ACK_DROPPED);  /* no drop event: not a gradient */
             return;
         }
         if (r != SYNC_READY) {
-            /* accepted: acked now, released when the step completes */
-            ack_add(w, acks, k, v, SIM_ACK_ACCUMULATED);
+            ack_add(w, acks, k, v, SIM_ACK_ACCUMULATED);  /* released when the step completes */
             return;
         }
-        int n = sync_acc_take(sv->acc, w->mean, w->released);
-        int64_t now_step = sv->step = sync_acc_step(sv->acc);
+        sv->step = now_step;
         sim_world_versions_changed(w);
-        if (d->trainable) {
-            optim_apply(&w->opt, w->theta + sv->dim0, w->slot + sv->dim0, w->mean, (size_t)sv->dims);
-            w->applies += n;
-            w->stale.n += (uint64_t)n;  /* n gradients of staleness 0 */
-        }
-        for (int i = 0; w->tw && i < n; i++)
-            emit_ps(w, EVT_APPLY, p, w->released[i], v, now_step, 0, sim_msg_id(w, w->released[i], v));
         /* the pusher (one of them) is acked APPLIED; the others get a RELEASE */
         ack_add(w, acks, k, v, SIM_ACK_APPLIED);
         send_releases(w, k, v, 1, w->released, n);
-        if (!d->trainable) sim_world_global_step(w, now_step);
+        sim_world_global_step(w, now_step);
         return;
     }
+    const float *g = sv->dims ? w->grad + (size_t)k * (size_t)w->d + (size_t)sv->dim0 : NULL;
     int64_t s = async_apply(&sv->av, sim_read_versions(w, k)[v]);
     sim_world_versions_changed(w);
     if (d->trainable) {

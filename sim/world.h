@@ -265,7 +265,7 @@ void ack_end(sim_world *w, int id, int start);
 /* ---- ps.c: a ps handling pushes ---- */
 /* sync: member i of cohort c pushes ps p's gradients (every variable its push carries) */
 void ps_push_sync(sim_world *w, int p, int c, int i, int acks);
-/* async / ssp (and the sync step token): worker k's push of variable v to ps p */
+/* async / ssp: worker k's push of variable v to ps p; sync: the step token (v = 0) */
 void ps_push(sim_world *w, int p, int k, int v, int acks);
 /* member i (worker k) of this round's cohort offered to lock L: the offer's result */
 int ps_lock_offer(sim_world *w, sim_lock *L, int i, int k);
