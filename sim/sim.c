@@ -482,46 +482,45 @@ static void deliver_pull_run(sim_world *w, int c, const int *ps, int m)
 }
 
 /* Sync push deliveries (c, ps[0..m)) of a one-worker cohort in a row, none from a dead
- * ps: deliver() for each in turn, without its per-delivery lookups. When every ps is in
- * a lock, none takes a step and no ack is traced, each delivery only adds acks to the
- * worker's run in the open batch (nothing is scheduled in between): one addition,
- * counted as the m merged events. */
-static void deliver_push_run(sim_world *w, int c, const int *ps, int m)
+ * ps. When the worker is alive, every ps is in a lock, none takes a step and no ack is
+ * traced, each delivery would only add acks to the worker's run in the open batch
+ * (nothing is scheduled in between): one addition, counted as the m merged events.
+ * Returns 0, having handled nothing, otherwise (the verdicts asked for stay recorded
+ * for the round, so the deliveries one by one replay them). */
+static int deliver_push_run(sim_world *w, int c, const int *ps, int m)
 {
     sim_cohort *co = &w->cohorts[c];
     int k = co->members[0];
-    if (!w->wk[k].dead && w->wk[k].inc == co->incs[0]) {
-        int fast = !(w->tw && w->detail[k]), cnt = 0, nacc = 0, drops = 0;
-        for (int i = 0; fast && i < m; i++) {
-            int p = ps[i], nv = w->ps_first[p + 1] - w->push_first[p];
-            if (w->ps_lock[p] < 0 || nv == 0) {
-                fast = 0;
-                break;
-            }
-            int r = ps_lock_offer(w, &w->locks[w->ps_lock[p]], 0, k);
-            if (r == SYNC_READY) fast = 0;
-            cnt += nv;
-            if (r == SYNC_ACCUMULATED) nacc += nv;
-            else drops += nv;  /* every pushed variable is trainable */
-        }
-        if (fast) {
-            int start, acks = ack_begin(w, &start);
-            w->drops += drops;
-            ack_add_run(w, acks, k, cnt, nacc);
-            ack_end(w, acks, start);
-            dp_assert("sim: a push run's acks went out in the open batch", acks == w->open_ack);
-            w->acks[acks].nev += m - 1;
-        } else {
-            for (int i = 0; i < m; i++) {
-                int start, acks = ack_begin(w, &start);
-                ps_push_sync(w, ps[i], c, 0, acks);
-                ack_end(w, acks, start);
-            }
-        }
+    if (w->wk[k].dead || w->wk[k].inc != co->incs[0] || (w->tw && w->detail[k])) return 0;
+    int cnt = 0, nacc = 0, drops = 0;
+    for (int i = 0; i < m; i++) {
+        int p = ps[i], nv = w->ps_first[p + 1] - w->push_first[p];
+        if (w->ps_lock[p] < 0 || nv == 0) return 0;
+        int r = ps_lock_offer(w, &w->locks[w->ps_lock[p]], 0, k);
+        if (r == SYNC_READY) return 0;
+        cnt += nv;
+        if (r == SYNC_ACCUMULATED) nacc += nv;
+        else drops += nv;  /* every pushed variable is trainable */
     }
-    co = &w->cohorts[c];
+    int start, acks = ack_begin(w, &start);
+    w->drops += drops;
+    ack_add_run(w, acks, k, cnt, nacc);
+    ack_end(w, acks, start);
+    dp_assert("sim: a push run's acks went out in the open batch", acks == w->open_ack);
+    w->acks[acks].nev += m - 1;
     co->groups_left -= m - 1;
     cohort_done_one(w, c);
+    return 1;
+}
+
+/* Delivery (c, p) of batch ev, as the engine event it stands for. */
+static void deliver_one(sim_world *w, const sim_event *ev, int c, int p)
+{
+    sim_event e = *ev;
+    e.a = c;
+    e.b = p;
+    e.type = w->cohorts[c].dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER;
+    deliver(w, &e);
 }
 
 /* Runs a delivery batch's deliveries in turn, as the events they stand for. */
@@ -530,26 +529,23 @@ static void deliver_batch(sim_world *w, const sim_event *ev)
     int id = ev->a;
     int n = w->dbs[id].n;
     for (int i = 0; i < n; i++) {
-        const sim_dbatch *b = &w->dbs[id];
-        int c = b->c[i], j = i + 1;
-        if (i == 0 || c != b->c[i - 1]) w->round++;  /* a cohort's deliveries are consecutive */
+        int c = w->dbs[id].c[i], j = i + 1;
+        if (i == 0 || c != w->dbs[id].c[i - 1]) w->round++;  /* a cohort's deliveries are consecutive */
         int pull = !w->cohorts[c].dir;
         int run = pull ? !w->per_msg : w->cfg->mode == MODE_SYNC && w->cohorts[c].n == 1;
         if (run && !w->cfg->no_shortcuts) {
+            const sim_dbatch *b = &w->dbs[id];
             int live = !w->ps_dead[b->p[i]];
             while (j < n && b->c[j] == c) live &= !w->ps_dead[b->p[j++]];
             if (live && j - i > 1) {
                 if (pull) deliver_pull_run(w, c, b->p + i, j - i);
-                else deliver_push_run(w, c, b->p + i, j - i);
+                else if (!deliver_push_run(w, c, b->p + i, j - i))
+                    for (int q = i; q < j; q++) deliver_one(w, ev, c, w->dbs[id].p[q]);
                 i = j - 1;
                 continue;
             }
         }
-        sim_event e = *ev;
-        e.a = c;
-        e.b = b->p[i];
-        e.type = w->cohorts[e.a].dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER;
-        deliver(w, &e);
+        deliver_one(w, ev, c, w->dbs[id].p[i]);
     }
     w->events += (uint64_t)(n - 1);
     w->dbs[id].next_free = w->free_db;
