@@ -155,6 +155,8 @@ static void bind(sim_net *n, int id, double rem)
     l->bound = grow(l->bound, &l->cap_bound, l->n_bound + 1, sizeof *l->bound);
     g->bpos = l->n_bound;
     l->bound[l->n_bound++] = id;
+    l->bound_w += g->w[0];
+    if (g->w[0] != floor(g->w[0])) n->frac_w = 1;
     n->bound = grow(n->bound, &n->cap_bound, n->n_bound + 1, sizeof *n->bound);
     g->apos = n->n_bound;
     n->bound[n->n_bound++] = id;
@@ -167,6 +169,7 @@ static void unbind(sim_net *n, int id)
     int last = l->bound[--l->n_bound];
     l->bound[g->bpos] = last;
     n->g[last].bpos = g->bpos;
+    l->bound_w -= g->w[0];
     last = n->bound[--n->n_bound];
     n->bound[g->apos] = last;
     n->g[last].apos = g->apos;
@@ -216,6 +219,7 @@ void net_fast_enter(sim_net *n)
         net_link *l = &n->links[n->perm[i]];
         l->V = l->r = l->load = 0;
         l->n_vh = l->n_bound = 0;
+        l->bound_w = 0;
         l->vq_head = l->n_vq = 0;
         l->vt_ok = 0;
     }
@@ -244,6 +248,7 @@ void net_fast_leave(sim_net *n)
     for (int i = 0; i < n->n_perm; i++) {
         net_link *l = &n->links[n->perm[i]];
         l->n_vh = l->n_bound = 0;
+        l->bound_w = 0;
         l->vq_head = l->n_vq = 0;
         l->vt_ok = 0;
         l->load = 0;
@@ -379,15 +384,17 @@ static void raise_level(sim_net *n, int id, double x)
 static void relaxed_solve(sim_net *n)
 {
     n->n_heap = 0;
+    n->fz_stamp++;  /* every BOUND group unfrozen */
     for (int i = 0; i < n->n_creps; i++) {
         net_link *l = &n->links[n->creps[i]];
         l->frozen = 0;
-        l->unfrozen = l->load;
         l->r = 0;
-        for (int j = 0; j < l->n_bound; j++) {
-            net_group *g = &n->g[l->bound[j]];
-            g->frozen = 0;
-            l->unfrozen += g->w[0];
+        l->n_ub = l->n_bound;
+        if (n->frac_w) {
+            l->unfrozen = l->load;
+            for (int j = 0; j < l->n_bound; j++) l->unfrozen += n->g[l->bound[j]].w[0];
+        } else {
+            l->unfrozen = l->load + l->bound_w;  /* whole numbers: the same in any order */
         }
         l->lv_dirty = 0;
         if (l->unfrozen > 0) lv_set(n, n->creps[i], l->cap / l->unfrozen);
@@ -420,13 +427,14 @@ static void relaxed_solve(sim_net *n)
         double x = e.x > level_now ? e.x : level_now;
         level_now = x;
         int side = l->temporary ? 0 : 1;  /* the other link of this link's groups */
-        int cnt = l->temporary ? l->n_groups : l->n_bound;
+        int cnt = l->temporary ? l->n_groups : l->n_ub ? l->n_bound : 0;  /* none left: skip */
         const int *ids = l->temporary ? l->groups : l->bound;
         if (!l->temporary) l->r = x;
         for (int k = 0; k < cnt; k++) {
             net_group *g = &n->g[ids[k]];
-            if (g->frozen) continue;
-            g->frozen = 1;
+            if (g->fz == n->fz_stamp) continue;
+            g->fz = n->fz_stamp;
+            n->links[g->link[0]].n_ub--;
             g->rate = x;
             net_link *m = &n->links[g->link[side]];
             if (side == 1 && g->m > 1) {

@@ -42,6 +42,9 @@ typedef struct net_link {
     int vt_ok;          /* the top mark is known live (vt_clean has nothing to do) */
     int *bound;
     int n_bound, cap_bound;
+    double bound_w;     /* the sum of its BOUND groups' weights on it (whole numbers unless
+                         * n->frac_w: then summed over the list at each solve) */
+    int n_ub;           /* relaxed solve: its BOUND groups not yet frozen */
     /* fast path, temporary links: index in the candidate set + 1 (0: not in it), the
      * check's sum of rates and its visit stamp */
     int in_k;
@@ -84,7 +87,8 @@ typedef struct net_group {
     int64_t cookie;
     uint64_t seq;
     int active_pos;               /* index in n->active, -1 when free */
-    int frozen;
+    int frozen;                   /* net.c's solve */
+    uint64_t fz;                  /* net_fast.c's relaxed solve: frozen when == n->fz_stamp */
     int shaped;                   /* (permanent link, temporary link of weight 1) */
     int state;                    /* NG_PLAIN / NG_BULK / NG_BOUND */
     double target;                /* BULK: finishes when its link's V reaches this */
@@ -151,6 +155,8 @@ struct sim_net {
     int n_creps, cap_prep, prep_n;
     net_plan *plans;
     int n_plans;
+    uint64_t fz_stamp;            /* relaxed solves so far (see net_group.fz) */
+    int frac_w;                   /* a BOUND group has had a weight that is not a whole number */
 };
 
 /* A cohort NIC's member j: its group, cookie and the next member of its group. */
