@@ -221,6 +221,19 @@ static int trace_events(const char *path, char **out, size_t *len)
     return 0;
 }
 
+/* 1 when traces a and b hold the same events (at least one), 0 when they differ, -1
+ * when one cannot be read. */
+static int same_events(const char *a, const char *b)
+{
+    char *ea = NULL, *eb = NULL;
+    size_t la = 0, lb = 0;
+    int rc = trace_events(a, &ea, &la) || trace_events(b, &eb, &lb) ? -1
+             : la == lb && la > 0 && memcmp(ea, eb, la) == 0;
+    free(ea);
+    free(eb);
+    return rc;
+}
+
 static void test_determinism(const char *dir)
 {
     char a[512], b[512];
@@ -240,18 +253,11 @@ static void test_determinism(const char *dir)
     CHECK(run(&c, &r1) == 0);
     snprintf(c.trace, sizeof c.trace, "%s", b);
     CHECK(run(&c, &r2) == 0);
-    char *ea, *eb;
-    size_t la, lb;
-    CHECK(trace_events(a, &ea, &la) == 0 && trace_events(b, &eb, &lb) == 0);
-    CHECK(la == lb && la > 0 && memcmp(ea, eb, la) == 0);
+    CHECK(same_events(a, b) == 1);
     CHECK(r1.trace_events == r2.trace_events && r1.trace_events > 1000);
-    free(eb);
     c.seed = 2;
     CHECK(run(&c, &r2) == 0);
-    CHECK(trace_events(b, &eb, &lb) == 0);
-    CHECK(la != lb || memcmp(ea, eb, la) != 0);
-    free(ea);
-    free(eb);
+    CHECK(same_events(a, b) == 0);
     /* sampled traces keep every worker's phases (one event pair each) and step_end,
      * per-message events only for a few: several times smaller than full */
     c.n_workers = 200;
@@ -320,17 +326,12 @@ static void test_shortcuts_exact(const char *dir)
         c.no_shortcuts = 1;
         snprintf(c.trace, sizeof c.trace, "%s", b);
         CHECK(run(&c, &r2) == 0);
-        char *ea, *eb;
-        size_t la, lb;
-        CHECK(trace_events(a, &ea, &la) == 0 && trace_events(b, &eb, &lb) == 0);
-        CHECK_MSG(la == lb && la > 0 && memcmp(ea, eb, la) == 0, "case %zu: traces differ", i);
+        CHECK_MSG(same_events(a, b) == 1, "case %zu: traces differ", i);
         CHECK_MSG(r1.sim_s == r2.sim_s && r1.final_loss == r2.final_loss && r1.dropped == r2.dropped &&
                   r1.applies == r2.applies && r1.sim_events == r2.sim_events &&
                   r1.net_solves == r2.net_solves && r1.global_step == r2.global_step,
                   "case %zu: summaries differ (%.9g vs %.9g s)", i, r1.sim_s, r2.sim_s);
         locked += r1.locks > 0 && r1.dropped > 0;  /* shared verdicts replayed, drops too */
-        free(ea);
-        free(eb);
     }
     CHECK_MSG(locked >= 2, "only %d cases with shared accumulators and drops", locked);
     unlink(a);

@@ -467,14 +467,21 @@ static void test_hidpi(viz_source *s)
     cairo_surface_destroy(b);
 }
 
+/* Writes a synthetic trace named name in the test directory and opens it (NULL, with a
+ * failed check, when that fails). */
+static viz_source *open_synth(const char *name, int ps, int workers, int vars, int steps, int backup)
+{
+    char path[400], err[DP_ERRLEN];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    CHECK(write_synth(path, ps, workers, vars, steps, backup) > 0);
+    viz_source *s = viz_source_open(path, err);
+    CHECK_MSG(s != NULL, "%s: %s", name, err);
+    return s;
+}
+
 static void test_dense(void)
 {
-    char path[400];
-    snprintf(path, sizeof path, "%s/dense.trace", dir);
-    CHECK(write_synth(path, 3, 300, 4, 3, 10) > 0);
-    char err[DP_ERRLEN];
-    viz_source *s = viz_source_open(path, err);
-    CHECK(s != NULL);
+    viz_source *s = open_synth("dense.trace", 3, 300, 4, 3, 10);
     if (!s) return;
     viz_view v;
     viz_view_init(&v);
@@ -500,12 +507,7 @@ static void test_dense(void)
  * index in ink, its variable's colour on the load strip), and clicks find the ps. */
 static void test_many_ps(void)
 {
-    char path[400];
-    snprintf(path, sizeof path, "%s/many_ps.trace", dir);
-    CHECK(write_synth(path, 100, 100, 100, 2, 5) > 0);
-    char err[DP_ERRLEN];
-    viz_source *s = viz_source_open(path, err);
-    CHECK_MSG(s != NULL, "%s", err);
+    viz_source *s = open_synth("many_ps.trace", 100, 100, 100, 2, 5);
     if (!s) return;
     viz_view v;
     viz_view_init(&v);
@@ -542,9 +544,7 @@ static void test_many_ps(void)
     cairo_surface_destroy(img);
     viz_source_free(s);
     /* 100 ps over a few worker boxes: cells, edges, packets, a selected cell's card */
-    CHECK(write_synth(path, 100, 8, 100, 2, 1) > 0);
-    s = viz_source_open(path, err);
-    CHECK_MSG(s != NULL, "%s", err);
+    s = open_synth("many_ps_few_workers.trace", 100, 8, 100, 2, 1);
     if (!s) return;
     v.t = viz_source_t1(s) / 3;
     v.sel = (viz_selection){VIZ_SEL_TASK, EVT_JOB_PS, 3, 0, 0};
