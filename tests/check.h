@@ -1,13 +1,15 @@
 /* check.h — the tiny test harness every tests/test_<module>.c uses, after git's
- * t/unit-tests: CHECK(cond) records a pass or a failure with file:line; CHECK_DONE()
- * prints the closing "N passed, N failed" line and returns the exit status. */
+ * t/unit-tests: CHECK(cond) records a pass or a failure with file:line; CHECK_SKIP(why)
+ * records a skip and prints "skipped: why" (a skip is never a pass); CHECK_DONE() prints
+ * the closing "N passed, N failed, N skipped" line and returns the exit status.
+ * The habit (tests/README.md): break the line a check guards once and watch it fail. */
 #ifndef CHECK_H
 #define CHECK_H
 
 #include <stdio.h>
 #include <math.h>
 
-static int check_passed, check_failed;
+static int check_passed, check_failed, check_skipped;
 
 #define CHECK_MSG(cond, ...) do { \
     if (cond) check_passed++; \
@@ -17,7 +19,10 @@ static int check_passed, check_failed;
 #define CHECK(cond) CHECK_MSG(cond, "%s", "")
 #define CHECK_NEAR(a, b, tol) CHECK_MSG(fabs((double)(a) - (double)(b)) <= (tol), \
     "%.9g vs %.9g (tol %g)", (double)(a), (double)(b), (double)(tol))
-#define CHECK_DONE() (printf("%d passed, %d failed\n", check_passed, check_failed), \
-    check_failed ? 1 : 0)
+/* CHECK_SKIP("fmt", ...): one skipped group of checks, with the reason on its own line. */
+#define CHECK_SKIP(...) do { check_skipped++; printf("skipped: "); printf(__VA_ARGS__); \
+    putchar('\n'); } while (0)
+#define CHECK_DONE() (printf("%d passed, %d failed, %d skipped\n", check_passed, check_failed, \
+    check_skipped), check_failed ? 1 : 0)
 
 #endif

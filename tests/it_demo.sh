@@ -18,7 +18,7 @@ check "demo sheet is a 2560x1600 PNG" python3 -c "
 import struct; d=open('$TMP/demo/sheet.png','rb').read(24); assert d[:8]==b'\x89PNG\r\n\x1a\n'; assert struct.unpack('>II', d[16:24])==(2560,1600)"
 
 if ! command -v Xvfb >/dev/null; then
-    echo "skipped: Xvfb is not installed; cluster --view not tested"
+    skip "Xvfb is not installed (apt-get install xvfb): cluster --view is not tested"
     done_tests; exit
 fi
 N=$((90 + RANDOM % 100))

@@ -4,7 +4,7 @@
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-    echo "skipped: Fashion-MNIST is not installed (dataset-fashion-mnist)"
+    skip "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)"
     done_tests; exit
 fi
 $DOWNPOUR cluster --ps 2 --workers 2 --mode sync --model mlp --optimizer momentum --lr 0.05 \

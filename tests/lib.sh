@@ -1,12 +1,16 @@
 # lib.sh — shared helpers for the integration scripts (tests/it_*.sh): check counting
-# with the same closing line as the C tests, JSON field extraction, a scratch dir.
-PASS=0; FAIL=0
+# with the same closing line as the C tests, skips that say why, JSON field extraction,
+# a scratch dir. Scripts signal only the PIDs they started (kept in variables), never a
+# pattern: on a shared machine a pattern can match someone else's process.
+PASS=0; FAIL=0; SKIP=0
 DOWNPOUR=${DOWNPOUR:-$PWD/build/downpour}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/downpour-it.XXXXXX")
 trap 'rm -rf "$TMP"; jobs -p | xargs -r kill 2>/dev/null' EXIT
 
 ok()   { PASS=$((PASS + 1)); echo "ok   $*"; }
 bad()  { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
+# skip "why": one skipped group of checks; the line reads "skipped: why".
+skip() { SKIP=$((SKIP + 1)); echo "skipped: $*"; }
 check() { # check "description" command...
     local what=$1; shift
     if "$@"; then ok "$what"; else bad "$what"; fi
@@ -22,4 +26,13 @@ PY
 }
 # fcmp A OP B: float comparison, e.g. fcmp 0.93 '>' 0.9
 fcmp() { python3 -c "import sys; sys.exit(0 if float('$1') $2 float('$3') else 1)"; }
-done_tests() { echo "$PASS passed, $FAIL failed"; [ "$FAIL" -eq 0 ]; }
+# child_pid PARENT PATTERN: the PID of PARENT's direct child whose command line matches
+# PATTERN (extended regex), or nothing. Only our own children are ever looked at.
+child_pid() {
+    local c
+    for c in $(cat "/proc/$1/task/$1/children" 2>/dev/null); do
+        tr '\0' ' ' <"/proc/$c/cmdline" 2>/dev/null | grep -qE -- "$2" && { echo "$c"; return 0; }
+    done
+    return 1
+}
+done_tests() { echo "$PASS passed, $FAIL failed, $SKIP skipped"; [ "$FAIL" -eq 0 ]; }

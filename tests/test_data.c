@@ -220,7 +220,8 @@ static void test_fashion_mnist(void)
     char path[512];
     snprintf(path, sizeof path, "%s/train-labels-idx1-ubyte.gz", DATA_DEFAULT_DIR);
     if (access(path, R_OK) != 0) {
-        printf("skipped: Fashion-MNIST not installed in %s\n", DATA_DEFAULT_DIR);
+        CHECK_SKIP("Fashion-MNIST is not installed in %s (apt-get install dataset-fashion-mnist)",
+                   DATA_DEFAULT_DIR);
         return;
     }
     for (int train = 1; train >= 0; train--) {
