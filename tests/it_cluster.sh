@@ -13,12 +13,13 @@ for mode in sync async ssp; do
     check "$mode converges on synthetic data (accuracy $acc > 0.9)" fcmp "$acc" '>' 0.9
     check "$mode reaches global step 300" fcmp "$(json "$TMP/$mode.json" global_step)" '>=' 300
 done
+missing=""
 for k in engine mode ps workers steps global_step wall_s mean_step_s samples_per_s final_loss \
          test_accuracy mean_staleness max_staleness dropped_gradients bytes_pulled bytes_pushed \
          events events_dropped trace; do
-    grep -q "\"$k\":" "$TMP/sync.json" || bad "summary lacks key $k"
+    grep -q "\"$k\":" "$TMP/sync.json" || missing="$missing $k"
 done
-ok "summary carries every DESIGN.md key"
+check "summary carries every DESIGN.md key (missing:${missing:- none})" test -z "$missing"
 
 # Sync: 2 workers x batch 16 equals 1 worker x batch 32 on the same data order.
 $DOWNPOUR cluster --ps 1 --workers 2 --batch 16 --steps 60 $SYN --checkpoint-dir "$TMP/w2" >/dev/null 2>&1
@@ -63,9 +64,28 @@ done
 check "plain sync: every variable at the global step" \
     test "$(json "$TMP/sync.json" min_variable_step)" = "$(json "$TMP/sync.json" global_step)"
 
-# SSP bound holds: staleness never exceeds what the bound allows.
-$DOWNPOUR cluster --ps 1 --workers 3 --mode ssp --staleness 1 --steps 200 $SYN --slow-worker 0:3 >"$TMP/ssp.json" 2>/dev/null
-check "ssp run with a straggler completes" test "$(json "$TMP/ssp.json" global_step)" -ge 200
+# SSP bound holds, read from the trace. A worker may start step s only once the slowest
+# has completed s - S steps, so (closed form, independent of the code) the step counts of
+# the workers never differ by more than S + 1, and a gradient read at step s meets at most
+# 2S + 1 pushes of each other worker before it is applied: staleness <= (W - 1)(2S + 1).
+# A 10x straggler makes an ungated run break both by far (its gradients ~20 stale).
+$DOWNPOUR cluster --ps 1 --workers 3 --mode ssp --staleness 1 --steps 200 $SYN --slow-worker 0:10 \
+    --trace "$TMP/ssp.dptrace" >"$TMP/ssp.json" 2>/dev/null
+check "ssp run with a straggler reaches global step 200" test "$(json "$TMP/ssp.json" global_step)" -ge 200
+$DOWNPOUR trace export --chrome "$TMP/ssp.chrome.json" "$TMP/ssp.dptrace" 2>/dev/null
+ssp_stats() { python3 - "$TMP/ssp.chrome.json" <<'PY'
+import json, sys, collections
+d = json.load(open(sys.argv[1]))
+ev = d['traceEvents'] if isinstance(d, dict) else d
+st = [e['args']['staleness'] for e in ev if e.get('name') == 'apply']
+steps = collections.Counter(e['pid'] for e in ev if e.get('name') == 'step_end')
+print(len(st), max(st), max(steps.values()) - min(steps.values()), len(steps))
+PY
+}
+read -r n_apply max_st spread n_workers <<<"$(ssp_stats)"
+check "ssp trace holds applies ($n_apply) from 3 workers ($n_workers)" test "$n_apply" -gt 0 -a "$n_workers" -eq 3
+check "ssp: every applied gradient's staleness <= (W-1)(2S+1) = 6 (max $max_st)" test "$max_st" -le 6
+check "ssp: workers' step counts differ by <= S+1 = 2 (spread $spread)" test "$spread" -le 2
 
 # A worker started 2 s before its ps still joins, and logs that it waits.
 P1=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -94,29 +114,37 @@ $DOWNPOUR task --job_name=worker --task_index=0 $HOSTS --connect-timeout 1 $SYN 
 check "worker without ps exits non-zero" test $? -ne 0
 check "timeout message names the ps" grep -q "/job:ps/replica:0/task:0 at 127.0.0.1:$P1 did not answer within 1 s" "$TMP/to.err"
 
-# A task that dies: the launcher names it and exits non-zero.
-( for _ in $(seq 100); do pgrep -f "task --job_name=worker --task_index=1 .*--seed=424[2]" >/dev/null && break; sleep 0.1; done
-  sleep 1; pkill -9 -f "task --job_name=worker --task_index=1 .*--seed=424[2]" ) &
-$DOWNPOUR cluster --ps 1 --workers 2 --steps 100000 $SYN --seed 4242 >/dev/null 2>"$TMP/die.err"
-rc=$?
-wait
+# A task that dies: the launcher names it and exits non-zero. The test kills only the
+# worker its own launcher started (found among the launcher's children by PID).
+$DOWNPOUR cluster --ps 1 --workers 2 --steps 100000 $SYN --seed 4242 >/dev/null 2>"$TMP/die.err" &
+CL=$!
+W1PID=""
+for _ in $(seq 100); do W1PID=$(child_pid $CL 'task --job_name=worker --task_index=1 ') && break; sleep 0.1; done
+TASKS=$(children $CL)
+sleep 1
+[ -n "$W1PID" ] && kill -9 "$W1PID"
+wait $CL; rc=$?
+check "the launcher started worker 1 (pid ${W1PID:-none})" test -n "$W1PID"
 check "cluster exits non-zero when a worker dies" test $rc -ne 0
 if grep -q "task /job:worker/replica:0/task:1 died: killed by signal 9" "$TMP/die.err"; then
     ok "launcher names the dead task"
 else
     bad "launcher names the dead task"; cat "$TMP/die.err"
 fi
-check "no task is left running" bash -c "! pgrep -f 'task --job_name.*seed=424[2]' >/dev/null"
+check "no task is left running (of $(echo $TASKS | wc -w) started)" \
+    test -z "$(alive_matching $TASKS -- 'task --job_name')"
 
 # Ctrl-C: forwarded, every child reaped.
 $DOWNPOUR cluster --ps 1 --workers 2 --steps 100000 $SYN --seed 4343 >/dev/null 2>"$TMP/int.err" &
 CPID=$!
 sleep 1.5
+TASKS=$(children $CPID)
 kill -INT $CPID
 wait $CPID; rc=$?
 sleep 0.3
 check "Ctrl-C stops the cluster (exit 130)" test $rc -eq 130
-check "Ctrl-C leaves no task running" bash -c "! pgrep -f 'task --job_name.*seed=434[3]' >/dev/null"
+check "Ctrl-C leaves no task running (of $(echo $TASKS | wc -w) started)" \
+    test -n "$TASKS" -a -z "$(alive_matching $TASKS -- 'task --job_name')"
 
 # Checkpoints: write at step 40, resume to 80.
 $DOWNPOUR cluster --ps 1 --workers 2 --steps 40 $SYN --checkpoint-dir "$TMP/ck" >/dev/null 2>&1

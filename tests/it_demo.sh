@@ -29,10 +29,11 @@ SYN="--data synthetic --model mlp --hidden 32 --quiet"
 # The viewer closes mid-run: training goes on.
 DISPLAY=:$N $DOWNPOUR cluster --ps 1 --workers 2 --steps 3000 $SYN --view >"$TMP/v1.json" 2>"$TMP/v1.err" &
 RUN=$!
-for _ in $(seq 50); do pgrep -f "downpour view --connect" >/dev/null && break; sleep 0.1; done
-check "cluster --view starts the viewer" bash -c "pgrep -f 'downpour view --connec[t]' >/dev/null"
+VIEW=""
+for _ in $(seq 50); do VIEW=$(child_pid $RUN 'view --connect') && break; sleep 0.1; done
+check "cluster --view starts the viewer (pid ${VIEW:-none})" test -n "$VIEW"
 sleep 1
-pkill -f "downpour view --connect"
+[ -n "$VIEW" ] && kill "$VIEW"
 wait $RUN
 check "run completes after its viewer closed mid-run" test $? -eq 0
 check "launcher noted the viewer closing" grep -q "viewer closed; training goes on" "$TMP/v1.err"
@@ -43,7 +44,9 @@ RUN=$!
 for _ in $(seq 100); do grep -q "close the viewer window" "$TMP/v2.err" && break; sleep 0.1; done
 check "summary printed while the viewer is still open" test "$(json "$TMP/v2.json" global_step)" -eq 100
 check "launcher asks to close the viewer" grep -q "training finished; close the viewer window to exit" "$TMP/v2.err"
-pkill -f "downpour view --connect"
+VIEW=$(child_pid $RUN 'view --connect')
+check "the viewer is still open after the run (pid ${VIEW:-none})" test -n "$VIEW"
+[ -n "$VIEW" ] && kill "$VIEW"
 wait $RUN
 check "launcher exits 0 once the viewer closes" test $? -eq 0
 kill $XV 2>/dev/null

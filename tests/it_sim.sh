@@ -23,7 +23,14 @@ check "--summary file written" sh -c "grep -q '\"engine\":\"sim\"' '$TMP/sum.jso
 check "stderr says the loss is a surrogate's" grep -q surrogate "$TMP/err"
 check "trace validates" "$DOWNPOUR" trace validate "$TMP/a.dptrace"
 check "trace metadata says engine sim" sh -c "'$DOWNPOUR' trace info '$TMP/a.dptrace' | grep -q '\"engine\":\"sim\"'"
-check "trace has pulls, applies and steps" sh -c "'$DOWNPOUR' trace info '$TMP/a.dptrace' | grep -q apply"
+# 8 workers x 20 sync steps: each worker pulls and pushes every step; with no backups every
+# push is applied, and the global step advances once per step.
+"$DOWNPOUR" trace info --json "$TMP/a.dptrace" >"$TMP/info.json"
+count() { python3 -c "import json; print(json.load(open('$TMP/info.json'))['counts'].get('$1', 0))"; }
+check "trace has a pull per worker step (pull_end $(count pull_end) >= 160)" test "$(count pull_end)" -ge 160
+check "trace has an apply per push (apply $(count apply) = push_end $(count push_end) > 0)" \
+    test "$(count apply)" -eq "$(count push_end)" -a "$(count apply)" -gt 0
+check "trace has 20 global steps ($(count global_step))" test "$(count global_step)" -eq 20
 
 "$DOWNPOUR" sim --ps 2 --workers 8 --mode sync --steps 20 --model-bytes 10MB --bandwidth 1Gbit \
     --latency 100us --compute 'lognormal:mean=20ms,sigma=0.3' --straggler worker:3x4 \

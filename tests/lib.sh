@@ -35,4 +35,14 @@ child_pid() {
     done
     return 1
 }
+# children PARENT: the PIDs of PARENT's direct children, one per line.
+children() { tr ' ' '\n' <"/proc/$1/task/$1/children" 2>/dev/null | grep .; }
+# alive_matching PID... -- PATTERN: which of these PIDs still run a command matching PATTERN.
+alive_matching() {
+    local pat p; pat=${!#}
+    for p in "${@:1:$#-2}"; do
+        [ -r "/proc/$p/cmdline" ] && tr '\0' ' ' <"/proc/$p/cmdline" | grep -qE -- "$pat" && echo "$p"
+    done
+    return 0
+}
 done_tests() { echo "$PASS passed, $FAIL failed, $SKIP skipped"; [ "$FAIL" -eq 0 ]; }
