@@ -3,10 +3,16 @@
 TensorFlow's timeline convention that Perfetto needs: valid JSON; process_name and
 thread_name metadata; X slices with dur and no partial overlap on one thread; async b/e
 pairs balanced per id; flows with numeric ids, each s matched by an f; C counters for
-global step, loss and staleness. Prints one line per failed rule; exits 1 if any."""
+global step, loss and staleness; with DURATION_S (the "duration_s" of `downpour trace
+info --json` for the same trace), that ts is in microseconds: the span from the first to
+the last event's ts is DURATION_S * 1e6 (within 1% or 1 us; ms would be 1000x short).
+Usage: check_chrome.py FILE.json [DURATION_S]. Prints one line per failed rule; exits 1
+if any."""
 import json, sys
 from collections import defaultdict
 
+if len(sys.argv) not in (2, 3):
+    sys.exit("usage: check_chrome.py FILE.json [DURATION_S]")
 doc = json.load(open(sys.argv[1]))
 ev = doc["traceEvents"] if isinstance(doc, dict) else doc
 bad = []
@@ -58,6 +64,13 @@ for want in ("global", "loss", "stale"):
         bad.append("no counter for %s (have: %s)" % (want, sorted(counters)))
 if not flows:
     bad.append("no flows")
+if len(sys.argv) == 3:
+    want_us = float(sys.argv[2]) * 1e6
+    ts = [e["ts"] for e in ev if e.get("ph") != "M"]
+    span = max(ts) - min(ts) if ts else 0.0
+    if abs(span - want_us) > max(1.0, 0.01 * want_us):
+        bad.append("ts span %.3f us, want %.3f us (the trace's %s s): ts not in microseconds?"
+                   % (span, want_us, sys.argv[2]))
 for b in bad[:20]:
     print(b)
 print("chrome export: %d events, %d slices threads, %d flows, %d rule violations" % (len(ev), len(slices), len(flows), len(bad)))

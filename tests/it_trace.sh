@@ -42,9 +42,14 @@ check "backup: applies + drops = pushes" test $(( $(count apply) + $(count drop)
 
 # Chrome / Perfetto export.
 check "chrome export" $DOWNPOUR trace export --chrome "$TMP/s.json.trace" "$TMP/s.dptrace"
-check "chrome export follows the timeline rules (sync)" python3 tests/check_chrome.py "$TMP/s.json.trace"
+# With the trace's duration (trace info), the checker also pins the units: the events'
+# span in "ts" must be the duration in microseconds.
+ds() { $DOWNPOUR trace info --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['duration_s'])"; }
+check "chrome export follows the timeline rules, ts in us (sync)" \
+    python3 tests/check_chrome.py "$TMP/s.json.trace" "$(ds "$TMP/s.dptrace")"
 $DOWNPOUR trace export --chrome "$TMP/a.json.trace" "$TMP/a.dptrace" 2>/dev/null
-check "chrome export follows the timeline rules (async)" python3 tests/check_chrome.py "$TMP/a.json.trace"
+check "chrome export follows the timeline rules, ts in us (async)" \
+    python3 tests/check_chrome.py "$TMP/a.json.trace" "$(ds "$TMP/a.dptrace")"
 
 # A damaged trace: truncated, then a flipped byte.
 size=$(stat -c %s "$TMP/s.dptrace")

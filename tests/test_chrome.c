@@ -3,7 +3,8 @@
  * X slices on one thread, async b/e pairs balanced with numeric ids, flows s -> f with
  * numeric ids from each push to its apply, counters with numeric values — also for a
  * trace with overlapping computes, unfinished and unmatched transfers, a NaN loss and
- * hostile strings. */
+ * hostile strings — and times in microseconds with three decimals: a hand-made trace's
+ * events come out at ts / dur values worked out here from their nanoseconds. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -248,6 +249,115 @@ static void fill_pull(evt_record *e, trace_writer *w)
     e->dur = 5000;
 }
 
+/* ---- units: hand-made events at known nanoseconds ----------------------------------- */
+
+/* One expected trace event: the (unique) event with this ph and name has ts (and dur,
+ * for X) equal to the nanoseconds given / 1000, written with exactly three decimals. */
+static const struct want_ev {
+    const char *ph, *name;
+    int64_t ts_ns;
+    const char *ts_text;
+    int64_t dur_ns;             /* X only */
+    const char *dur_text;
+} want_evs[] = {
+    {"i", "clock_sync", -2500, "-2.500", 0, NULL},
+    {"i", "task_start", 0, "0.000", 0, NULL},
+    {"X", "compute", 1234567, "1234.567", 2000000, "2000.000"},   /* 2 ms */
+    {"b", "pull", 3750000, "3750.000", 0, NULL},                  /* end 4 ms - dur 250 us */
+    {"e", "pull", 4000000, "4000.000", 0, NULL},
+    {"C", "global_step", 5000001, "5000.001", 0, NULL},
+    {"X", "barrier_wait", 6000000, "6000.000", 999, "0.999"},
+    {"i", "cluster_stop", 9876543210, "9876543.210", 0, NULL},
+};
+
+static void fill_units_gpu(evt_record *e, trace_writer *w)
+{
+    e->device = trace_writer_intern(w, "/job:worker/replica:0/task:0/device:GPU:0");
+    e->step = 1;
+}
+
+static void fill_units_pull(evt_record *e, trace_writer *w)
+{
+    e->var = trace_writer_intern(w, "w");
+    e->peer = 0;
+    e->id = 77;
+    e->dur = 250000;
+}
+
+static void fill_units_step(evt_record *e, trace_writer *w)
+{
+    (void)w;
+    e->step = 7;
+}
+
+/* A hand-made trace's events come out with ts (and dur) = their nanoseconds / 1000,
+ * written with three decimals: the exporter's microseconds, not ms or ns. */
+static void test_times_in_microseconds(const char *tpath, const char *jpath)
+{
+    char err[DP_ERRLEN];
+    trace_writer *w = trace_writer_open(tpath, "{\"engine\":\"sim\"}", err);
+    CHECK_MSG(w != NULL, "%s", err);
+    if (!w) return;
+    add(w, EVT_CLOCK_SYNC, EVT_JOB_HUB, 0, -2500, NULL);
+    add(w, EVT_TASK_START, EVT_JOB_WORKER, 0, 0, NULL);
+    add(w, EVT_COMPUTE_BEGIN, EVT_JOB_WORKER, 0, 1234567, fill_units_gpu);
+    add(w, EVT_COMPUTE_END, EVT_JOB_WORKER, 0, 1234567 + 2000000, fill_units_gpu);
+    add(w, EVT_PULL_END, EVT_JOB_WORKER, 0, 4000000, fill_units_pull);   /* no begin */
+    add(w, EVT_GLOBAL_STEP, EVT_JOB_PS, 0, 5000001, fill_units_step);
+    add(w, EVT_BARRIER_WAIT, EVT_JOB_WORKER, 0, 6000000, fill_units_step);
+    add(w, EVT_BARRIER_RELEASE, EVT_JOB_WORKER, 0, 6000999, fill_units_step);
+    add(w, EVT_CLUSTER_STOP, EVT_JOB_CLIENT, 0, 9876543210, NULL);
+    CHECK_MSG(trace_writer_close(w, err) == 0, "%s", err);
+    trace_reader *r = trace_reader_open(tpath, err);
+    CHECK_MSG(r != NULL, "%s", err);
+    CHECK_MSG(r && chrome_export_file(r, jpath, err) == 0, "%s", r ? err : "not opened");
+    trace_reader_close(r);
+    json_error_t jerr;
+    json_t *root = json_load_file(jpath, 0, &jerr);
+    FILE *f = fopen(jpath, "rb");
+    long size = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (f) rewind(f);
+    char *text = xmalloc(size > 0 ? (size_t)size + 1 : 1);
+    size_t len = f && size > 0 ? fread(text, 1, (size_t)size, f) : 0;
+    text[len] = '\0';
+    if (f) fclose(f);
+    json_t *evs = json_object_get(root, "traceEvents");
+    for (size_t k = 0; k < DP_ARRAY_LEN(want_evs); k++) {
+        const struct want_ev *we = &want_evs[k];
+        json_t *ev, *hit = NULL;
+        size_t i, n = 0;
+        json_array_foreach(evs, i, ev) {
+            const char *ph = json_string_value(json_object_get(ev, "ph"));
+            const char *name = json_string_value(json_object_get(ev, "name"));
+            if (ph && name && !strcmp(ph, we->ph) && !strcmp(name, we->name)) {
+                hit = ev;
+                n++;
+            }
+        }
+        double ts = json_number_value(json_object_get(hit, "ts"));
+        CHECK_MSG(n == 1 && json_is_number(json_object_get(hit, "ts")) &&
+                  ts == (double)we->ts_ns / 1000.0,
+                  "%s \"%s\" at %lld ns: ts %.6f us (%zu found), want %s us", we->ph,
+                  we->name, (long long)we->ts_ns, ts, n, we->ts_text);
+        char lit[96];
+        if (we->dur_text) {
+            double dur = json_number_value(json_object_get(hit, "dur"));
+            CHECK_MSG(n == 1 && json_is_number(json_object_get(hit, "dur")) &&
+                      dur == (double)we->dur_ns / 1000.0,
+                      "%s \"%s\" lasting %lld ns: dur %.6f us, want %s us", we->ph, we->name,
+                      (long long)we->dur_ns, dur, we->dur_text);
+            snprintf(lit, sizeof lit, "\"ts\":%s,\"dur\":%s,", we->ts_text, we->dur_text);
+        } else {
+            snprintf(lit, sizeof lit, "\"ts\":%s,", we->ts_text);
+        }
+        CHECK_MSG(strstr(text, lit) != NULL, "%s \"%s\": the export has no %s (three decimals)",
+                  we->ph, we->name, lit);
+    }
+    json_decref(root);
+    free(text);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/dp_test_chrome.XXXXXX";
@@ -354,6 +464,9 @@ int main(void)
     CHECK(chrome_export_file(r, "/nonexistent-dir/x.json", err) != 0 &&
           strstr(err, "/nonexistent-dir/x.json"));
     trace_reader_close(r);
+
+    /* 3: units */
+    test_times_in_microseconds(tpath, jpath);
     unlink(tpath);
     unlink(jpath);
     rmdir(dir);

@@ -1,13 +1,15 @@
 /* test_cmd_trace.c — `downpour trace info|validate|export` through cmd_trace() itself
  * (the source is included, so no built binary is needed): exit codes, the --json object
- * of info (keys and counts), validate's one-line message naming file and offset, the
- * export file, usage errors and --help. */
+ * of info (keys and counts), validate's one-line message naming file and offset (also
+ * for a flipped byte in each field of a block header, which only the header CRC32 can
+ * tell), the export file, usage errors and --help. */
 #include "cli/cmd_trace.c"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "tests/check.h"
+#include "tests/trace_hdr.h"
 #include "tests/evgen.h"
 
 static char dir[] = "/tmp/dp_test_cmd_trace.XXXXXX";
@@ -56,6 +58,17 @@ static int out_has(const char *needle)
     free(s);
     return ok;
 }
+
+/* 1 when stderr is exactly want; prints it when not. */
+static int err_is(const char *want)
+{
+    char *s = slurp(err_path);
+    int ok = strcmp(s, want) == 0;
+    if (!ok) fprintf(stderr, "stderr was: \"%s\"\n", s);
+    free(s);
+    return ok;
+}
+
 
 static int err_has(const char *needle)
 {
@@ -136,6 +149,24 @@ int main(void)
     CHECK(run(5, exp) == 0);
     json_t *j = json_load_file(jpath, 0, &jerr);
     CHECK(j && json_is_array(json_object_get(j, "traceEvents")));
+    /* ts in microseconds: the events' ts run from the first event's time to the last's
+     * (cluster_start, events_dropped: instants at their own time), both / 1000 */
+    double ts_min = INFINITY, ts_max = -INFINITY;
+    size_t ji;
+    json_t *jev;
+    json_array_foreach(json_object_get(j, "traceEvents"), ji, jev) {
+        const char *ph = json_string_value(json_object_get(jev, "ph"));
+        double ts = json_number_value(json_object_get(jev, "ts"));
+        if (!ph || !strcmp(ph, "M")) continue;
+        if (ts < ts_min) ts_min = ts;
+        if (ts > ts_max) ts_max = ts;
+    }
+    CHECK_MSG(fabs(ts_min - (double)g.ev[0].t / 1000.0) < 0.0005,
+              "export's first ts %.3f is not the first event's %lld ns in us", ts_min,
+              (long long)g.ev[0].t);
+    CHECK_MSG(fabs(ts_max - (double)g.ev[g.n - 1].t / 1000.0) < 0.0005,
+              "export's last ts %.3f is not the last event's %lld ns in us", ts_max,
+              (long long)g.ev[g.n - 1].t);
     json_decref(j);
     char eq[700];
     snprintf(eq, sizeof eq, "--chrome=%s", jpath);
@@ -173,6 +204,28 @@ int main(void)
     fputs("{\"traceEvents\":[]}", f);
     fclose(f);
     CHECK(run(3, vbad) == 1 && err_has("not a Downpour trace"));
+    /* a flipped byte in each field of the first block's header; the block starts right
+     * after the file header, at 16 + metadata length + 4 */
+    uint8_t *u = (uint8_t *)all;
+    long blk0 = 16 + (long)((uint32_t)u[12] | (uint32_t)u[13] << 8 | (uint32_t)u[14] << 16 |
+                            (uint32_t)u[15] << 24) + 4;
+    CHECK_MSG(blk0 == (long)bi.offset, "first block at %ld by the format, %llu by the reader",
+              blk0, (unsigned long long)bi.offset);
+    char line[1200];
+    snprintf(line, sizeof line, "downpour: trace validate: %s: block at offset %ld: bad block "
+             "header; skipped\n", bad, blk0);
+    for (size_t i = 0; i < DP_ARRAY_LEN(hdr_fields); i++) {
+        u[blk0 + hdr_fields[i].at] ^= hdr_fields[i].mask;
+        f = fopen(bad, "wb");
+        fwrite(all, 1, (size_t)size, f);
+        fclose(f);
+        u[blk0 + hdr_fields[i].at] ^= hdr_fields[i].mask;
+        int rc = run(3, vbad);
+        CHECK_MSG(rc == 1, "validate exits %d with the block header's %s flipped (+%d)", rc,
+                  hdr_fields[i].name, hdr_fields[i].at);
+        CHECK_MSG(err_is(line), "validate's stderr with the %s flipped is not: %s",
+                  hdr_fields[i].name, line);
+    }
     free(all);
 
     /* usage */

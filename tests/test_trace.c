@@ -1,17 +1,22 @@
 /* test_trace.c — trace files: write -> read gives identical events and strings; seek on
  * a 1M-event trace; a truncated file opens up to its last complete block; a flipped byte
  * in a block is reported with the block's offset and skipped; bad files are refused
- * with a message; random damage never crashes; state_at equals replay from the start. */
+ * with a message; a flipped byte in any field of a block header is reported as a bad
+ * header (the header CRC32 is checked against the format, computed here with zlib, not
+ * with the reader's helpers); random damage never crashes; state_at equals replay from
+ * the start. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "common/dp.h"
 #include "events/event.h"
 #include "events/state.h"
 #include "events/trace.h"
 #include "tests/check.h"
+#include "tests/trace_hdr.h"
 #include "tests/evgen.h"
 
 static char dir[256];
@@ -81,14 +86,19 @@ static void copy_prefix(const char *src, const char *dst, long n)
     free(buf);
 }
 
-static void flip_byte(const char *path, long off)
+static void flip_mask(const char *path, long off, uint8_t mask)
 {
     FILE *f = fopen(path, "r+b");
     fseek(f, off, SEEK_SET);
     int c = fgetc(f);
     fseek(f, off, SEEK_SET);
-    fputc(c ^ 0x5a, f);
+    fputc(c ^ mask, f);
     fclose(f);
+}
+
+static void flip_byte(const char *path, long off)
+{
+    flip_mask(path, off, 0x5a);
 }
 
 /* Reads every event of path; returns the count, filling ev (up to cap). */
@@ -464,6 +474,128 @@ static void test_flipped(void)
     free(bl.b);
 }
 
+/* ---- block headers, walked by the format (docs/trace-format.md), not by the reader ---- */
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+    return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+/* The whole file; caller frees. */
+static uint8_t *slurp_file(const char *path, size_t *size)
+{
+    long n = file_size(path);
+    FILE *f = fopen(path, "rb");
+    uint8_t *p = xmalloc(n > 0 ? (size_t)n : 1);
+    *size = f && n > 0 ? fread(p, 1, (size_t)n, f) : 0;
+    if (f) fclose(f);
+    return p;
+}
+
+/* Walks a trace image as the format lays it out: the header is 16 + M + 4 bytes, then
+ * 48-byte "DPBK" headers each followed by C payload bytes, until "DPIX". Fills bl (caller
+ * frees bl->b) and *index_at (offset of "DPIX"); returns 1 when every block header's
+ * CRC32 at +44 is zlib's crc32 of its bytes 0..43 and every payload CRC32 at +40 is that
+ * of its C bytes, 0 when not (or the walk went off the rails). */
+static int walk_format(const uint8_t *f, size_t size, blocks *bl, uint64_t *index_at)
+{
+    size_t cap = 64;
+    int ok = size >= 20;
+    uint64_t pos = ok ? 16 + (uint64_t)le32(f + 12) + 4 : 0;
+    bl->n = 0;
+    bl->b = xmalloc(cap * sizeof *bl->b);
+    while (ok && pos + 4 <= size && memcmp(f + pos, "DPIX", 4) != 0) {
+        const uint8_t *h = f + pos;
+        if (pos + 48 > size || memcmp(h, "DPBK", 4) != 0 ||
+            pos + 48 + le32(h + 8) > size) {
+            ok = 0;
+            break;
+        }
+        uint32_t c = le32(h + 8);
+        if ((uint32_t)crc32(0L, h, 44) != le32(h + 44) ||
+            (uint32_t)crc32(0L, h + 48, c) != le32(h + 40))
+            ok = 0;
+        if (bl->n == cap) bl->b = xrealloc(bl->b, (cap *= 2) * sizeof *bl->b);
+        bl->b[bl->n++] = (trace_block_info){.offset = pos, .bytes = 48 + (uint64_t)c,
+                                             .events = le32(h + 16),
+                                             .t_min = (int64_t)le64(h + 24),
+                                             .t_max = (int64_t)le64(h + 32)};
+        pos += 48 + (uint64_t)c;
+    }
+    *index_at = pos;
+    return ok && pos + 4 <= size;
+}
+
+
+/* The writer's block headers follow the format; then, for each header field, a flipped
+ * byte in the middle block's header is reported as exactly that block's bad header (with
+ * the index, and without it while scanning) and only that block's events are lost. */
+static void test_block_header_crc(void)
+{
+    const char *src = tmp_path("rt.dptrace"), *dst = tmp_path("flip.dptrace");
+    size_t size;
+    uint8_t *img = slurp_file(src, &size);
+    blocks fmt;
+    uint64_t index_at;
+    CHECK_MSG(walk_format(img, size, &fmt, &index_at),
+              "block headers' CRC32s (+40 payload, +44 header bytes 0..43) are zlib's");
+    blocks bl = get_blocks(src);
+    int same = fmt.n == bl.n && fmt.n > 2;
+    for (size_t i = 0; same && i < fmt.n; i++)
+        same = fmt.b[i].offset == bl.b[i].offset && fmt.b[i].bytes == bl.b[i].bytes &&
+               fmt.b[i].events == bl.b[i].events && fmt.b[i].t_min == bl.b[i].t_min &&
+               fmt.b[i].t_max == bl.b[i].t_max;
+    CHECK_MSG(same, "the reader's block table equals the format walk (%zu vs %zu blocks)",
+              bl.n, fmt.n);
+    free(bl.b);
+    int walked = fmt.n >= 3;      /* a middle block with one after it */
+    size_t mid = fmt.n / 2;
+    unsigned long long off = walked ? fmt.b[mid].offset : 0;
+    unsigned long long next = walked ? fmt.b[mid + 1].offset : 0;
+    char want[160];
+    for (size_t i = 0; i < DP_ARRAY_LEN(hdr_fields); i++) {
+        const struct hdr_field *fl = &hdr_fields[i];
+        char err[DP_ERRLEN];
+        for (int scan = 0; scan < 2; scan++) {
+            if (!walked) {        /* same number of checks, all failed */
+                for (int k = 0; k < 3; k++)
+                    CHECK_MSG(0, "%s flipped: no middle block to damage", fl->name);
+                continue;
+            }
+            /* scan = 1: cut at the index, so the reader walks the blocks itself (and
+             * counts the missing index as a second problem) */
+            copy_prefix(src, dst, scan ? (long)index_at : (long)size);
+            flip_mask(dst, (long)off + fl->at, fl->mask);
+            if (scan)
+                snprintf(want, sizeof want, "block at offset %llu: bad block header; skipped "
+                         "to offset %llu (and 1 more problem)", off, next);
+            else
+                snprintf(want, sizeof want, "block at offset %llu: bad block header; skipped",
+                         off);
+            trace_reader *r = trace_reader_open(dst, err);
+            const char *dmg = r ? trace_reader_damage(r) : NULL;
+            CHECK_MSG(dmg && strcmp(dmg, want) == 0, "%s flipped (+%d, %s): damage at open is \"%s\", want \"%s\"",
+                      fl->name, fl->at, scan ? "scanning" : "with index",
+                      dmg ? dmg : r ? "none" : err, want);
+            CHECK_MSG(r && trace_reader_damage_offset(r) == (int64_t)off,
+                      "%s flipped (+%d, %s): damage offset %lld, want %llu", fl->name,
+                      fl->at, scan ? "scanning" : "with index",
+                      r ? (long long)trace_reader_damage_offset(r) : -2LL, off);
+            trace_reader_close(r);
+            CHECK_MSG(reads_without(dst, &fmt, mid, mid + 1, fmt.n),
+                      "%s flipped (+%d, %s): reads every event but the block's", fl->name,
+                      fl->at, scan ? "scanning" : "with index");
+        }
+    }
+    free(fmt.b);
+    free(img);
+}
+
 static void write_raw(const char *path, const void *p, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -683,6 +815,7 @@ int main(void)
     test_seek_big();
     test_truncated();
     test_flipped();
+    test_block_header_crc();
     test_bad_files();
     test_state_apply();
     test_state_at();
