@@ -4,11 +4,13 @@
  *            overheads); compute_end durations when a trace has no pulls. The base mean is
  *            the median of the workers' means; each worker's factor is its mean over that;
  *            the shape is constant (cv < 5%) or lognormal with the pooled cv.
- *   network: each worker's pull phase (first pull_begin .. last pull_end, all ps) gives
- *            a duration d and x = (largest bytes from one ps) * (workers pulling at once);
- *            least squares d = 2L + x / B gives latency L and bandwidth B. When x hardly
- *            varies, L comes from zero-byte pull answers, else (sync) from the step token's
- *            round trip: last push_end to step_end in steps with no barrier wait.
+ *   network: each worker's pull phase (first pull_begin .. a ps's last pull_end) gives,
+ *            per ps, a duration d and x = max(bytes from that ps * workers pulling at once,
+ *            bytes through the worker's NIC by then); least squares d = 2L + x / B gives
+ *            latency L and bandwidth B. When x hardly varies, L comes from zero-byte pull
+ *            answers, else (sync) from the step token's round trip: last push_end to
+ *            step_end in steps with no barrier wait. A push phase (to its last ack) gives
+ *            x the same way from the ps sent the most bytes; B_push = mean x / (mean d - 2L).
  *   cluster: ps / workers / mode / model from the metadata ("config" object or top level),
  *            else counted from the events. */
 #include <math.h>
@@ -29,7 +31,7 @@ typedef struct wstat {
     int pushes_out;          /* pushes not yet acked */
     int64_t push_t0;
     double push_bytes, push_integ0;
-    int push_ps_mask_n;      /* distinct ps pushed to (counted on first push per ps) */
+    double *push_ps;         /* bytes per ps in the current push, NULL until one */
     int64_t phase_t0, last_pull_end, first_push;
     int64_t last_push_end;   /* sync: when the gradients' last ack came, -1 none */
     int barrier;             /* a barrier wait in the current push */
@@ -80,6 +82,27 @@ static int dbl_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* A worker's flows of one phase all cross its NIC, sharing it equally while they last, so
+ * the one of b bytes cannot end before sum_q min(bytes[q], b) have crossed: for each i,
+ * out[i] = that sum for b = bytes[i]. scratch holds 2n + 1 doubles. O(n log n). */
+static void nic_bytes(const double *bytes, int n, double *scratch, double *out)
+{
+    double *sorted = scratch, *prefix = scratch + n;
+    memcpy(sorted, bytes, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, dbl_cmp);
+    prefix[0] = 0;
+    for (int j = 0; j < n; j++) prefix[j + 1] = prefix[j] + sorted[j];
+    for (int i = 0; i < n; i++) {
+        int lo = 0, hi = n;  /* lo: how many are below bytes[i] */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (sorted[mid] < bytes[i]) lo = mid + 1;
+            else hi = mid;
+        }
+        out[i] = prefix[lo] + bytes[i] * (double)(n - lo);
+    }
+}
+
 int sim_calibrate(const char *path, sim_calibration *cal, char *err)
 {
     memset(cal, 0, sizeof *cal);
@@ -92,6 +115,8 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
     int cap_w = 0, max_w = -1, max_ps = -1, pulling = 0;
     wstat *ws = NULL;
     int np_alloc = cal->n_ps > 0 ? cal->n_ps : 256;
+    double *nic = xmalloc((size_t)np_alloc * sizeof *nic);
+    double *nic_scratch = xmalloc((size_t)(2 * np_alloc + 1) * sizeof *nic_scratch);
     fit f = {0}, pf = {0};
     int pushing = 0;
     double pinteg = 0;
@@ -159,11 +184,15 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
                 double conc = e.t > s->phase_t0 ? (integ - s->integ0) / (double)(e.t - s->phase_t0) : 1;
                 if (conc < 1) conc = 1;
                 double tot = 0;
-                /* one point per ps: its answers took d for x = bytes * concurrent pullers */
+                nic_bytes(s->ps_bytes, np_alloc, nic_scratch, nic);
+                /* one point per ps: its answers took d for x = bytes * concurrent pullers
+                 * (their share of the ps's link), or the bytes that crossed the worker's
+                 * NIC by then when that is more (more ps than workers pulling at once) */
                 for (int i = 0; i < np_alloc; i++) {
                     tot += s->ps_bytes[i];
                     if (s->ps_end[i] < 0) continue;
                     double d = (double)(s->ps_end[i] - s->phase_t0) / 1e9, x = s->ps_bytes[i] * conc;
+                    if (nic[i] > x) x = nic[i];
                     f.sx += x; f.sy += d; f.sxx += x * x; f.sxy += x * d; f.n++;
                     if (x == 0 && (zero_n == 0 || d < zero_min)) zero_min = d;
                     if (x == 0) zero_n++;
@@ -183,8 +212,16 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
                 double conc = e.t > s->push_t0 ? (s->push_integ0 < 0 ? 1 : (pinteg - s->push_integ0) /
                                                   (double)(e.t - s->push_t0)) : 1;
                 if (conc < 1) conc = 1;
+                /* the push ends with the last ps's acks: the one sent the most bytes
+                 * (as a pull's points are each ps's bytes), shared with conc pushers on
+                 * its link, and not before every byte crossed the worker's NIC; without
+                 * per-ps events, the mean over the ps */
+                double big = 0;
+                for (int i = 0; s->push_ps && i < np_alloc; i++)
+                    if (s->push_ps[i] > big) big = s->push_ps[i];
                 int nps = max_ps + 1 > 0 ? max_ps + 1 : 1;
-                double x = s->push_bytes / nps * conc;
+                double x = (big > 0 ? big : s->push_bytes / nps) * conc;
+                if (big > 0 && s->push_bytes > x) x = s->push_bytes;
                 pf.sx += x; pf.sy += d; pf.n++;
                 s->last_push_end = e.t;
             }
@@ -198,9 +235,12 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
                 s->barrier = 0;
                 s->last_push_end = -1;
                 s->push_integ0 = pinteg;
+                if (!s->push_ps) s->push_ps = xmalloc((size_t)np_alloc * sizeof *s->push_ps);
+                memset(s->push_ps, 0, (size_t)np_alloc * sizeof *s->push_ps);
             }
             s->pushes_out++;
             s->push_bytes += (double)e.bytes;
+            if (p >= 0 && p < np_alloc) s->push_ps[p] += (double)e.bytes;
             if (s->first_push < 0 && s->last_pull_end >= 0) {
                 s->first_push = e.t;
                 double g = (double)(e.t - s->last_pull_end) / 1e9;
@@ -227,9 +267,11 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
     }
     trace_reader_close(r);
     if (rc < 0) {
-        for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end);
+        for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end), free(ws[i].push_ps);
         free(ws);
         free(cb);
+        free(nic);
+        free(nic_scratch);
         return dp_fail(err, DP_ECORRUPT, "--calibrate-from: %s: unreadable events", path);
     }
     if (cal->n_workers <= 0) cal->n_workers = max_w + 1;
@@ -253,9 +295,11 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
     }
     if (nm == 0) {
         free(means);
-        for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end);
+        for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end), free(ws[i].push_ps);
         free(ws);
         free(cb);
+        free(nic);
+        free(nic_scratch);
         return dp_fail(err, DP_EINVAL, "--calibrate-from: %s has no worker compute or pull/push events "
                        "to fit (record it with --trace)", path);
     }
@@ -309,9 +353,11 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
     cal->model_bytes = phases ? phase_bytes_sum / (double)phases : 0;
     cal->mean_step_s = gs_n > 1 ? (double)(gs_t1 - gs_t0) / 1e9 / (double)(gs_n - 1) : 0;
     free(means);
-    for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end);
+    for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end), free(ws[i].push_ps);
     free(ws);
     free(cb);
+    free(nic);
+    free(nic_scratch);
     return DP_OK;
 }
 
