@@ -13,6 +13,7 @@
 #include "cli/cmds.h"
 #include "cluster/spec.h"
 #include "common/dp.h"
+#include "common/units.h"
 #include "sim/sim.h"
 
 static void usage(FILE *f)
@@ -93,7 +94,7 @@ static int apply_flag(opts *o, const char *name, const char *v, char *err)
     } else if (!strcmp(name, "steps")) {
         if (!(rc = parse_count(name, v, 1, 1000000000LL, &n, err))) c->steps = n, o->set_steps = 1;
     } else if (!strcmp(name, "model-bytes")) {
-        rc = sim_parse_bytes(v, "--model-bytes", &c->model_bytes, err);
+        rc = dp_parse_bytes(v, "--model-bytes", &c->model_bytes, err);
         if (!rc && c->model_bytes < 4) return dp_fail(err, DP_EINVAL, "--model-bytes: \"%s\" is too small", v);
         o->set_model = 1;
     } else if (!strcmp(name, "model")) {
@@ -107,17 +108,17 @@ static int apply_flag(opts *o, const char *name, const char *v, char *err)
         if (placement_parse(v, &c->placement))
             return dp_fail(err, DP_EINVAL, "--placement: \"%s\" is not round-robin or greedy", v);
     } else if (!strcmp(name, "bandwidth")) {
-        rc = sim_parse_bandwidth(v, "--bandwidth", &c->ps_bw, err);
+        rc = dp_parse_bandwidth(v, "--bandwidth", &c->ps_bw, err);
         c->worker_bw = c->ps_bw;
         o->set_bw = 1;
     } else if (!strcmp(name, "ps-bandwidth")) {
-        rc = sim_parse_bandwidth(v, "--ps-bandwidth", &c->ps_bw, err);
+        rc = dp_parse_bandwidth(v, "--ps-bandwidth", &c->ps_bw, err);
         o->set_psbw = 1;
     } else if (!strcmp(name, "worker-bandwidth")) {
-        rc = sim_parse_bandwidth(v, "--worker-bandwidth", &c->worker_bw, err);
+        rc = dp_parse_bandwidth(v, "--worker-bandwidth", &c->worker_bw, err);
         o->set_wkbw = 1;
     } else if (!strcmp(name, "latency")) {
-        rc = sim_parse_time(v, "--latency", &c->latency, err);
+        rc = dp_parse_time(v, "--latency", &c->latency, err);
         o->set_lat = 1;
     } else if (!strcmp(name, "compute")) {
         rc = sim_parse_dist(v, &c->compute, err);
@@ -156,7 +157,7 @@ static int apply_flag(opts *o, const char *name, const char *v, char *err)
         if (strlen(v) >= sizeof o->calibrate) return dp_fail(err, DP_EINVAL, "--calibrate-from: path too long");
         snprintf(o->calibrate, sizeof o->calibrate, "%s", v);
     } else if (!strcmp(name, "max-sim-time")) {
-        rc = sim_parse_time(v, "--max-sim-time", &c->max_sim_s, err);
+        rc = dp_parse_time(v, "--max-sim-time", &c->max_sim_s, err);
     } else {
         return dp_fail(err, DP_EINVAL, "unknown flag \"--%s\" (see --help)", name);
     }

@@ -6,8 +6,9 @@
 #include <string.h>
 
 #include "common/dp.h"
+#include "common/units.h"
 
-enum ftype { F_INT, F_LLONG, F_DOUBLE, F_STR, F_BOOL, F_MODE, F_OPT, F_MODEL, F_PLACE };
+enum ftype { F_INT, F_LLONG, F_DOUBLE, F_STR, F_BOOL, F_MODE, F_OPT, F_MODEL, F_PLACE, F_TIME };
 
 typedef struct flag_def {
     const char *name;
@@ -53,6 +54,8 @@ static const flag_def flags[] = {
     {"synthetic-samples", F_INT, OFF(synthetic_n), 0, 100, 1e7, RT_FLAG_TRAIN,
      "N size of the synthetic training set (default 6000)"},
     {"slow-worker", F_STR, STR(slow_worker), 1, 0, RT_FLAG_TRAIN, "I:F worker I computes F times slower (a straggler)"},
+    {"pace", F_TIME, OFF(pace_s), 0, 0, 3600, RT_FLAG_TRAIN,
+     "T      every worker step takes at least T (e.g. 200ms), to watch live (default 0: off)"},
     {"quiet", F_BOOL, OFF(quiet), 0, 0, 1, RT_FLAG_TRAIN, "       fewer progress lines"},
 };
 
@@ -131,6 +134,16 @@ int rt_config_flag(rt_config *c, int scope, const char *name, const char *value,
             return dp_fail(err, DP_EINVAL, "--%s: value longer than %zu bytes", name, f->size - 1);
         memcpy(base, value, strlen(value) + 1);
         break;
+    case F_TIME: {
+        char what[64];
+        snprintf(what, sizeof what, "--%s", name);
+        int trc = dp_parse_time(value, what, &dv, err);
+        if (trc) return trc;
+        if (dv < f->min || dv > f->max)
+            return dp_fail(err, DP_EINVAL, "--%s: \"%s\" is outside 0..%gs", name, value, f->max);
+        *(double *)base = dv;
+        break;
+    }
     case F_MODE: rc = update_mode_parse(value, (update_mode *)base); break;
     case F_OPT: rc = optim_parse(value, (opt_kind *)base); break;
     case F_MODEL: rc = model_parse(value, (model_kind *)base); break;
@@ -201,6 +214,7 @@ int rt_config_to_argv(const rt_config *c, char **argv)
         case F_INT: snprintf(val, sizeof val, "%d", *(const int *)base); break;
         case F_LLONG: snprintf(val, sizeof val, "%lld", *(const long long *)base); break;
         case F_DOUBLE: snprintf(val, sizeof val, "%.17g", *(const double *)base); break;
+        case F_TIME: snprintf(val, sizeof val, "%.9fs", *(const double *)base); break;
         case F_STR:
             if (!*base) continue;
             snprintf(val, sizeof val, "%s", base);

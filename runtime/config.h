@@ -40,6 +40,7 @@ typedef struct rt_config {
     int log_every;                  /* worker progress line every N local steps */
     int synthetic_n;                /* samples in the synthetic training set */
     char slow_worker[64];           /* "I:F": worker I computes F times slower */
+    double pace_s;                  /* every worker step takes at least this long (0: off) */
     int quiet;
 } rt_config;
 

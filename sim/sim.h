@@ -16,15 +16,7 @@
 #include "cluster/update.h"
 #include "cluster/vars.h"
 
-/* ---- units: every parser fills err with a one-line message naming `what` ------------ */
-
-/* Sizes: "100MB", "4 KiB", "12" (bytes); B KB MB GB TB (powers of 1000), KiB MiB GiB TiB. */
-int sim_parse_bytes(const char *s, const char *what, double *bytes, char *err);
-/* Bandwidth: "10Gbit", "100 Mbit", "1.5Gbit/s" (bits/s, powers of 1000; also bit, Kbit,
- * Tbit, and byte rates "125MB/s"). Returns bytes per second in *bytes_per_s (> 0). */
-int sim_parse_bandwidth(const char *s, const char *what, double *bytes_per_s, char *err);
-/* Times: "50us", "100ms", "1.5s", "200ns" (a unit is required; "0" alone is accepted). */
-int sim_parse_time(const char *s, const char *what, double *seconds, char *err);
+/* ---- flag values: every parser fills err with a one-line message naming the flag ---- */
 
 /* Compute-time distributions. */
 typedef enum sim_dist_kind {

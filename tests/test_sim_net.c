@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/dp.h"
+#include "common/units.h"
 #include "sim/engine.h"
 #include "sim/net.h"
 #include "sim/sim.h"
@@ -350,26 +351,26 @@ static void test_units(void)
 {
     char err[DP_ERRLEN];
     double v;
-    CHECK(sim_parse_bytes("100MB", "--model-bytes", &v, err) == 0 && v == 100e6);
-    CHECK(sim_parse_bytes("1MiB", "--model-bytes", &v, err) == 0 && v == 1048576);
-    CHECK(sim_parse_bytes("4 KiB", "--model-bytes", &v, err) == 0 && v == 4096);
-    CHECK(sim_parse_bytes("12", "--model-bytes", &v, err) == 0 && v == 12);
-    CHECK(sim_parse_bytes("10Mb", "--model-bytes", &v, err) == DP_EINVAL && strstr(err, "unknown size unit \"Mb\""));
-    CHECK(sim_parse_bytes("-5MB", "--model-bytes", &v, err) == DP_EINVAL && strstr(err, "--model-bytes"));
-    CHECK(sim_parse_bytes("abc", "--model-bytes", &v, err) == DP_EINVAL && strstr(err, "not a size"));
-    CHECK(sim_parse_bandwidth("10Gbit", "--bandwidth", &v, err) == 0 && REL(v, 1.25e9));
-    CHECK(sim_parse_bandwidth("100 Mbit", "--bandwidth", &v, err) == 0 && REL(v, 12.5e6));
-    CHECK(sim_parse_bandwidth("125MB/s", "--bandwidth", &v, err) == 0 && REL(v, 125e6));
-    CHECK(sim_parse_bandwidth("10", "--bandwidth", &v, err) == DP_EINVAL && strstr(err, "needs a unit"));
-    CHECK(sim_parse_bandwidth("10Gbt", "--bandwidth", &v, err) == DP_EINVAL && strstr(err, "Gbt"));
-    CHECK(sim_parse_bandwidth("0Gbit", "--bandwidth", &v, err) == DP_EINVAL && strstr(err, "positive"));
-    CHECK(sim_parse_time("50us", "--latency", &v, err) == 0 && REL(v, 50e-6));
-    CHECK(sim_parse_time("1.5s", "--latency", &v, err) == 0 && REL(v, 1.5));
-    CHECK(sim_parse_time("200ns", "--latency", &v, err) == 0 && REL(v, 200e-9));
-    CHECK(sim_parse_time("0", "--latency", &v, err) == 0 && v == 0);
-    CHECK(sim_parse_time("100", "--latency", &v, err) == DP_EINVAL && strstr(err, "needs a unit"));
-    CHECK(sim_parse_time("5 hours", "--latency", &v, err) == DP_EINVAL && strstr(err, "hours"));
-    CHECK(sim_parse_time("nan", "--latency", &v, err) == DP_EINVAL);
+    CHECK(dp_parse_bytes("100MB", "--model-bytes", &v, err) == 0 && v == 100e6);
+    CHECK(dp_parse_bytes("1MiB", "--model-bytes", &v, err) == 0 && v == 1048576);
+    CHECK(dp_parse_bytes("4 KiB", "--model-bytes", &v, err) == 0 && v == 4096);
+    CHECK(dp_parse_bytes("12", "--model-bytes", &v, err) == 0 && v == 12);
+    CHECK(dp_parse_bytes("10Mb", "--model-bytes", &v, err) == DP_EINVAL && strstr(err, "unknown size unit \"Mb\""));
+    CHECK(dp_parse_bytes("-5MB", "--model-bytes", &v, err) == DP_EINVAL && strstr(err, "--model-bytes"));
+    CHECK(dp_parse_bytes("abc", "--model-bytes", &v, err) == DP_EINVAL && strstr(err, "not a size"));
+    CHECK(dp_parse_bandwidth("10Gbit", "--bandwidth", &v, err) == 0 && REL(v, 1.25e9));
+    CHECK(dp_parse_bandwidth("100 Mbit", "--bandwidth", &v, err) == 0 && REL(v, 12.5e6));
+    CHECK(dp_parse_bandwidth("125MB/s", "--bandwidth", &v, err) == 0 && REL(v, 125e6));
+    CHECK(dp_parse_bandwidth("10", "--bandwidth", &v, err) == DP_EINVAL && strstr(err, "needs a unit"));
+    CHECK(dp_parse_bandwidth("10Gbt", "--bandwidth", &v, err) == DP_EINVAL && strstr(err, "Gbt"));
+    CHECK(dp_parse_bandwidth("0Gbit", "--bandwidth", &v, err) == DP_EINVAL && strstr(err, "positive"));
+    CHECK(dp_parse_time("50us", "--latency", &v, err) == 0 && REL(v, 50e-6));
+    CHECK(dp_parse_time("1.5s", "--latency", &v, err) == 0 && REL(v, 1.5));
+    CHECK(dp_parse_time("200ns", "--latency", &v, err) == 0 && REL(v, 200e-9));
+    CHECK(dp_parse_time("0", "--latency", &v, err) == 0 && v == 0);
+    CHECK(dp_parse_time("100", "--latency", &v, err) == DP_EINVAL && strstr(err, "needs a unit"));
+    CHECK(dp_parse_time("5 hours", "--latency", &v, err) == DP_EINVAL && strstr(err, "hours"));
+    CHECK(dp_parse_time("nan", "--latency", &v, err) == DP_EINVAL);
     sim_dist d;
     CHECK(sim_parse_dist("lognormal:mean=100ms,sigma=0.3", &d, err) == 0 && d.kind == SIM_DIST_LOGNORMAL &&
           REL(d.mean, 0.1) && REL(d.sigma, 0.3));
