@@ -22,7 +22,7 @@ int cmd_cluster(int argc, char **argv)
     rt_config cfg;
     rt_config_init(&cfg);
     char err[DP_ERRLEN];
-    int rc = rt_parse_args(&cfg, RT_FLAG_TRAIN | RT_FLAG_CLUSTER, argc, argv, NULL, NULL, NULL, err);
+    int rc = rt_parse_args(&cfg, RT_FLAG_TRAIN | RT_FLAG_CLUSTER, argc, argv, NULL, NULL, err);
     if (rc == 1) {
         usage(stdout);
         return 0;

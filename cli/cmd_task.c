@@ -67,7 +67,7 @@ int cmd_task(int argc, char **argv)
     rt_config_init(&cfg);
     task_flags t = {0};
     char err[DP_ERRLEN];
-    int rc = rt_parse_args(&cfg, RT_FLAG_TRAIN, argc, argv, task_flag, &t, NULL, err);
+    int rc = rt_parse_args(&cfg, RT_FLAG_TRAIN, argc, argv, task_flag, &t, err);
     if (rc == 1) {
         usage(stdout);
         return 0;

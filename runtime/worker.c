@@ -2,6 +2,8 @@
  * pull every variable (all ps in parallel), stop when the global step has reached
  * --steps, compute loss and gradients on its batch, push every gradient (all ps in
  * parallel) and wait for the acknowledgements (in sync mode that wait is the barrier) }.
+ * With --pace T a step that took less than T from its pull to the end of its compute
+ * waits out the rest there, before the push, shown as its own phase (PACED_BEGIN/END).
  * Worker 0 is the chief: it initialises or restores the variables, evaluates on the
  * test set and writes checkpoints. The worker's libev loop runs only while it waits for
  * answers; pulled tensors are read straight into the parameter buffers. */
@@ -478,6 +480,25 @@ static void sleep_ns(uint64_t ns)
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !rt_stop_requested) {}
 }
 
+/* --pace: holds the step that began (its first pull) at step_t0 until pace_s has passed,
+ * after its compute and before its push — the gradients are ready and wait to be sent, as
+ * a throttled input pipeline would make a TensorFlow worker wait. The wait is interrupted
+ * by a stop request, as every sleep here is. Returns the ns waited (0: pacing off, or the
+ * step was already long enough: then no event and no wait). */
+static uint64_t pace_step(worker *wk, uint64_t step_t0)
+{
+    if (wk->cfg->pace_s <= 0) return 0;
+    uint64_t pace = (uint64_t)(wk->cfg->pace_s * 1e9), w0 = dp_now_ns();
+    if (w0 - step_t0 >= pace || rt_stop_requested) return 0;
+    int64_t pt0 = rt_instr_now(wk->in);
+    emit_step(wk, EVT_PACED_BEGIN, pt0, 0, wk->cfg->pace_s, 0);
+    sleep_ns(step_t0 + pace - w0);
+    uint64_t w1 = dp_now_ns();
+    int64_t pt1 = rt_instr_now(wk->in);
+    emit_step(wk, EVT_PACED_END, pt1, pt1 - pt0, 0, 0);
+    return w1 - w0;
+}
+
 static int load_data(worker *wk, dataset *train, dataset *test, char *err)
 {
     const rt_config *cfg = wk->cfg;
@@ -545,16 +566,14 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         rc = chief_init(wk, err);
         if (rc) goto out;
     }
-    int slow_index;
-    double slow_factor;
-    rt_config_slow_worker(cfg, &slow_index, &slow_factor);
-    if (slow_index != index) slow_factor = 1.0;
+    double slow_factor = rt_config_straggler_factor(cfg, index);
 
-    uint64_t t_start = dp_now_ns(), t_compute = 0, t_wait = 0;
+    uint64_t t_start = dp_now_ns(), t_compute = 0, t_wait = 0, t_paced = 0;
     int64_t last_eval = -1;
     double accuracy = NAN, test_loss = NAN;
     for (;;) {
         if (cfg->mode == MODE_SSP && (rc = ssp_wait(wk))) break;
+        uint64_t step_t0 = dp_now_ns();
         if ((rc = pull_all(wk))) break;
         if (wk->gs >= cfg->steps) break;
         if (wk->chief && cfg->eval_every > 0 && wk->gs > 0 && wk->gs / cfg->eval_every != last_eval &&
@@ -582,6 +601,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
             break;
         }
         wk->losses[wk->n_losses++ % LOSS_WINDOW] = loss;
+        t_paced += pace_step(wk, step_t0);
         uint64_t w0 = dp_now_ns();
         if ((rc = push_all(wk, wk->local + 1))) break;
         t_wait += dp_now_ns() - w0;
@@ -631,6 +651,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
            (unsigned long long)wk->bytes_pulled, (unsigned long long)wk->bytes_pushed,
            mean_recent_loss(wk), (long long)wk->gs, wk->drops_seen, train_s, (double)t_compute / 1e9,
            (double)t_wait / 1e9);
+    if (cfg->pace_s > 0) printf(",\"paced_s\":%.6f", (double)t_paced / 1e9);
     if (wk->chief)
         printf(",\"test_accuracy\":%.6f,\"test_loss\":%.6f,\"param_checksum\":\"%016llx\"", accuracy,
                test_loss, (unsigned long long)params_checksum(wk));

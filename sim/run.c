@@ -11,56 +11,14 @@
 #include "cluster/spec.h"
 #include "sim/world.h"
 
-void sim_config_init(sim_config *c)
-{
-    memset(c, 0, sizeof *c);
-    c->n_ps = 1;
-    c->n_workers = 2;
-    c->mode = MODE_SYNC;
-    c->staleness = 3;
-    c->steps = 100;
-    c->model = MODEL_MLP;
-    c->hidden = 128;
-    c->placement = PLACE_ROUND_ROBIN;
-    c->ps_bw = c->worker_bw = 10e9 / 8;
-    c->latency = 50e-6;
-    c->compute.kind = SIM_DIST_CONSTANT;
-    c->compute.mean = 0.1;
-    c->seed = 1;
-    c->batch = 64;
-    c->optimizer = OPT_SGD;
-    c->lr = 0.2;
-    c->nqm_dims = 32;
-    c->nqm_noise = 1.0;
-    c->trace_level = SIM_TRACE_AUTO;
-    c->trace_sample = 16;
-}
-
 int sim_config_check(const sim_config *c, char *err)
 {
-    if (c->n_ps < 1 || c->n_ps > SPEC_MAX_PS)
-        return dp_fail(err, DP_EINVAL, "--ps: %d out of range 1..%d", c->n_ps, SPEC_MAX_PS);
-    if (c->n_workers < 1 || c->n_workers > SPEC_MAX_WORKERS)
-        return dp_fail(err, DP_EINVAL, "--workers: %d out of range 1..%d", c->n_workers, SPEC_MAX_WORKERS);
-    if (c->backup_workers < 0 || c->backup_workers >= c->n_workers)
-        return dp_fail(err, DP_EINVAL, "--backup-workers: %d must be in 0..%d (fewer than the workers)",
-                       c->backup_workers, c->n_workers - 1);
-    if (c->backup_workers && c->mode != MODE_SYNC)
-        return dp_fail(err, DP_EINVAL, "--backup-workers only applies to --mode sync");
-    if (c->staleness < 0) return dp_fail(err, DP_EINVAL, "--staleness: must be >= 0");
-    if (c->steps < 1) return dp_fail(err, DP_EINVAL, "--steps: must be >= 1");
-    if (c->batch < 1) return dp_fail(err, DP_EINVAL, "--batch: must be >= 1");
+    int rc = run_check(&c->run, err);
+    if (rc) return rc;
     if (!(c->ps_bw > 0) || !(c->worker_bw > 0)) return dp_fail(err, DP_EINVAL, "--bandwidth: must be positive");
-    if (!(c->latency >= 0) || c->latency > 60) return dp_fail(err, DP_EINVAL, "--latency: must be in 0..60s");
-    if (!(c->compute.mean > 0)) return dp_fail(err, DP_EINVAL, "--compute: mean must be positive");
-    if (c->nqm_dims < 0 || c->nqm_dims > 4096) return dp_fail(err, DP_EINVAL, "--nqm-dims: must be in 0..4096");
-    if (!(c->lr > 0)) return dp_fail(err, DP_EINVAL, "--lr: must be positive");
+    if (!(c->compute.mean >= 0)) return dp_fail(err, DP_EINVAL, "--compute: mean must not be negative");
     if (c->model_bytes < 0 || c->model_bytes > 200e9)
         return dp_fail(err, DP_EINVAL, "--model-bytes: must be in 0..200GB");
-    for (int i = 0; i < c->n_stragglers; i++)
-        if (c->stragglers[i].worker >= c->n_workers)
-            return dp_fail(err, DP_EINVAL, "--straggler: worker %d does not exist (%d workers)",
-                           c->stragglers[i].worker, c->n_workers);
     for (int i = 0; i < c->n_failures; i++) {
         const sim_failure *f = &c->failures[i];
         int n = f->job == JOB_PS ? c->n_ps : c->n_workers;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "cluster/optim.h"
+#include "cluster/run.h"
 #include "cluster/update.h"
 #include "cluster/vars.h"
 
@@ -36,9 +37,9 @@ int sim_parse_dist(const char *s, sim_dist *d, char *err);
 /* Writes the canonical spelling of d into buf. */
 void sim_dist_format(const sim_dist *d, char *buf, size_t n);
 
-/* --straggler worker:I xF  ("worker:3x4": worker 3 computes 4 times slower). */
-typedef struct sim_straggler { int worker; double factor; } sim_straggler;
-int sim_parse_straggler(const char *s, sim_straggler *out, char *err);
+/* --straggler worker:IxF  ("worker:3x4": worker 3 computes 4 times slower), through the
+ * run description's key (cluster/run.h); one straggler. */
+int sim_parse_straggler(const char *s, run_straggler *out, char *err);
 
 /* --fail JOB:I@step=N | JOB:I@t=T [,restart=T]: the task dies when it reaches local
  * step N (worker) / global step N (ps), or at simulated time T; with restart it comes
@@ -63,7 +64,6 @@ enum sim_trace_level {
 /* Parses "full", "sample", "sample:K", "steps", "auto". */
 int sim_parse_trace_level(const char *s, int *level, int *sample, char *err);
 
-#define SIM_MAX_STRAGGLERS 64
 #define SIM_MAX_FAILURES 64
 #define SIM_PATH_MAX 1024
 
@@ -74,29 +74,18 @@ typedef struct sim_progress {
 } sim_progress;
 
 typedef struct sim_config {
-    int n_ps, n_workers;
-    update_mode mode;
-    int backup_workers;
-    int staleness;
-    int64_t steps;
-    model_kind model;
-    int hidden;
-    int partition;          /* 0: 1, or n_ps when model_bytes is set */
-    placement_kind placement;
+    union {
+        run_desc run;           /* what the real runtime shares (cluster/run.h) */
+        struct { RUN_DESC_FIELDS };
+    };
     double model_bytes;     /* > 0: an MLP whose hidden width gives about this many bytes */
     double ps_bw, worker_bw;/* bytes/s of each NIC, both directions */
     double ps_push_bw, worker_push_bw;  /* > 0: the push direction differs (calibration) */
     double latency;         /* seconds, one way, per message */
     sim_dist compute;
     double *speed;          /* NULL or n_workers compute-time factors (borrowed) */
-    sim_straggler stragglers[SIM_MAX_STRAGGLERS];
-    int n_stragglers;
     sim_failure failures[SIM_MAX_FAILURES];
     int n_failures;
-    uint64_t seed;
-    int batch;
-    opt_kind optimizer;
-    double lr;
     int nqm_dims;           /* surrogate dimension (default 32) */
     double nqm_noise;       /* gradient-noise scale (default 1) */
     char trace[SIM_PATH_MAX];
@@ -109,9 +98,14 @@ typedef struct sim_config {
     void *progress_ctx;
 } sim_config;
 
-/* Defaults: 1 ps, 2 workers, sync, 100 steps, mlp H=128, round-robin, 10 Gbit NICs,
- * 50 us latency, constant:mean=100ms, seed 1, batch 64, sgd lr 0.2, 32 surrogate dims. */
+/* Every key's default for the simulator (cluster/run.c's table): 1 ps, 2 workers, sync,
+ * 100 steps, mlp H=128, round-robin, 10 Gbit NICs, 50 us latency, constant:mean=100ms,
+ * seed 1, batch 64, sgd lr 0.2, 32 surrogate dims. */
 void sim_config_init(sim_config *c);
+
+/* Sets one key from text (a flag or a scenario key; `what` names it in messages): the
+ * shared keys through cluster/run.h, the simulator's own here. Returns 0 or DP_EINVAL. */
+int sim_config_set(sim_config *c, const char *name, const char *text, const char *what, char *err);
 
 /* Cross-checks (backups < workers, stragglers and failures name existing tasks ...). */
 int sim_config_check(const sim_config *c, char *err);
@@ -168,5 +162,28 @@ typedef struct sim_calibration {
  * factors, effective bandwidth and latency. Release with sim_calibration_release(). */
 int sim_calibrate(const char *trace_path, sim_calibration *cal, char *err);
 void sim_calibration_release(sim_calibration *cal);
+
+/* ---- `downpour sim`'s options: the configuration plus where the results go ----------- */
+
+typedef struct sim_options {
+    sim_config c;
+    char summary[SIM_PATH_MAX];     /* also write the summary line here */
+    char calibrate[SIM_PATH_MAX];   /* --calibrate-from */
+    int quiet;
+    unsigned char seen[128];        /* seen[i]: key i of run_keys() was given */
+} sim_options;
+
+/* Defaults for every key. */
+void sim_options_init(sim_options *o);
+/* Parses `downpour sim`'s argv (argv[0] the command). Returns 0, 1 for --help, or
+ * DP_EINVAL with a message naming the flag. */
+int sim_options_parse(sim_options *o, int argc, char **argv, char *err);
+/* Sets one key from text, remembering that it was given (scenario files). */
+int sim_options_set(sim_options *o, const char *name, const char *text, const char *what, char *err);
+/* Fills what the user did not give from a calibration (explicit keys win). The options
+ * borrow cal's speeds until cal is released. */
+void sim_options_calibrate(sim_options *o, const sim_calibration *cal);
+/* The summary JSON line (no newline): DESIGN.md's keys plus the simulator's. Caller frees. */
+char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s);
 
 #endif

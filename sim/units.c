@@ -79,7 +79,8 @@ int sim_parse_dist(const char *s, sim_dist *d, char *err)
         return dp_fail(err, DP_EINVAL, "--compute: \"%s\" needs mean=T %s", s, usage);
     rc = dp_parse_time(v, "--compute mean", &d->mean, err);
     if (rc) return rc;
-    if (d->mean <= 0) return dp_fail(err, DP_EINVAL, "--compute: mean must be positive in \"%s\"", s);
+    /* zero compute is a legitimate pure-network experiment */
+    if (d->mean < 0) return dp_fail(err, DP_EINVAL, "--compute: mean must not be negative in \"%s\"", s);
     if (d->kind == SIM_DIST_NORMAL) {
         if (!param(params, "sd", v, sizeof v))
             return dp_fail(err, DP_EINVAL, "--compute: \"%s\" needs sd=T", s);
@@ -131,19 +132,13 @@ static int parse_task(const char *s, int *job, int *task)
     return i;
 }
 
-int sim_parse_straggler(const char *s, sim_straggler *out, char *err)
+int sim_parse_straggler(const char *s, run_straggler *out, char *err)
 {
-    int job, task;
-    int n = s ? parse_task(s, &job, &task) : -1;
-    if (n < 0 || job != JOB_WORKER || s[n] != 'x')
-        return dp_fail(err, DP_EINVAL, "--straggler: \"%s\" is not worker:IxF (e.g. worker:3x4)",
-                       s ? s : "");
-    double f;
-    if (dp_parse_double(s + n + 1, &f) || !(f >= 1.0 / 1000) || f > 1000)
-        return dp_fail(err, DP_EINVAL, "--straggler: factor \"%s\" is not a number in 0.001..1000",
-                       s + n + 1);
-    out->worker = task;
-    out->factor = f;
+    run_value v;
+    int rc = run_value_parse(run_key_find("straggler"), s ? s : "", "--straggler", &v, err);
+    if (rc) return rc;
+    if (v.n_st != 1) return dp_fail(err, DP_EINVAL, "--straggler: \"%s\" names %d stragglers, not one", s, v.n_st);
+    *out = v.st[0];
     return DP_OK;
 }
 

@@ -166,7 +166,7 @@ expect_err() { # expect_err "substring" args...
 }
 expect_err '--mode: "fast" is not one of sync, async or ssp' cluster --mode fast
 expect_err '--lr: "abc" is not a number' cluster --lr abc
-expect_err '--workers: 0 is outside 1..4096' cluster --workers 0
+expect_err '--workers: 0 is outside 1..65536' cluster --workers 0
 expect_err '--backup-workers: 2 leaves no replica to aggregate with 2 workers' cluster --backup-workers 2
 expect_err 'unknown flag "--bogus"' cluster --bogus 1
 expect_err '--ps_hosts: entry 0 "nope": missing' task --job_name=ps --task_index=0 --ps_hosts=nope --worker_hosts=a:1

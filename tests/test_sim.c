@@ -247,7 +247,7 @@ static void test_determinism(const char *dir)
     c.compute.kind = SIM_DIST_LOGNORMAL;
     c.compute.sigma = 0.5;
     c.steps = 30;
-    c.stragglers[c.n_stragglers++] = (sim_straggler){2, 3};
+    c.stragglers[c.n_stragglers++] = (run_straggler){2, 3};
     snprintf(c.trace, sizeof c.trace, "%s", a);
     sim_result r1, r2;
     CHECK(run(&c, &r1) == 0);
@@ -370,7 +370,7 @@ static void test_failures_and_ssp(void)
     s.mode = MODE_SSP;
     s.staleness = 2;
     s.steps = 200;
-    s.stragglers[s.n_stragglers++] = (sim_straggler){0, 4};
+    s.stragglers[s.n_stragglers++] = (run_straggler){0, 4};
     CHECK(run(&s, &r) == 0);
     CHECK(r.global_step >= 200 && r.max_staleness > 0);
     s.mode = MODE_ASYNC;
@@ -394,7 +394,7 @@ static void test_calibration_roundtrip(const char *dir)
     c.ps_bw = c.worker_bw = 1e9 / 8;
     c.latency = 200e-6;
     c.steps = 200;
-    c.stragglers[c.n_stragglers++] = (sim_straggler){3, 2};
+    c.stragglers[c.n_stragglers++] = (run_straggler){3, 2};
     snprintf(c.trace, sizeof c.trace, "%s", path);
     sim_result truth;
     CHECK(run(&c, &truth) == 0);

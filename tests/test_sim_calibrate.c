@@ -59,7 +59,7 @@ static void check_case(const cal_case *k, const char *path)
     double push_bw = k->push_bits > 0 ? k->push_bits / 8 : c.ps_bw;
     c.latency = k->latency;
     CHECK_MSG(sim_parse_dist(k->compute, &c.compute, err) == 0, "%s: %s", k->name, err);
-    if (k->straggler >= 0) c.stragglers[c.n_stragglers++] = (sim_straggler){k->straggler, 2};
+    if (k->straggler >= 0) c.stragglers[c.n_stragglers++] = (run_straggler){k->straggler, 2};
     snprintf(c.trace, sizeof c.trace, "%s", path);
     sim_result truth;
     int rc = sim_run(&c, &truth, err);

@@ -383,7 +383,7 @@ static void test_units(void)
     CHECK(sim_parse_dist("constant:mean=1s,sd=2s", &d, err) == DP_EINVAL && strstr(err, "unexpected"));
     CHECK(sim_parse_dist("lognormal:mean=1s,sigma=x", &d, err) == DP_EINVAL && strstr(err, "sigma"));
     CHECK(sim_parse_dist("constant", &d, err) == DP_EINVAL);
-    sim_straggler s;
+    run_straggler s;
     CHECK(sim_parse_straggler("worker:3x4", &s, err) == 0 && s.worker == 3 && s.factor == 4);
     CHECK(sim_parse_straggler("ps:3x4", &s, err) == DP_EINVAL && strstr(err, "worker:IxF"));
     CHECK(sim_parse_straggler("worker:3x", &s, err) == DP_EINVAL);
@@ -403,7 +403,7 @@ static void test_units(void)
     c.backup_workers = 4;
     CHECK(sim_config_check(&c, err) == DP_EINVAL && strstr(err, "--backup-workers"));
     c.backup_workers = 0;
-    c.stragglers[c.n_stragglers++] = (sim_straggler){9, 2};
+    c.stragglers[c.n_stragglers++] = (run_straggler){9, 2};
     CHECK(sim_config_check(&c, err) == DP_EINVAL && strstr(err, "worker 9 does not exist"));
 }
 

@@ -1,0 +1,534 @@
+/* run.c — the run description's key table and everything it drives (see run.h): value
+ * parsing with the checks and messages of every flag and scenario key, defaults, argv
+ * parsing, --help lines, suggestions for misspelt keys, and the summary's common part. */
+#include "cluster/run.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cluster/spec.h"
+#include "common/dp.h"
+#include "common/units.h"
+
+enum { C = RUN_CMD_CLUSTER, T = RUN_CMD_TASK, S = RUN_CMD_SIM, CT = C | T, CTS = C | T | S };
+
+const char *const run_sections[] = {"scenario", "cluster", "training", "placement", "network",
+                                    "faults", "pace", NULL};
+
+/* name, section, type, arg, default, sim default, min, max, min_open, choices, cmds,
+ * repeatable, alias, help */
+static const run_key keys[] = {
+    {"ps", "cluster", RUN_T_INT, "N", "1", NULL, 1, SPEC_MAX_PS, 0, NULL, C | S, 0, NULL,
+     "ps tasks"},
+    {"workers", "cluster", RUN_T_INT, "N", "2", NULL, 1, SPEC_MAX_WORKERS, 0, NULL, C | S, 0, NULL,
+     "worker tasks"},
+    {"compute", "cluster", RUN_T_TEXT, "DIST", "constant:mean=100ms", NULL, 0, 0, 0, NULL, S, 0, NULL,
+     "per-step compute time: constant:mean=T | normal:mean=T,sd=T | lognormal:mean=T,sigma=X | "
+     "exponential:mean=T"},
+    {"mode", "training", RUN_T_ENUM, "M", "sync", NULL, 0, 0, 0, "sync|async|ssp", CTS, 0, NULL,
+     "update strategy: SyncReplicasOptimizer, Downpour SGD, or bounded staleness"},
+    {"backup_workers", "training", RUN_T_INT, "B", "0", NULL, 0, SPEC_MAX_WORKERS - 1, 0, NULL, CTS, 0,
+     NULL, "sync: replicas_to_aggregate = workers - B; late gradients are dropped"},
+    {"staleness", "training", RUN_T_INT, "S", "3", NULL, 0, 1000000, 0, NULL, CTS, 0, NULL,
+     "ssp: a worker may start step s once the slowest has done s - S"},
+    {"steps", "training", RUN_T_INT, "N", "1000", "100", 1, 1e12, 0, NULL, CTS, 0, NULL,
+     "train until the global step reaches N"},
+    {"batch", "training", RUN_T_INT, "N", "64", NULL, 1, 65536, 0, NULL, CTS, 0, NULL,
+     "batch size per worker"},
+    {"lr", "training", RUN_T_REAL, "X", "0.05", "0.2", 0, 1000, 1, NULL, CTS, 0, NULL,
+     "learning rate (sim: of the surrogate)"},
+    {"optimizer", "training", RUN_T_ENUM, "O", "sgd", NULL, 0, 0, 0, "sgd|momentum|adagrad", CTS, 0,
+     NULL, "optimizer, applied on the ps"},
+    {"model", "training", RUN_T_ENUM, "M", "mlp", NULL, 0, 0, 0, "softmax|mlp", CTS, 0, NULL,
+     "softmax regression or MLP 784-H-10"},
+    {"hidden", "training", RUN_T_INT, "N", "128", NULL, 1, 65536, 0, NULL, CTS, 0, NULL,
+     "mlp hidden units"},
+    {"model_bytes", "training", RUN_T_BYTES, "SIZE", NULL, NULL, 4, 1e15, 0, NULL, S, 0, NULL,
+     "model size, e.g. 100MB (an MLP of about that size, weights partitioned over the ps)"},
+    {"data", "training", RUN_T_TEXT, "DIR", "/usr/share/datasets/fashion-mnist", NULL, 0, 0, 0, NULL,
+     CT, 0, NULL, "Fashion-MNIST IDX directory, or 'synthetic'"},
+    {"synthetic_samples", "training", RUN_T_INT, "N", "6000", NULL, 100, 1e7, 0, NULL, CT, 0, NULL,
+     "size of the synthetic training set"},
+    {"eval_every", "training", RUN_T_INT, "N", "500", NULL, 0, 1e9, 0, NULL, CT, 0, NULL,
+     "chief evaluates every N global steps (0: only at the end)"},
+    {"nqm_dims", "training", RUN_T_INT, "N", "32", NULL, 0, 4096, 0, NULL, S, 0, NULL,
+     "dimensions of the simulator's surrogate loss"},
+    {"seed", "scenario", RUN_T_INT, "N", "1", NULL, 0, 9e18, 0, NULL, CTS, 0, NULL,
+     "seed for initialisation, data order and the simulator: same seed, same run"},
+    {"placement", "placement", RUN_T_ENUM, "P", "round-robin", NULL, 0, 0, 0, "round-robin|greedy",
+     CTS, 0, NULL, "variables to ps tasks: round-robin or greedy by size"},
+    {"partition", "placement", RUN_T_INT, "K", "1", "0", 0, 1024, 0, NULL, CTS, 0, NULL,
+     "split weight matrices into K parts along axis 0 (0: sim picks one per ps with model_bytes)"},
+    {"bandwidth", "network", RUN_T_BANDWIDTH, "BW", "10Gbit", NULL, 0, 0, 0, NULL, S, 0, NULL,
+     "every NIC, each direction, e.g. 10Gbit"},
+    {"ps_bandwidth", "network", RUN_T_BANDWIDTH, "BW", NULL, NULL, 0, 0, 0, NULL, S, 0, NULL,
+     "ps NICs only"},
+    {"worker_bandwidth", "network", RUN_T_BANDWIDTH, "BW", NULL, NULL, 0, 0, 0, NULL, S, 0, NULL,
+     "worker NICs only"},
+    {"latency", "network", RUN_T_TIME, "T", "50us", NULL, 0, 60, 0, NULL, S, 0, NULL,
+     "one-way latency per message"},
+    {"straggler", "faults", RUN_T_STRAGGLER, "worker:IxF", NULL, NULL, 1, 1000, 0, NULL, CTS, 1,
+     "slow-worker", "worker I computes F times slower (a list, or repeat the flag)"},
+    {"fail", "faults", RUN_T_TEXT, "JOB:I@step=N", NULL, NULL, 0, 0, 0, NULL, S, 1, NULL,
+     "a task dies at a step or time (@t=T), optionally ,restart=T"},
+    {"pace", "pace", RUN_T_TIME, "T", "0", NULL, 0, 3600, 0, NULL, CT, 0, NULL,
+     "every worker step takes at least T (e.g. 200ms), to watch live; 0: off"},
+    /* flags only: where the run goes and how it talks */
+    {"trace", NULL, RUN_T_TEXT, "FILE", NULL, NULL, 0, 0, 0, NULL, C | S, 0, NULL,
+     "record the run's events to FILE"},
+    {"summary", NULL, RUN_T_TEXT, "FILE", NULL, NULL, 0, 0, 0, NULL, C | S, 0, NULL,
+     "also write the summary JSON to FILE"},
+    {"hub", NULL, RUN_T_TEXT, "ADDR", NULL, NULL, 0, 0, 0, NULL, CT, 0, NULL,
+     "send events to an existing hub"},
+    {"view", NULL, RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, C, 0, NULL, "open the live viewer"},
+    {"log_device_placement", NULL, RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, CT, 0, NULL,
+     "print TensorFlow's device placement log"},
+    {"checkpoint_dir", NULL, RUN_T_TEXT, "DIR", NULL, NULL, 0, 0, 0, NULL, CT, 0, NULL,
+     "write checkpoints; resume from one"},
+    {"connect_timeout", NULL, RUN_T_INT, "S", "60", NULL, 1, 86400, 0, NULL, CT, 0, NULL,
+     "seconds a worker waits for its ps"},
+    {"log_every", NULL, RUN_T_INT, "N", "100", NULL, 1, 1e9, 0, NULL, CT, 0, NULL,
+     "worker progress line every N local steps"},
+    {"trace_level", NULL, RUN_T_TEXT, "L", "auto", NULL, 0, 0, 0, NULL, S, 0, NULL,
+     "full | sample[:K] | steps | auto (full up to 64 workers, else 16 sampled)"},
+    {"calibrate_from", NULL, RUN_T_TEXT, "TRACE", NULL, NULL, 0, 0, 0, NULL, S, 0, NULL,
+     "fit compute, bandwidth and latency from a recorded run; explicit flags win"},
+    {"max_sim_time", NULL, RUN_T_TIME, "T", NULL, NULL, 0, 1e9, 0, NULL, S, 0, NULL,
+     "stop after this much simulated time"},
+    {"quiet", NULL, RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, CTS, 0, NULL, "fewer progress lines"},
+};
+
+const run_key *run_keys(size_t *n)
+{
+    *n = DP_ARRAY_LEN(keys);
+    return keys;
+}
+
+/* Compares a key name with a spelling that may use dashes for underscores. */
+static int same_name(const char *key, const char *s)
+{
+    for (; *key && *s; key++, s++)
+        if (*key != *s && !(*key == '_' && *s == '-')) return 0;
+    return !*key && !*s;
+}
+
+const run_key *run_key_find(const char *name)
+{
+    for (size_t i = 0; i < DP_ARRAY_LEN(keys); i++)
+        if (same_name(keys[i].name, name) || (keys[i].alias && same_name(keys[i].alias, name)))
+            return &keys[i];
+    return NULL;
+}
+
+int run_key_engines(const run_key *k)
+{
+    return ((k->cmds & (RUN_CMD_CLUSTER | RUN_CMD_TASK)) ? RUN_REAL : 0) |
+           ((k->cmds & RUN_CMD_SIM) ? RUN_SIM : 0);
+}
+
+const char *run_key_default(const run_key *k, int engine)
+{
+    return engine == RUN_SIM && k->def_sim ? k->def_sim : k->def;
+}
+
+void run_key_flag(const run_key *k, char *buf, size_t n)
+{
+    snprintf(buf, n, "--%s", k->name);
+    for (char *p = buf; *p; p++)
+        if (*p == '_') *p = '-';
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    size_t row[64];
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t sub = diag + (a[i - 1] != b[j - 1] && !(a[i - 1] == '-' && b[j - 1] == '_'));
+            size_t best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
+            row[j] = sub < best ? sub : best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const run_key *run_key_suggest(const char *name, const char *section)
+{
+    const run_key *best = NULL;
+    size_t best_d = 4;
+    for (size_t i = 0; i < DP_ARRAY_LEN(keys); i++) {
+        if (section && (!keys[i].section || strcmp(keys[i].section, section))) continue;
+        size_t d = edit_distance(name, keys[i].name);
+        if (d < best_d) {
+            best_d = d;
+            best = &keys[i];
+        }
+    }
+    return best;
+}
+
+/* Index of `text` among the '|'-separated choices, or -1. */
+static int choice_index(const char *choices, const char *text)
+{
+    size_t tl = strlen(text);
+    int idx = 0;
+    for (const char *p = choices; p; idx++) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == tl && !strncmp(p, text, len)) return idx;
+        p = bar ? bar + 1 : NULL;
+    }
+    return -1;
+}
+
+/* "sync|async|ssp" as "sync, async or ssp". */
+static void choices_text(const char *choices, char *buf, size_t n)
+{
+    size_t o = 0;
+    int count = 1;
+    for (const char *p = choices; *p; p++) count += *p == '|';
+    int seen = 0;
+    for (const char *p = choices; *p && o + 8 < n; p++) {
+        if (*p == '|') {
+            seen++;
+            const char *sep = seen == count - 1 ? " or " : ", ";
+            o += (size_t)snprintf(buf + o, n - o, "%s", sep);
+        } else {
+            buf[o++] = *p;
+        }
+    }
+    buf[o < n ? o : n - 1] = 0;
+}
+
+/* One straggler: "worker:IxF", or the runtime's older "I:F". */
+static int parse_straggler(const run_key *k, const char *s, const char *what, run_straggler *out,
+                           char *err)
+{
+    const char *num = s, *fac = NULL;
+    if (!strncmp(s, "worker:", 7)) {
+        num = s + 7;
+        fac = strchr(num, 'x');
+    } else {
+        fac = strchr(num, ':');
+    }
+    char ibuf[32];
+    size_t il = fac ? (size_t)(fac - num) : 0;
+    long long idx;
+    if (!fac || il == 0 || il >= sizeof ibuf)
+        return dp_fail(err, DP_EINVAL, "%s: \"%s\" is not worker:IxF (e.g. worker:3x4)", what, s);
+    memcpy(ibuf, num, il);
+    ibuf[il] = 0;
+    if (dp_parse_int(ibuf, &idx) || idx < 0 || idx >= SPEC_MAX_WORKERS)
+        return dp_fail(err, DP_EINVAL, "%s: \"%s\" is not worker:IxF (e.g. worker:3x4)", what, s);
+    double f;
+    if (dp_parse_double(fac + 1, &f) || !(f >= k->min) || f > k->max)
+        return dp_fail(err, DP_EINVAL, "%s: factor \"%s\" is not a number in %g..%g", what, fac + 1,
+                       k->min, k->max);
+    out->worker = (int)idx;
+    out->factor = f;
+    return DP_OK;
+}
+
+int run_value_parse(const run_key *k, const char *text, const char *what, run_value *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    out->text = text;
+    if (k->type == RUN_T_BOOL) {
+        if (!text || !strcmp(text, "true") || !strcmp(text, "1")) out->i = 1;
+        else if (!strcmp(text, "false") || !strcmp(text, "0")) out->i = 0;
+        else return dp_fail(err, DP_EINVAL, "%s: \"%s\" is not true or false", what, text);
+        return DP_OK;
+    }
+    if (!text) return dp_fail(err, DP_EINVAL, "%s: missing value", what);
+    while (*text == ' ' || *text == '\t') text++;
+    out->text = text;
+    if (!*text) return dp_fail(err, DP_EINVAL, "%s: empty value", what);
+    char buf[128];
+    int rc = DP_OK;
+    switch (k->type) {
+    case RUN_T_INT:
+        if (dp_parse_int(text, &out->i))
+            return dp_fail(err, DP_EINVAL, "%s: \"%s\" is not an integer", what, text);
+        if (out->i < k->min || out->i > k->max)
+            return dp_fail(err, DP_EINVAL, "%s: %lld is outside %.0f..%.0f", what, out->i, k->min, k->max);
+        return DP_OK;
+    case RUN_T_REAL:
+        if (dp_parse_double(text, &out->d) || !isfinite(out->d))
+            return dp_fail(err, DP_EINVAL, "%s: \"%s\" is not a number", what, text);
+        if ((k->min_open ? out->d <= k->min : out->d < k->min) || out->d > k->max)
+            return dp_fail(err, DP_EINVAL, "%s: %g is outside %s%g, %g]", what, out->d,
+                           k->min_open ? "(" : "[", k->min, k->max);
+        return DP_OK;
+    case RUN_T_ENUM:
+        out->i = choice_index(k->choices, text);
+        if (out->i < 0) {
+            choices_text(k->choices, buf, sizeof buf);
+            return dp_fail(err, DP_EINVAL, "%s: \"%s\" is not one of %s", what, text, buf);
+        }
+        return DP_OK;
+    case RUN_T_TIME:
+        rc = dp_parse_time(text, what, &out->d, err);
+        if (!rc && (out->d < k->min || out->d > k->max))
+            return dp_fail(err, DP_EINVAL, "%s: \"%s\" is outside %gs..%gs", what, text, k->min, k->max);
+        return rc;
+    case RUN_T_BYTES:
+        rc = dp_parse_bytes(text, what, &out->d, err);
+        if (!rc && (out->d < k->min || out->d > k->max))
+            return dp_fail(err, DP_EINVAL, "%s: \"%s\" is outside %g..%g bytes", what, text, k->min, k->max);
+        return rc;
+    case RUN_T_BANDWIDTH:
+        return dp_parse_bandwidth(text, what, &out->d, err);
+    case RUN_T_STRAGGLER: {
+        const char *p = text;
+        while (*p) {
+            const char *comma = strchr(p, ',');
+            size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            while (len && p[len - 1] == ' ') len--;
+            if (len >= sizeof buf) return dp_fail(err, DP_EINVAL, "%s: \"%s\" is too long", what, p);
+            memcpy(buf, p, len);
+            buf[len] = 0;
+            if (out->n_st == RUN_MAX_STRAGGLERS)
+                return dp_fail(err, DP_EINVAL, "%s: at most %d stragglers", what, RUN_MAX_STRAGGLERS);
+            if ((rc = parse_straggler(k, buf, what, &out->st[out->n_st], err))) return rc;
+            out->n_st++;
+            if (!comma) break;
+            p = comma + 1;
+            while (*p == ' ') p++;
+        }
+        return DP_OK;
+    }
+    case RUN_T_TEXT:
+        if (strlen(text) >= 1024) return dp_fail(err, DP_EINVAL, "%s: value longer than 1023 bytes", what);
+        return DP_OK;
+    case RUN_T_BOOL:
+        break;
+    }
+    return DP_OK;
+}
+
+/* Applies a shared key; returns 1 when k is not one. */
+static int set_shared(run_desc *d, const run_key *k, const run_value *v)
+{
+    const char *n = k->name;
+    if (!strcmp(n, "ps")) d->n_ps = (int)v->i;
+    else if (!strcmp(n, "workers")) d->n_workers = (int)v->i;
+    else if (!strcmp(n, "mode")) d->mode = (update_mode)v->i;
+    else if (!strcmp(n, "backup_workers")) d->backup_workers = (int)v->i;
+    else if (!strcmp(n, "staleness")) d->staleness = (int)v->i;
+    else if (!strcmp(n, "steps")) d->steps = v->i;
+    else if (!strcmp(n, "batch")) d->batch = (int)v->i;
+    else if (!strcmp(n, "lr")) d->lr = v->d;
+    else if (!strcmp(n, "optimizer")) d->optimizer = (opt_kind)v->i;
+    else if (!strcmp(n, "model")) d->model = (model_kind)v->i;
+    else if (!strcmp(n, "hidden")) d->hidden = (int)v->i;
+    else if (!strcmp(n, "placement")) d->placement = (placement_kind)v->i;
+    else if (!strcmp(n, "partition")) d->partition = (int)v->i;
+    else if (!strcmp(n, "seed")) d->seed = (uint64_t)v->i;
+    else if (!strcmp(n, "pace")) d->pace_s = v->d;
+    else if (!strcmp(n, "straggler")) {
+        for (int i = 0; i < v->n_st; i++) {
+            /* a worker named again takes the new factor */
+            int j = 0;
+            while (j < d->n_stragglers && d->stragglers[j].worker != v->st[i].worker) j++;
+            if (j == RUN_MAX_STRAGGLERS) continue;
+            d->stragglers[j] = v->st[i];
+            if (j == d->n_stragglers) d->n_stragglers++;
+        }
+    } else return 1;
+    return 0;
+}
+
+int run_set(run_desc *d, int engine, run_extra_fn extra, void *ctx, const char *name,
+            const char *text, const char *what, char *err)
+{
+    const run_key *k = run_key_find(name);
+    if (!k) return dp_fail(err, DP_EINVAL, "%s: unknown key", what);
+    if (!(run_key_engines(k) & engine))
+        return dp_fail(err, DP_EINVAL, "%s: not used by the %s", what,
+                       engine == RUN_SIM ? "simulator" : "real runtime");
+    run_value v;
+    int rc = run_value_parse(k, text, what, &v, err);
+    if (rc) return rc;
+    if (set_shared(d, k, &v) == 0) return DP_OK;
+    rc = extra ? extra(ctx, k, &v, what, err) : 1;
+    if (rc == 1) return dp_fail(err, DP_EINVAL, "%s: not handled by this engine", what);
+    return rc;
+}
+
+void run_defaults(run_desc *d, int engine, run_extra_fn extra, void *ctx)
+{
+    memset(d, 0, sizeof *d);
+    /* the enum keys' choices are in the enums' order */
+    dp_assert("run: mode choices follow update_mode", !strcmp(update_mode_name(MODE_SSP), "ssp"));
+    dp_assert("run: optimizer choices follow opt_kind", !strcmp(optim_name(OPT_ADAGRAD), "adagrad"));
+    dp_assert("run: model choices follow model_kind", !strcmp(model_name(MODEL_MLP), "mlp"));
+    for (size_t i = 0; i < DP_ARRAY_LEN(keys); i++) {
+        const run_key *k = &keys[i];
+        const char *def = run_key_default(k, engine);
+        if (!def || !(run_key_engines(k) & engine)) continue;
+        char err[DP_ERRLEN];
+        int rc = run_set(d, engine, extra, ctx, k->name, def, k->name, err);
+        dp_assert("run: every default passes its own checks", rc == 0);
+        DP_UNUSED(rc);
+    }
+}
+
+int run_check(const run_desc *d, char *err)
+{
+    if (d->backup_workers >= d->n_workers)
+        return dp_fail(err, DP_EINVAL, "--backup-workers: %d leaves no replica to aggregate with %d workers",
+                       d->backup_workers, d->n_workers);
+    if (d->backup_workers && d->mode != MODE_SYNC)
+        return dp_fail(err, DP_EINVAL, "--backup-workers: only meaningful with --mode sync");
+    for (int i = 0; i < d->n_stragglers; i++)
+        if (d->stragglers[i].worker >= d->n_workers)
+            return dp_fail(err, DP_EINVAL, "--straggler: worker %d does not exist (%d workers)",
+                           d->stragglers[i].worker, d->n_workers);
+    return DP_OK;
+}
+
+int run_parse_argv(run_desc *d, int cmd, run_extra_fn extra, void *ctx, int argc, char **argv,
+                   unsigned char *seen, char *err)
+{
+    int engine = cmd == RUN_CMD_SIM ? RUN_SIM : RUN_REAL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
+        if (strncmp(a, "--", 2) != 0 || !a[2])
+            return dp_fail(err, DP_EINVAL, "unexpected argument \"%s\" (see --help)", a);
+        char name[64];
+        const char *eq = strchr(a + 2, '=');
+        size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (len >= sizeof name) return dp_fail(err, DP_EINVAL, "unknown flag \"%s\" (see --help)", a);
+        memcpy(name, a + 2, len);
+        name[len] = 0;
+        const run_key *k = run_key_find(name);
+        const char *v = eq ? eq + 1 : NULL;
+        if (!k && extra) {
+            /* a flag of the command's own (TensorFlow's --job_name, ...): always a value */
+            if (!v) {
+                if (i + 1 >= argc) return dp_fail(err, DP_EINVAL, "--%s: missing value", name);
+                v = argv[i + 1];
+            }
+            run_value ov = {.text = v};
+            int orc = extra(ctx, NULL, &ov, name, err);
+            if (orc < 0) return orc;
+            if (orc == 0) {
+                if (!eq) i++;
+                continue;
+            }
+            v = eq ? eq + 1 : NULL;
+        }
+        if (!k || !(k->cmds & cmd) || strchr(name, '_')) {
+            const run_key *near = run_key_suggest(name, NULL);
+            char flag[64] = "";
+            if (near && (near->cmds & cmd)) run_key_flag(near, flag, sizeof flag);
+            if (flag[0])
+                return dp_fail(err, DP_EINVAL, "unknown flag \"--%s\" (did you mean \"%s\"? see --help)",
+                               name, flag);
+            return dp_fail(err, DP_EINVAL, "unknown flag \"--%s\" (see --help)", name);
+        }
+        if (!v && k->type != RUN_T_BOOL) {
+            if (i + 1 >= argc) return dp_fail(err, DP_EINVAL, "--%s: missing value", name);
+            v = argv[++i];
+        }
+        char what[72];
+        snprintf(what, sizeof what, "--%s", name);
+        int rc = run_set(d, engine, extra, ctx, k->name, v, what, err);
+        if (rc) return rc;
+        if (seen) seen[k - keys] = 1;
+    }
+    return 0;
+}
+
+void run_usage(FILE *f, int cmd)
+{
+    int engine = cmd == RUN_CMD_SIM ? RUN_SIM : RUN_REAL;
+    for (size_t i = 0; i < DP_ARRAY_LEN(keys); i++) {
+        const run_key *k = &keys[i];
+        if (!(k->cmds & cmd)) continue;
+        char flag[64], left[96];
+        run_key_flag(k, flag, sizeof flag);
+        snprintf(left, sizeof left, "%s %s", flag, k->arg);
+        const char *def = run_key_default(k, engine);
+        fprintf(f, "  %-24s %s", left, k->help);
+        if (def && k->type != RUN_T_BOOL) fprintf(f, " (default %s)", def);
+        if (k->alias) fprintf(f, "; --%s is an older spelling, accepted for one release", k->alias);
+        fputc('\n', f);
+    }
+}
+
+int run_format(const run_desc *d, const run_key *k, char *buf, size_t n)
+{
+    const char *nm = k->name;
+    if (!strcmp(nm, "ps")) snprintf(buf, n, "%d", d->n_ps);
+    else if (!strcmp(nm, "workers")) snprintf(buf, n, "%d", d->n_workers);
+    else if (!strcmp(nm, "mode")) snprintf(buf, n, "%s", update_mode_name(d->mode));
+    else if (!strcmp(nm, "backup_workers")) snprintf(buf, n, "%d", d->backup_workers);
+    else if (!strcmp(nm, "staleness")) snprintf(buf, n, "%d", d->staleness);
+    else if (!strcmp(nm, "steps")) snprintf(buf, n, "%lld", (long long)d->steps);
+    else if (!strcmp(nm, "batch")) snprintf(buf, n, "%d", d->batch);
+    else if (!strcmp(nm, "lr")) snprintf(buf, n, "%.17g", d->lr);
+    else if (!strcmp(nm, "optimizer")) snprintf(buf, n, "%s", optim_name(d->optimizer));
+    else if (!strcmp(nm, "model")) snprintf(buf, n, "%s", model_name(d->model));
+    else if (!strcmp(nm, "hidden")) snprintf(buf, n, "%d", d->hidden);
+    else if (!strcmp(nm, "placement")) snprintf(buf, n, "%s", placement_name(d->placement));
+    else if (!strcmp(nm, "partition")) snprintf(buf, n, "%d", d->partition);
+    else if (!strcmp(nm, "seed")) snprintf(buf, n, "%llu", (unsigned long long)d->seed);
+    else if (!strcmp(nm, "pace")) snprintf(buf, n, "%.9gs", d->pace_s);
+    else if (!strcmp(nm, "straggler")) {
+        size_t o = 0;
+        buf[0] = 0;
+        for (int i = 0; i < d->n_stragglers && o + 32 < n; i++)
+            o += (size_t)snprintf(buf + o, n - o, "%sworker:%dx%.17g", i ? "," : "",
+                                  d->stragglers[i].worker, d->stragglers[i].factor);
+    } else return 1;
+    return 0;
+}
+
+static json_t *num_or_null(double v)
+{
+    return isnan(v) ? json_null() : json_real(v);
+}
+
+void *run_summary_json(const run_desc *d, const run_result *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "engine", json_string(r->engine));
+    json_object_set_new(o, "mode", json_string(update_mode_name(d->mode)));
+    json_object_set_new(o, "ps", json_integer(d->n_ps));
+    json_object_set_new(o, "workers", json_integer(d->n_workers));
+    json_object_set_new(o, "steps", json_integer((json_int_t)d->steps));
+    json_object_set_new(o, "global_step", json_integer((json_int_t)r->global_step));
+    json_object_set_new(o, "wall_s", json_real(r->wall_s));
+    json_object_set_new(o, "mean_step_s", json_real(r->mean_step_s));
+    json_object_set_new(o, "samples_per_s", json_real(r->samples_per_s));
+    json_object_set_new(o, "final_loss", num_or_null(r->final_loss));
+    json_object_set_new(o, "test_accuracy", num_or_null(r->test_accuracy));
+    json_object_set_new(o, "mean_staleness", json_real(r->mean_staleness));
+    json_object_set_new(o, "max_staleness", json_integer((json_int_t)r->max_staleness));
+    json_object_set_new(o, "dropped_gradients", json_integer((json_int_t)r->dropped_gradients));
+    json_object_set_new(o, "min_variable_step", json_integer((json_int_t)r->min_variable_step));
+    json_object_set_new(o, "bytes_pulled", json_integer((json_int_t)r->bytes_pulled));
+    json_object_set_new(o, "bytes_pushed", json_integer((json_int_t)r->bytes_pushed));
+    json_object_set_new(o, "events", json_integer((json_int_t)r->events));
+    json_object_set_new(o, "events_dropped", json_integer((json_int_t)r->events_dropped));
+    json_object_set_new(o, "trace", r->trace && r->trace[0] ? json_string(r->trace) : json_null());
+    json_object_set_new(o, "model", json_string(model_name(d->model)));
+    json_object_set_new(o, "optimizer", json_string(optim_name(d->optimizer)));
+    json_object_set_new(o, "lr", json_real(d->lr));
+    json_object_set_new(o, "batch", json_integer(d->batch));
+    json_object_set_new(o, "backup_workers", json_integer(d->backup_workers));
+    json_object_set_new(o, "seed", json_integer((json_int_t)d->seed));
+    if (d->mode == MODE_SSP) json_object_set_new(o, "staleness_bound", json_integer(d->staleness));
+    return o;
+}

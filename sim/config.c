@@ -1,0 +1,155 @@
+/* config.c — the simulator's configuration from the run description's key table: its
+ * extras (network, compute model, failures, surrogate, trace level), the `downpour sim`
+ * options (flags, --calibrate-from filling what the flags left unset), and the summary
+ * JSON (the common part from cluster/run.c, then the simulator's own keys). */
+#include "sim/sim.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <jansson.h>
+
+#include "common/dp.h"
+
+static int sim_extra(void *ctx, const run_key *k, const run_value *v, const char *what, char *err)
+{
+    sim_config *c = ctx;
+    if (!k) return 1;
+    const char *n = k->name;
+    if (!strcmp(n, "model_bytes")) c->model_bytes = v->d;
+    else if (!strcmp(n, "bandwidth")) c->ps_bw = c->worker_bw = v->d;
+    else if (!strcmp(n, "ps_bandwidth")) c->ps_bw = v->d;
+    else if (!strcmp(n, "worker_bandwidth")) c->worker_bw = v->d;
+    else if (!strcmp(n, "latency")) c->latency = v->d;
+    else if (!strcmp(n, "compute")) return sim_parse_dist(v->text, &c->compute, err);
+    else if (!strcmp(n, "nqm_dims")) c->nqm_dims = (int)v->i;
+    else if (!strcmp(n, "max_sim_time")) c->max_sim_s = v->d;
+    else if (!strcmp(n, "trace_level")) return sim_parse_trace_level(v->text, &c->trace_level, &c->trace_sample, err);
+    else if (!strcmp(n, "trace")) snprintf(c->trace, sizeof c->trace, "%s", v->text);
+    else if (!strcmp(n, "fail")) {
+        if (c->n_failures == SIM_MAX_FAILURES)
+            return dp_fail(err, DP_EINVAL, "%s: at most %d failures", what, SIM_MAX_FAILURES);
+        int rc = sim_parse_failure(v->text, &c->failures[c->n_failures], err);
+        if (!rc) c->n_failures++;
+        return rc;
+    } else return 1;
+    return 0;
+}
+
+void sim_config_init(sim_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->nqm_noise = 1.0;
+    c->trace_sample = 16;
+    run_defaults(&c->run, RUN_SIM, sim_extra, c);
+}
+
+int sim_config_set(sim_config *c, const char *name, const char *text, const char *what, char *err)
+{
+    return run_set(&c->run, RUN_SIM, sim_extra, c, name, text, what, err);
+}
+
+/* The options' own keys (not the simulation's): --summary, --calibrate-from, --quiet. */
+static int opt_extra(void *ctx, const run_key *k, const run_value *v, const char *what, char *err)
+{
+    sim_options *o = ctx;
+    if (!k) return 1;
+    if (!strcmp(k->name, "summary")) snprintf(o->summary, sizeof o->summary, "%s", v->text);
+    else if (!strcmp(k->name, "calibrate_from")) snprintf(o->calibrate, sizeof o->calibrate, "%s", v->text);
+    else if (!strcmp(k->name, "quiet")) o->quiet = (int)v->i;
+    else return sim_extra(&o->c, k, v, what, err);
+    return 0;
+}
+
+void sim_options_init(sim_options *o)
+{
+    memset(o, 0, sizeof *o);
+    sim_config_init(&o->c);
+}
+
+int sim_options_set(sim_options *o, const char *name, const char *text, const char *what, char *err)
+{
+    const run_key *k = run_key_find(name);
+    if (k) {
+        size_t n;
+        const run_key *all = run_keys(&n);
+        if ((size_t)(k - all) < sizeof o->seen) o->seen[k - all] = 1;
+    }
+    return run_set(&o->c.run, RUN_SIM, opt_extra, o, name, text, what, err);
+}
+
+int sim_options_parse(sim_options *o, int argc, char **argv, char *err)
+{
+    size_t n;
+    run_keys(&n);
+    dp_assert("sim: seen[] holds every key", n <= sizeof o->seen);
+    return run_parse_argv(&o->c.run, RUN_CMD_SIM, opt_extra, o, argc, argv, o->seen, err);
+}
+
+/* Whether the key `name` was given (a flag or a scenario key). */
+static int given(const sim_options *o, const char *name)
+{
+    size_t n;
+    const run_key *all = run_keys(&n);
+    const run_key *k = run_key_find(name);
+    return k && o->seen[k - all];
+}
+
+void sim_options_calibrate(sim_options *o, const sim_calibration *cal)
+{
+    sim_config *c = &o->c;
+    int set_bw = given(o, "bandwidth"), set_psbw = given(o, "ps_bandwidth"), set_wkbw = given(o, "worker_bandwidth");
+    int set_model = given(o, "model") || given(o, "model_bytes");
+    if (!given(o, "ps") && cal->n_ps > 0) c->n_ps = cal->n_ps;
+    if (!given(o, "workers") && cal->n_workers > 0) c->n_workers = cal->n_workers;
+    if (!given(o, "mode") && cal->mode >= 0) c->mode = (update_mode)cal->mode;
+    if (!given(o, "compute") && cal->compute.mean > 0) c->compute = cal->compute;
+    if (!set_bw && !set_psbw && cal->bandwidth > 0) c->ps_bw = cal->bandwidth;
+    if (!set_bw && !set_wkbw && cal->bandwidth > 0) c->worker_bw = cal->bandwidth;
+    if (!given(o, "latency") && cal->latency >= 0) c->latency = cal->latency;
+    if (!set_bw && !set_psbw && !set_wkbw && cal->push_bandwidth > 0)
+        c->ps_push_bw = c->worker_push_bw = cal->push_bandwidth;
+    if (!given(o, "steps") && cal->steps > 0) c->steps = cal->steps;
+    if (!set_model) {
+        if (cal->model[0] && !model_parse(cal->model, &c->model)) {
+            if (cal->hidden > 0) c->hidden = cal->hidden;
+            if (cal->partition > 0 && !c->partition) c->partition = cal->partition;
+        } else if (cal->model_bytes > 0) {
+            c->model_bytes = cal->model_bytes;
+        }
+    }
+    if (cal->batch > 0) c->batch = cal->batch;
+    /* per-worker speeds carry over when the cluster has the same workers */
+    if (cal->speed && cal->n_speed == c->n_workers) c->speed = cal->speed;
+}
+
+char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    run_result rr = {
+        .engine = "sim", .global_step = r->global_step, .wall_s = wall_s,
+        .mean_step_s = r->mean_step_s, .samples_per_s = r->samples_per_s,
+        .final_loss = r->final_loss, .test_accuracy = NAN, .mean_staleness = r->mean_staleness,
+        .max_staleness = r->max_staleness, .dropped_gradients = r->dropped,
+        .min_variable_step = r->min_variable_step, .bytes_pulled = r->bytes_pulled,
+        .bytes_pushed = r->bytes_pushed, .events = r->trace_events, .events_dropped = 0,
+        .trace = c->trace,
+    };
+    json_t *j = run_summary_json(&c->run, &rr);
+    json_object_set_new(j, "loss_model", json_string("noisy quadratic surrogate"));
+    json_object_set_new(j, "model_bytes", json_integer((json_int_t)r->model_bytes));
+    json_object_set_new(j, "sim_time_s", json_real(r->sim_s));
+    json_object_set_new(j, "sim_events", json_integer((json_int_t)r->sim_events));
+    json_object_set_new(j, "events_per_s", json_real(wall_s > 0 ? (double)r->sim_events / wall_s : 0));
+    json_object_set_new(j, "net_solves", json_integer((json_int_t)r->net_solves));
+    json_object_set_new(j, "peak_rss_mb", json_real((double)ru.ru_maxrss / 1024.0));
+    json_object_set_new(j, "stalled", json_boolean(r->stalled));
+    char *line = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    json_decref(j);
+    return line;
+}
