@@ -23,27 +23,6 @@ static void usage(FILE *f)
     run_usage(f, RUN_CMD_SIM);
 }
 
-typedef struct bar { int tty; double last; uint64_t t0; } bar;
-
-static void on_progress(const sim_progress *p, void *ctx)
-{
-    bar *b = ctx;
-    if (!b->tty) return;
-    double frac = p->steps > 0 ? (double)p->global_step / (double)p->steps : 0;
-    if (frac > 1) frac = 1;
-    double wall = (double)(dp_now_ns() - b->t0) / 1e9;
-    if (frac < 1 && wall - b->last < 0.1) return;
-    b->last = wall;
-    char fill[41];
-    int n = (int)(frac * 40);
-    for (int i = 0; i < 40; i++) fill[i] = i < n ? '#' : '.';
-    fill[40] = 0;
-    fprintf(stderr, "\rsim [%s] %3.0f%%  step %lld/%lld  sim %.3fs  %.2fM events  %.1fs",
-            fill, frac * 100, (long long)p->global_step, (long long)p->steps, p->sim_s,
-            (double)p->events / 1e6, wall);
-    fflush(stderr);
-}
-
 static void write_summary(const sim_options *o, const sim_result *r, double wall_s)
 {
     char *line = sim_summary_line(&o->c, r, wall_s);
@@ -90,8 +69,9 @@ int cmd_sim(int argc, char **argv)
         sim_calibration_release(&cal);
         return 2;
     }
-    bar b = {isatty(2) && !o.quiet, -1, dp_now_ns()};
-    o.c.progress = on_progress;
+    sim_bar b;
+    sim_bar_init(&b, isatty(2) && !o.quiet);
+    o.c.progress = sim_bar_progress;
     o.c.progress_ctx = &b;
     fprintf(stderr, "downpour: sim: the loss reported is of a noisy quadratic surrogate, not of the "
                     "real model\n");

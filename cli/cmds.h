@@ -11,5 +11,8 @@ int cmd_checkpoint(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_keys(int argc, char **argv);
 
 #endif

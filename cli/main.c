@@ -19,6 +19,9 @@ static const command commands[] = {
     {"view", cmd_view, "watch a run: replay a trace, or --connect to a live hub"},
     {"render", cmd_render, "draw frames of a trace to PNG / PDF / SVG without a display"},
     {"sim", cmd_sim, "simulate a large cluster in virtual time (same events, surrogate loss)"},
+    {"run", cmd_run, "run a scenario file (scenarios/*.ini); --check validates files"},
+    {"compare", cmd_compare, "run a scenario's variants and write a report folder"},
+    {"keys", cmd_keys, "the run description's key table (scenario keys and flags)"},
 };
 
 static void usage(FILE *f)

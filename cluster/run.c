@@ -532,3 +532,43 @@ void *run_summary_json(const run_desc *d, const run_result *r)
     if (d->mode == MODE_SSP) json_object_set_new(o, "staleness_bound", json_integer(d->staleness));
     return o;
 }
+
+/* "1..4096", "(0, 1000]", "sync | async | ssp", "0s..3600s", or "" */
+static void range_text(const run_key *k, char *buf, size_t n)
+{
+    buf[0] = 0;
+    switch (k->type) {
+    case RUN_T_INT: snprintf(buf, n, "%.0f..%.0f", k->min, k->max); break;
+    case RUN_T_REAL: snprintf(buf, n, "%s%g, %g]", k->min_open ? "(" : "[", k->min, k->max); break;
+    case RUN_T_ENUM:
+        snprintf(buf, n, "%s", k->choices);
+        break;
+    case RUN_T_TIME: snprintf(buf, n, "%gs..%gs", k->min, k->max); break;
+    case RUN_T_BYTES: snprintf(buf, n, "size, e.g. 100MB"); break;
+    case RUN_T_BANDWIDTH: snprintf(buf, n, "e.g. 10Gbit"); break;
+    case RUN_T_STRAGGLER: snprintf(buf, n, "F in %g..%g", k->min, k->max); break;
+    case RUN_T_BOOL: snprintf(buf, n, "true | false"); break;
+    case RUN_T_TEXT: break;
+    }
+}
+
+void run_print_keys(FILE *f)
+{
+    size_t n;
+    const run_key *k = run_keys(&n);
+    fprintf(f, "%-22s %-10s %-22s %-22s %-9s %s\n", "key", "section", "default (real / sim)", "range",
+            "engines", "help");
+    for (size_t i = 0; i < n; i++) {
+        char def[64], range[64];
+        const char *dr = k[i].def ? k[i].def : "-";
+        if (k[i].def_sim) snprintf(def, sizeof def, "%s / %s", dr, k[i].def_sim);
+        else snprintf(def, sizeof def, "%s", dr);
+        if (strlen(def) > 22) snprintf(def + 19, sizeof def - 19, "...");
+        range_text(&k[i], range, sizeof range);
+        int e = run_key_engines(&k[i]);
+        fprintf(f, "%-22s %-10s %-22s %-22s %-9s %s%s%s\n", k[i].name,
+                k[i].section ? k[i].section : "(flag)", def, range,
+                e == RUN_BOTH ? "real,sim" : e == RUN_SIM ? "sim" : "real", k[i].help,
+                k[i].alias ? "; alias --" : "", k[i].alias ? k[i].alias : "");
+    }
+}

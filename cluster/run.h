@@ -141,6 +141,9 @@ int run_parse_argv(run_desc *d, int cmd, run_extra_fn extra, void *ctx, int argc
  * aliases noted. */
 void run_usage(FILE *f, int cmd);
 
+/* Prints the key table: key, INI section, defaults, range, engines, help (`downpour keys`). */
+void run_print_keys(FILE *f);
+
 /* Formats the value of a shared key of d as text a parser reads back ("200ms" as
  * "0.2s"); returns 0, or 1 when k is not a shared key. */
 int run_format(const run_desc *d, const run_key *k, char *buf, size_t n);

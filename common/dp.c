@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 int dp_log_level = DP_LOG_INFO;
@@ -150,5 +151,59 @@ int dp_parse_double(const char *s, double *out)
     double v = strtod(s, &end);
     if (errno || *end || !isfinite(v)) return DP_EINVAL;
     *out = v;
+    return DP_OK;
+}
+
+char *dp_read_file(const char *path, size_t max, size_t *len, char *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        dp_fail(err, DP_EIO, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = xmalloc(cap + 1);
+    for (;;) {
+        if (n == cap) {
+            if (cap >= max) {
+                fclose(f);
+                free(buf);
+                dp_fail(err, DP_EINVAL, "%s: larger than %zu bytes", path, max);
+                return NULL;
+            }
+            cap = cap * 2 > max ? max : cap * 2;
+            buf = xrealloc(buf, cap + 1);
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        dp_fail(err, DP_EIO, "%s: read error", path);
+        return NULL;
+    }
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
+int dp_mkdirs(const char *path, char *err)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return dp_fail(err, DP_EINVAL, "%s: path too long", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return dp_fail(err, DP_EIO, "%s: %s", buf, strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
     return DP_OK;
 }

@@ -72,4 +72,12 @@ uint64_t dp_rng_below(dp_rng *r, uint64_t n);
 int dp_parse_int(const char *s, long long *out);
 int dp_parse_double(const char *s, double *out);
 
+/* Reads the whole file at path (at most max bytes) into a NUL-terminated buffer; *len
+ * gets its length when len is not NULL. Returns the buffer (caller frees with free()),
+ * or NULL with "PATH: reason" in err. */
+char *dp_read_file(const char *path, size_t max, size_t *len, char *err);
+
+/* Creates a folder and its parents (mkdir -p). Returns 0, or DP_EIO with "PATH: reason". */
+int dp_mkdirs(const char *path, char *err);
+
 #endif

@@ -153,3 +153,30 @@ char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
     json_decref(j);
     return line;
 }
+
+void sim_bar_init(sim_bar *b, int tty)
+{
+    b->tty = tty;
+    b->last = -1;
+    b->t0 = dp_now_ns();
+    b->prefix = "sim";
+}
+
+void sim_bar_progress(const sim_progress *p, void *ctx)
+{
+    sim_bar *b = ctx;
+    if (!b->tty) return;
+    double frac = p->steps > 0 ? (double)p->global_step / (double)p->steps : 0;
+    if (frac > 1) frac = 1;
+    double wall = (double)(dp_now_ns() - b->t0) / 1e9;
+    if (frac < 1 && wall - b->last < 0.1) return;
+    b->last = wall;
+    char fill[41];
+    int n = (int)(frac * 40);
+    for (int i = 0; i < 40; i++) fill[i] = i < n ? '#' : '.';
+    fill[40] = 0;
+    fprintf(stderr, "\r%s [%s] %3.0f%%  step %lld/%lld  sim %.3fs  %.2fM events  %.1fs", b->prefix,
+            fill, frac * 100, (long long)p->global_step, (long long)p->steps, p->sim_s,
+            (double)p->events / 1e6, wall);
+    fflush(stderr);
+}

@@ -186,4 +186,10 @@ void sim_options_calibrate(sim_options *o, const sim_calibration *cal);
 /* The summary JSON line (no newline): DESIGN.md's keys plus the simulator's. Caller frees. */
 char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s);
 
+/* A progress bar on stderr for sim_config.progress (only when tty is set): "sim [####....]
+ * 40%  step 40/100 ...". `prefix` (default "sim") starts the line. */
+typedef struct sim_bar { int tty; double last; uint64_t t0; const char *prefix; } sim_bar;
+void sim_bar_init(sim_bar *b, int tty);
+void sim_bar_progress(const sim_progress *p, void *ctx);
+
 #endif

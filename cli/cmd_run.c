@@ -1,0 +1,150 @@
+/* cmd_run.c — `downpour run`, `downpour compare` and `downpour keys`: dispatch to lab/
+ * (scenario files) and cluster/run.c (the key table). Flag parsing only. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "cli/cmds.h"
+#include "common/dp.h"
+#include "lab/lab.h"
+
+static void usage_run(FILE *f, const char *cmd)
+{
+    if (!strcmp(cmd, "compare")) {
+        fprintf(f,
+            "usage: downpour compare FILE [--out DIR] [--set KEY=VALUE]... [--engine real|sim]\n\n"
+            "Runs every variant of a scenario's [compare] section (vary = KEY: V1, V2, ...), one\n"
+            "after another with the same seed and data, and writes DIR (default out/NAME/):\n"
+            "  variants/LABEL/trace.dptrace, variants/LABEL/summary.json   each variant's run\n"
+            "  report.md, summary.csv        one row per variant\n"
+            "  loss_vs_step.png, loss_vs_time.png, accuracy_vs_time.png, throughput.png,\n"
+            "  staleness.png, ps_traffic.png (each with a .csv of its plotted points)\n");
+        return;
+    }
+    fprintf(f,
+        "usage: downpour run FILE [--out DIR] [--no-view] [--set KEY=VALUE]... [--engine real|sim]\n"
+        "       downpour run --check FILE...\n\n"
+        "Runs a scenario file (scenarios/*.ini) with the engine it names, or the one given (a\n"
+        "real scenario can be scaled in the simulator). With a display the live viewer opens\n"
+        "(--no-view: headless). DIR (default out/NAME/) gets trace.dptrace, summary.json and\n"
+        "sheet.png; the summary line is printed on stdout.\n\n"
+        "  --check FILE...   validate scenario files without running them (exit 0 only if all\n"
+        "                    are valid; each error names file:line)\n"
+        "  --set KEY=VALUE   override a key of the file (repeatable; see downpour keys)\n"
+        "  --engine E        real | sim\n"
+        "  --out DIR         output folder\n"
+        "  --no-view         never open a window\n");
+}
+
+static int check_files(int argc, char **argv, int from)
+{
+    int bad = 0, n = 0;
+    for (int i = from; i < argc; i++) {
+        char err[DP_ERRLEN];
+        n++;
+        if (lab_check(argv[i], err)) {
+            fprintf(stderr, "downpour: run --check: %s\n", err);
+            bad++;
+        } else {
+            printf("ok   %s\n", argv[i]);
+        }
+    }
+    if (n == 0) {
+        fprintf(stderr, "downpour: run --check: no files given\n");
+        return 2;
+    }
+    return bad ? 1 : 0;
+}
+
+static int run_or_compare(int argc, char **argv)
+{
+    const char *cmd = argv[0];
+    lab_options o;
+    lab_options_init(&o);
+    const char *file = NULL;
+    int bad = 0;
+    for (int i = 1; i < argc && !bad; i++) {
+        const char *v;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage_run(stdout, cmd);
+            return 0;
+        } else if (!strcmp(cmd, "run") && !strcmp(argv[i], "--check")) {
+            return check_files(argc, argv, i + 1);
+        } else if ((v = cli_flag_value(cmd, argc, argv, &i, "--out", &bad))) {
+            o.out_dir = v;
+        } else if ((v = cli_flag_value(cmd, argc, argv, &i, "--set", &bad))) {
+            if (o.n_sets == LAB_MAX_SETS) {
+                fprintf(stderr, "downpour: %s: at most %d --set\n", cmd, LAB_MAX_SETS);
+                return 2;
+            }
+            o.sets[o.n_sets++] = v;
+        } else if ((v = cli_flag_value(cmd, argc, argv, &i, "--engine", &bad))) {
+            if (!strcmp(v, "real")) o.engine = RUN_REAL;
+            else if (!strcmp(v, "sim")) o.engine = RUN_SIM;
+            else {
+                fprintf(stderr, "downpour: %s: --engine: \"%s\" is not real or sim\n", cmd, v);
+                return 2;
+            }
+        } else if (!strcmp(cmd, "run") && !strcmp(argv[i], "--no-view")) {
+            o.no_view = 1;
+        } else if (!bad && argv[i][0] == '-') {
+            fprintf(stderr, "downpour: %s: unknown flag \"%s\" (see --help)\n", cmd, argv[i]);
+            return 2;
+        } else if (!bad) {
+            if (file) {
+                fprintf(stderr, "downpour: %s: one scenario file at a time (\"%s\" and \"%s\")\n", cmd, file,
+                        argv[i]);
+                return 2;
+            }
+            file = argv[i];
+        }
+    }
+    if (bad) return 2;
+    if (!file) {
+        usage_run(stderr, cmd);
+        return 2;
+    }
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        o.self = self;
+    }
+    if (!strcmp(cmd, "compare")) o.no_view = 1;
+    char err[DP_ERRLEN];
+    int rc = !strcmp(cmd, "compare") ? lab_compare(file, &o, err) : lab_run(file, &o, err);
+    if (rc) {
+        fprintf(stderr, "downpour: %s: %s\n", cmd, err);
+        return rc == DP_ECLOSED ? 130 : rc == DP_EINVAL ? 2 : 1;
+    }
+    return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    return run_or_compare(argc, argv);
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    return run_or_compare(argc, argv);
+}
+
+int cmd_keys(int argc, char **argv)
+{
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        printf("usage: downpour keys\n\n"
+               "Prints the run description's key table: every key of scenario files (with its\n"
+               "[section]) and every flag of cluster, task and sim, with defaults, ranges, the\n"
+               "engines that use it, and help. A key is spelt with underscores in files\n"
+               "(backup_workers) and with dashes as a flag (--backup-workers).\n");
+        return 0;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "downpour: keys: unexpected argument \"%s\"\n", argv[1]);
+        return 2;
+    }
+    run_print_keys(stdout);
+    return 0;
+}

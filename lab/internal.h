@@ -1,0 +1,29 @@
+/* internal.h — what lab/run.c and lab/compare.c share: building an engine's
+ * configuration from a scenario variant, running one variant into a folder, and the
+ * summary sheet. Not for other modules. */
+#ifndef LAB_INTERNAL_H
+#define LAB_INTERNAL_H
+
+#include <stddef.h>
+
+#include "lab/lab.h"
+#include "runtime/config.h"
+#include "sim/sim.h"
+
+/* The real runtime's / the simulator's configuration of variant `variant`: defaults,
+ * the file's keys, the variant, then o's --set overrides (o may be NULL), then the
+ * engine's checks. Keys the engine does not use are listed in skipped (n bytes). */
+int lab_config_real(const scenario *s, int variant, const lab_options *o, rt_config *cfg, char *skipped,
+                    size_t n, char *err);
+int lab_config_sim(const scenario *s, int variant, const lab_options *o, sim_options *so, char *skipped,
+                   size_t n, char *err);
+
+/* Runs variant `variant` with `engine` into dir (created): dir/trace.dptrace and
+ * dir/summary.json; the summary line goes to stdout. view: the real runtime's live viewer. */
+int lab_run_variant(const scenario *s, int engine, int variant, const lab_options *o, const char *dir,
+                    int view, char *err);
+
+/* Draws the one-page summary sheet of a trace. */
+int lab_sheet(const char *trace, const char *png, const char *title, char *err);
+
+#endif

@@ -1,0 +1,243 @@
+/* run.c — a scenario's run (see lab.h): load and check a file, build the engine's
+ * configuration from it (file keys, then the variant, then --set overrides), run it into
+ * an output folder, and draw its summary sheet. The real runtime's launcher prints its
+ * own progress and summary; the simulator's progress bar and summary are printed here. */
+#include "lab/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/dp.h"
+#include "runtime/config.h"
+#include "runtime/launcher.h"
+#include "sim/sim.h"
+#include "viz/viz.h"
+
+void lab_options_init(lab_options *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
+int lab_load(scenario *s, const char *path, char *err)
+{
+    char *text = dp_read_file(path, 1 << 20, NULL, err);
+    if (!text) return DP_EIO;
+    int rc = scenario_parse(s, path, text, err);
+    free(text);
+    return rc;
+}
+
+static int set_real(void *ctx, const char *key, const char *value, const char *what, char *err)
+{
+    return rt_config_set(ctx, key, value, what, err);
+}
+
+static int set_sim(void *ctx, const char *key, const char *value, const char *what, char *err)
+{
+    return sim_options_set(ctx, key, value, what, err);
+}
+
+/* The --set KEY=VALUE overrides, through the same setter as the file's keys. */
+static int apply_sets(const lab_options *o, scn_set_fn set, void *ctx, char *err)
+{
+    for (int i = 0; i < o->n_sets; i++) {
+        const char *eq = strchr(o->sets[i], '=');
+        char key[64], what[96];
+        size_t kl = eq ? (size_t)(eq - o->sets[i]) : 0;
+        if (!eq || kl == 0 || kl >= sizeof key)
+            return dp_fail(err, DP_EINVAL, "--set: \"%s\" is not KEY=VALUE", o->sets[i]);
+        memcpy(key, o->sets[i], kl);
+        key[kl] = 0;
+        if (!run_key_find(key)) {
+            const run_key *near = run_key_suggest(key, NULL);
+            if (near) return dp_fail(err, DP_EINVAL, "--set: unknown key \"%s\" (did you mean \"%s\"?)", key, near->name);
+            return dp_fail(err, DP_EINVAL, "--set: unknown key \"%s\" (see downpour keys)", key);
+        }
+        snprintf(what, sizeof what, "--set %s", key);
+        int rc = set(ctx, key, eq + 1, what, err);
+        if (rc) return rc;
+    }
+    return DP_OK;
+}
+
+/* A check across keys names its flag ("--backup-workers: ..."): say where the key is
+ * in the file ("x.ini:9: backup_workers: ..."), or at least name the file. */
+static void name_file(const scenario *s, char *err)
+{
+    if (!strncmp(err, s->path, strlen(s->path))) return;
+    char msg[DP_ERRLEN], key[64] = "";
+    snprintf(msg, sizeof msg, "%s", err);
+    const char *colon = strchr(msg, ':');
+    if (!strncmp(msg, "--", 2) && colon && (size_t)(colon - msg - 2) < sizeof key) {
+        memcpy(key, msg + 2, (size_t)(colon - msg - 2));
+        key[colon - msg - 2] = 0;
+    }
+    int line = key[0] ? scenario_key_line(s, key) : 0;
+    const run_key *k = key[0] ? run_key_find(key) : NULL;
+    if (line && k) dp_fail(err, DP_EINVAL, "%s:%d: %s%s", s->path, line, k->name, colon);
+    else dp_fail(err, DP_EINVAL, "%s: %s", s->path, msg);
+}
+
+int lab_config_real(const scenario *s, int variant, const lab_options *o, rt_config *cfg, char *skipped,
+                    size_t n, char *err)
+{
+    rt_config_init(cfg);
+    int rc = scenario_apply(s, RUN_REAL, variant, set_real, cfg, skipped, n, err);
+    if (!rc && o) rc = apply_sets(o, set_real, cfg, err);
+    if (!rc) rc = rt_config_check(cfg, err);
+    if (rc) name_file(s, err);
+    return rc;
+}
+
+int lab_config_sim(const scenario *s, int variant, const lab_options *o, sim_options *so, char *skipped,
+                   size_t n, char *err)
+{
+    sim_options_init(so);
+    int rc = scenario_apply(s, RUN_SIM, variant, set_sim, so, skipped, n, err);
+    if (!rc && o) rc = apply_sets(o, set_sim, so, err);
+    if (!rc) rc = sim_config_check(&so->c, err);
+    if (rc) name_file(s, err);
+    return rc;
+}
+
+int lab_check(const char *path, char *err)
+{
+    scenario s;
+    int rc = lab_load(&s, path, err);
+    if (rc) return rc;
+    for (int v = 0; v < scenario_variants(&s); v++) {
+        if (s.engine == RUN_REAL) {
+            rt_config cfg;
+            rc = lab_config_real(&s, v, NULL, &cfg, NULL, 0, err);
+        } else {
+            sim_options *so = xmalloc(sizeof *so);
+            rc = lab_config_sim(&s, v, NULL, so, NULL, 0, err);
+            free(so);
+        }
+        if (rc) return rc;
+    }
+    return DP_OK;
+}
+
+static int write_text(const char *path, const char *text, char *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return dp_fail(err, DP_EIO, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    if (fclose(f) != 0) return dp_fail(err, DP_EIO, "%s: %s", path, strerror(errno));
+    return DP_OK;
+}
+
+static int has_display(void)
+{
+    const char *d = getenv("DISPLAY"), *w = getenv("WAYLAND_DISPLAY");
+    return (d && *d) || (w && *w);
+}
+
+int lab_sheet(const char *trace, const char *png, const char *title, char *err)
+{
+    viz_source *src = viz_source_open(trace, err);
+    if (!src) return DP_EINVAL;
+    int rc = viz_render_sheet(src, png, title, err);
+    viz_source_free(src);
+    return rc;
+}
+
+int lab_run_variant(const scenario *s, int engine, int variant, const lab_options *o, const char *dir,
+                    int view, char *err)
+{
+    char trace[1024], summary[1024], skipped[512];
+    if (snprintf(trace, sizeof trace, "%s/trace.dptrace", dir) >= (int)sizeof trace)
+        return dp_fail(err, DP_EINVAL, "%s: output folder name too long", dir);
+    snprintf(summary, sizeof summary, "%s/summary.json", dir);
+    int rc = dp_mkdirs(dir, err);
+    if (rc) return rc;
+    unlink(trace);
+    if (engine == RUN_REAL) {
+        rt_config cfg;
+        rc = lab_config_real(s, variant, o, &cfg, skipped, sizeof skipped, err);
+        if (rc) return rc;
+        snprintf(cfg.trace, sizeof cfg.trace, "%s", trace);
+        snprintf(cfg.summary, sizeof cfg.summary, "%s", summary);
+        cfg.view = view;
+        if (!o->self) return dp_fail(err, DP_EINVAL, "the real runtime needs the downpour binary's path");
+        rc = launcher_run(&cfg, o->self, err);
+        if (rc) return rc;
+    } else {
+        sim_options *so = xmalloc(sizeof *so);
+        rc = lab_config_sim(s, variant, o, so, skipped, sizeof skipped, err);
+        if (rc) {
+            free(so);
+            return rc;
+        }
+        if (skipped[0])
+            fprintf(stderr, "downpour: %s: the simulator ignores the real runtime's keys: %s\n", s->name, skipped);
+        snprintf(so->c.trace, sizeof so->c.trace, "%s", trace);
+        sim_bar bar;
+        sim_bar_init(&bar, isatty(2));
+        so->c.progress = sim_bar_progress;
+        so->c.progress_ctx = &bar;
+        fprintf(stderr, "downpour: sim: the loss reported is of a noisy quadratic surrogate, not of "
+                        "the real model\n");
+        sim_result r;
+        uint64_t t0 = dp_now_ns();
+        rc = sim_run(&so->c, &r, err);
+        double wall = (double)(dp_now_ns() - t0) / 1e9;
+        if (bar.tty) fputc('\n', stderr);
+        if (!rc) {
+            char *line = sim_summary_line(&so->c, &r, wall);
+            printf("%s\n", line);
+            fflush(stdout);
+            size_t l = strlen(line);
+            line = xrealloc(line, l + 2);
+            line[l] = '\n';
+            line[l + 1] = 0;
+            rc = write_text(summary, line, err);
+            free(line);
+        }
+        free(so);
+        if (rc) return rc;
+    }
+    return DP_OK;
+}
+
+int lab_run(const char *path, const lab_options *o, char *err)
+{
+    scenario s;
+    int rc = lab_load(&s, path, err);
+    if (rc) return rc;
+    int engine = o->engine ? o->engine : s.engine;
+    char dir[1024];
+    if (o->out_dir) snprintf(dir, sizeof dir, "%s", o->out_dir);
+    else snprintf(dir, sizeof dir, "out/%s", s.name);
+    int n = scenario_variants(&s);
+    char label[256] = "";
+    if (n > 1) {
+        scenario_variant_label(&s, 0, label, sizeof label);
+        fprintf(stderr, "downpour: run: %s has %d variants; running the first (%s) — `downpour compare "
+                        "%s` runs them all\n", path, n, label, path);
+    }
+    fprintf(stderr, "downpour: run: %s (%s engine) into %s/\n", s.title, engine == RUN_SIM ? "sim" : "real",
+            dir);
+    int view = !o->no_view && has_display();
+    rc = lab_run_variant(&s, engine, 0, o, dir, view && engine == RUN_REAL, err);
+    if (rc) return rc;
+    char trace[1100], png[1100], title[512];
+    snprintf(trace, sizeof trace, "%s/trace.dptrace", dir);
+    snprintf(png, sizeof png, "%s/sheet.png", dir);
+    snprintf(title, sizeof title, "%s%s%s", s.title, label[0] ? ": " : "", label);
+    rc = lab_sheet(trace, png, title, err);
+    if (rc) return rc;
+    fprintf(stderr, "downpour: run: wrote %s/trace.dptrace, summary.json and sheet.png "
+                    "(replay: downpour view %s)\n", dir, trace);
+    if (view && engine == RUN_SIM) {
+        viz_app_options vo;
+        viz_app_options_init(&vo);
+        vo.trace = trace;
+        if (viz_app_run(&vo) != 0) return dp_fail(err, DP_ERR, "the viewer failed");
+    }
+    return DP_OK;
+}
