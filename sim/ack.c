@@ -9,7 +9,7 @@
 
 #include "sim/world.h"
 
-int ack_new(sim_world *w)
+int sim_ack_new(sim_world *w)
 {
     int id;
     if (w->free_ack >= 0) {
@@ -42,7 +42,7 @@ static sim_ack_ent *ack_push(sim_ack *a)
 
 /* Adds cnt acks to worker k, nacc of them ACCUMULATED, to the batch's run for k (the
  * last entry, when open to new acks) or as a new run. */
-void ack_add_run(sim_world *w, int id, int k, int cnt, int nacc)
+void sim_ack_add_run(sim_world *w, int id, int k, int cnt, int nacc)
 {
     sim_ack *a = &w->acks[id];
     int32_t inc = w->wk[k].inc;
@@ -59,28 +59,28 @@ void ack_add_run(sim_world *w, int id, int k, int cnt, int nacc)
 
 /* Adds worker k's ack (status st, or SIM_RELEASE) for variable v. Untraced acks join
  * the worker's run. */
-void ack_add(sim_world *w, int id, int k, int v, int st)
+void sim_ack_add(sim_world *w, int id, int k, int v, int st)
 {
     if (st != SIM_RELEASE && !(w->tw && w->detail[k])) {
-        ack_add_run(w, id, k, 1, st == SIM_ACK_ACCUMULATED);
+        sim_ack_add_run(w, id, k, 1, st == SIM_ACK_ACCUMULATED);
         return;
     }
     *ack_push(&w->acks[id]) = (sim_ack_ent){k, v, w->wk[k].inc, 1, 0, 0, (int8_t)st};
 }
 
 /* Worker k's acks, all of status st, for ps p's variables ps_vars[j0 .. j1). */
-void ack_add_vars(sim_world *w, int id, int k, int j0, int j1, int st)
+void sim_ack_add_vars(sim_world *w, int id, int k, int j0, int j1, int st)
 {
     if (w->tw && w->detail[k]) {
-        for (int j = j0; j < j1; j++) ack_add(w, id, k, w->ps_vars[j], st);
+        for (int j = j0; j < j1; j++) sim_ack_add(w, id, k, w->ps_vars[j], st);
         return;
     }
-    ack_add_run(w, id, k, j1 - j0, st == SIM_ACK_ACCUMULATED ? j1 - j0 : 0);
+    sim_ack_add_run(w, id, k, j1 - j0, st == SIM_ACK_ACCUMULATED ? j1 - j0 : 0);
 }
 
 /* Adds the RELEASEs of mult variables (v the first) to the n workers ws (ascending)
  * but `skip`, or, when ws is NULL, to every worker but `skip`. */
-void ack_add_release_set(sim_world *w, int id, int v, int mult, const int *ws, int n, int skip)
+void sim_ack_add_release_set(sim_world *w, int id, int v, int mult, const int *ws, int n, int skip)
 {
     sim_ack *a = &w->acks[id];
     if (ws && (n == 0 || (n == 1 && ws[0] == skip))) return;
@@ -101,10 +101,10 @@ void ack_add_release_set(sim_world *w, int id, int v, int mult, const int *ws, i
 }
 
 /* Sends the batch (arrives one latency later) or frees it when empty. */
-void ack_send(sim_world *w, int id)
+void sim_ack_send(sim_world *w, int id)
 {
     if (w->acks[id].n) {
-        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_ACKS, id, 0);
+        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_ACKS, id, 0);
         w->acks[id].nev = 1;
         w->open_ack = id;
         w->open_seq = w->heap.next_seq;
@@ -123,17 +123,17 @@ static int ack_mergeable(const sim_world *w)
 }
 
 /* A batch for acks about to be sent together: the open batch when they may join it
- * (its current length in *start), else a new one (*start = -1). Ended by ack_end. */
-int ack_begin(sim_world *w, int *start)
+ * (its current length in *start), else a new one (*start = -1). Ended by sim_ack_end. */
+int sim_ack_begin(sim_world *w, int *start)
 {
     if (!ack_mergeable(w)) {
         *start = -1;
-        return ack_new(w);
+        return sim_ack_new(w);
     }
     int id = w->open_ack;
     sim_ack *a = &w->acks[id];
     *start = a->n;
-    /* new entries only, so that ack_end may split them off; but a run at the end may go
+    /* new entries only, so that sim_ack_end may split them off; but a run at the end may go
      * on (its counts now are kept, to split its new part off too) */
     a->floor = a->n;
     a->fold = -1;
@@ -145,12 +145,12 @@ int ack_begin(sim_world *w, int *start)
     return id;
 }
 
-/* Sends the acks added since ack_begin: as part of the open batch (counted as one more
+/* Sends the acks added since sim_ack_begin: as part of the open batch (counted as one more
  * engine event) when nothing was scheduled meanwhile, else as a batch of their own. */
-void ack_end(sim_world *w, int id, int start)
+void sim_ack_end(sim_world *w, int id, int start)
 {
     if (start < 0) {
-        ack_send(w, id);
+        sim_ack_send(w, id);
         return;
     }
     sim_ack *a = &w->acks[id];
@@ -163,7 +163,7 @@ void ack_end(sim_world *w, int id, int start)
         a->nev++;
         return;
     }
-    int id2 = ack_new(w);
+    int id2 = sim_ack_new(w);
     a = &w->acks[id];
     sim_ack *b = &w->acks[id2];
     if (folded) {  /* the run's new part */
@@ -179,5 +179,5 @@ void ack_end(sim_world *w, int id, int start)
         *ack_push(b) = a->e[i];  /* incarnations as recorded */
     }
     a->n = start;
-    ack_send(w, id2);
+    sim_ack_send(w, id2);
 }

@@ -12,19 +12,19 @@
 #include "cluster/spec.h"
 #include "sim/world.h"
 
-void emit(sim_world *w, const evt_record *e)
+void sim_emit(sim_world *w, const evt_record *e)
 {
     if (!w->tw || w->trace_err) return;
     if (trace_writer_add(w->tw, e)) w->trace_err = 1;
 }
 
-void emit_wk(sim_world *w, int kind, int wk, int ps, int var, int64_t step, int64_t bytes,
-             int64_t dur, double value, double value2, uint64_t id)
+void sim_emit_wk(sim_world *w, int kind, int wk, int ps, int var, int64_t step, int64_t bytes,
+                 int64_t dur, double value, double value2, uint64_t id)
 {
     if (!w->tw) return;
     if (!w->detail[wk] && kind != EVT_STEP_END && kind != EVT_FAILURE && kind != EVT_RECOVERY) {
         /* Sampled-out workers keep their per-worker phases (compute, barrier, ssp); their
-         * transfers come as whole-phase events from emit_wk_phase. */
+         * transfers come as whole-phase events from sim_emit_wk_phase. */
         int phase = kind == EVT_COMPUTE_BEGIN || kind == EVT_COMPUTE_END || kind == EVT_BARRIER_WAIT ||
                     kind == EVT_BARRIER_RELEASE || kind == EVT_SSP_WAIT || kind == EVT_SSP_RELEASE;
         if (!w->aggregate || !phase) return;
@@ -44,10 +44,10 @@ void emit_wk(sim_world *w, int kind, int wk, int ps, int var, int64_t step, int6
     e.value = value;
     e.value2 = value2;
     e.id = id;
-    emit(w, &e);
+    sim_emit(w, &e);
 }
 
-void emit_wk_phase(sim_world *w, int kind, int wk, int64_t step, int64_t dur)
+void sim_emit_wk_phase(sim_world *w, int kind, int wk, int64_t step, int64_t dur)
 {
     if (!w->tw || !w->aggregate || w->detail[wk]) return;
     evt_record e;
@@ -56,10 +56,11 @@ void emit_wk_phase(sim_world *w, int kind, int wk, int64_t step, int64_t dur)
     e.step = step;
     e.bytes = (int64_t)w->model_bytes;
     e.dur = dur;
-    emit(w, &e);
+    sim_emit(w, &e);
 }
 
-void emit_ps(sim_world *w, int kind, int ps, int wk, int var, int64_t step, double value, uint64_t id)
+void sim_emit_ps(sim_world *w, int kind, int ps, int wk, int var, int64_t step, double value,
+                 uint64_t id)
 {
     if (!w->tw) return;
     if (kind != EVT_GLOBAL_STEP && wk >= 0 && !w->detail[wk]) return;
@@ -78,7 +79,7 @@ void emit_ps(sim_world *w, int kind, int ps, int wk, int var, int64_t step, doub
     e.step = step;
     e.value = value;
     e.id = id;
-    emit(w, &e);
+    sim_emit(w, &e);
 }
 
 /* The run's configuration as JSON (no creation time: it goes in the metadata only). */
@@ -101,7 +102,7 @@ static void config_json(const sim_world *w, char *buf, size_t n)
              optim_name(c->optimizer), c->lr, c->nqm_dims, c->n_stragglers, c->n_failures);
 }
 
-int emit_open(sim_world *w, char *err)
+int sim_emit_open(sim_world *w, char *err)
 {
     const sim_config *c = w->cfg;
     int level = c->trace_level;
@@ -131,7 +132,7 @@ int emit_open(sim_world *w, char *err)
     evt_record e;
     evt_init(&e, EVT_CLUSTER_START, EVT_JOB_CLIENT, 0);
     e.str = trace_writer_intern(w->tw, cfg);
-    emit(w, &e);
+    sim_emit(w, &e);
     for (int j = 0; j < 2; j++) {
         int n = j ? w->W : w->P;
         for (int i = 0; i < n; i++) {
@@ -139,14 +140,14 @@ int emit_open(sim_world *w, char *err)
             evt_init(&e, EVT_TASK_START, job, i);
             snprintf(name, sizeof name, "sim-%s-%d", j ? "worker" : "ps", i);
             e.str = trace_writer_intern(w->tw, name);
-            emit(w, &e);
+            sim_emit(w, &e);
             spec_device_name(name, sizeof name, j ? JOB_WORKER : JOB_PS, i, "CPU", 0);
             uint32_t dev = trace_writer_intern(w->tw, name);
             if (j) w->wk_dev[i] = dev;
             else w->ps_dev[i] = dev;
             evt_init(&e, EVT_DEVICE, job, i);
             e.device = dev;
-            emit(w, &e);
+            sim_emit(w, &e);
         }
     }
     for (int v = 0; v < w->nv; v++) {
@@ -160,18 +161,18 @@ int emit_open(sim_world *w, char *err)
         e.var = w->vars[v].sid;
         e.str = trace_writer_intern(w->tw, shape);
         e.bytes = (int64_t)d->bytes;
-        emit(w, &e);
+        sim_emit(w, &e);
         evt_init(&e, EVT_VAR_PLACE, EVT_JOB_CLIENT, 0);
         e.var = w->vars[v].sid;
         e.peer = d->ps;
         e.peer_job = EVT_JOB_PS;
         e.device = w->ps_dev[d->ps];
-        emit(w, &e);
+        sim_emit(w, &e);
     }
     return w->trace_err ? dp_fail(err, DP_EIO, "%s: write failed", c->trace) : DP_OK;
 }
 
-int emit_close(sim_world *w, const sim_result *res, char *err)
+int sim_emit_close(sim_world *w, const sim_result *res, char *err)
 {
     if (!w->tw) return DP_OK;
     evt_record e;
@@ -180,13 +181,13 @@ int emit_close(sim_world *w, const sim_result *res, char *err)
         for (int i = 0; i < n; i++) {
             evt_init(&e, EVT_TASK_STOP, j ? EVT_JOB_WORKER : EVT_JOB_PS, i);
             e.t = w->now;
-            emit(w, &e);
+            sim_emit(w, &e);
         }
     }
     evt_init(&e, EVT_CLUSTER_STOP, EVT_JOB_CLIENT, 0);
     e.t = w->now;
     e.value = res->sim_s;
-    emit(w, &e);
+    sim_emit(w, &e);
     char cfg[2048], meta[3200];
     config_json(w, cfg, sizeof cfg);
     snprintf(meta, sizeof meta,

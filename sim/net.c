@@ -40,7 +40,7 @@ void sim_net_free(sim_net *n)
         free(n->links[i].pg);
     }
     for (int i = 0; i < n->n_plans; i++) {
-        net_plan *pl = &n->plans[i];
+        sim_net_plan *pl = &n->plans[i];
         free(pl->cls);
         free(pl->next);
         free(pl->ident);
@@ -84,7 +84,7 @@ int sim_net_link_add(sim_net *n, double cap, int temporary)
         id = n->n_links++;
         memset(&n->links[id], 0, sizeof n->links[id]);
     }
-    net_link *l = &n->links[id];
+    sim_net_link *l = &n->links[id];
     l->cap = cap;
     l->temporary = temporary;
     l->alive = 1;
@@ -113,7 +113,7 @@ int sim_net_link_add(sim_net *n, double cap, int temporary)
     return id;
 }
 
-static void link_attach(net_link *l, int group, int *pos)
+static void link_attach(sim_net_link *l, int group, int *pos)
 {
     if (l->n_groups == l->cap_groups) {
         l->cap_groups = l->cap_groups ? l->cap_groups * 2 : 8;
@@ -143,7 +143,7 @@ static int group_add(sim_net *n, const int *links, const double *w, int nl, doub
         for (int i = n->cap_g - 1; i >= old; i--) n->free_g[n->n_free_g++] = i;
         id = n->free_g[--n->n_free_g];
     }
-    net_group *g = &n->g[id];
+    sim_net_group *g = &n->g[id];
     memset(g, 0, sizeof *g);
     g->nl = nl;
     for (int i = 0; i < nl; i++) {
@@ -156,7 +156,7 @@ static int group_add(sim_net *n, const int *links, const double *w, int nl, doub
     }
     g->rem = bytes;
     g->cookie = cookie;
-    g->state = NG_PLAIN;
+    g->state = SIM_NG_PLAIN;
     g->bpos = g->apos = -1;
     g->m = m > 0 ? m : 1;
     g->twin = m > 0;
@@ -172,7 +172,7 @@ static int group_add(sim_net *n, const int *links, const double *w, int nl, doub
         g->w[1] == 1.0) {
         /* shaped only while a NIC's groups come in increasing ps-link order, so that a NIC
          * never carries two groups on one ps link (net_fast.c's bound relies on it) */
-        net_link *nic = &n->links[g->link[1]];
+        sim_net_link *nic = &n->links[g->link[1]];
         g->shaped = g->link[0] > nic->last_perm;
         nic->last_perm = g->link[0];
     }
@@ -180,7 +180,7 @@ static int group_add(sim_net *n, const int *links, const double *w, int nl, doub
     if (!g->shaped) n->n_unshaped++;
     g->active_pos = n->n_active;
     n->active[n->n_active++] = id;
-    if (n->fast) net_fast_added(n, id);
+    if (n->fast) sim_net_fast_added(n, id);
     n->dirty = 1;
     return id;
 }
@@ -216,7 +216,7 @@ void sim_net_twin(sim_net *n, int link, int rep)
 }
 
 /* Room for np members in a NIC's lab and mt_pos. */
-static void lab_reserve(net_link *t, int np)
+static void lab_reserve(sim_net_link *t, int np)
 {
     if (t->cap_lab >= np) return;
     t->cap_lab = np;
@@ -230,7 +230,7 @@ int sim_net_cohort_add(sim_net *n, int nic, const int *links, const double *byte
     dp_assert("sim_net_cohort_add: a fresh temporary link and the fast path",
               nic >= 0 && nic < n->n_links && n->links[nic].alive && n->links[nic].temporary &&
               n->links[nic].n_groups == 0 && !n->fast_off && np > 0);
-    net_link *t = &n->links[nic];
+    sim_net_link *t = &n->links[nic];
     if (t->cap_mt < np) {
         t->cap_mt = np;
         t->mt_g = xrealloc(t->mt_g, (size_t)np * sizeof *t->mt_g);
@@ -244,7 +244,7 @@ int sim_net_cohort_add(sim_net *n, int nic, const int *links, const double *byte
                   links[i] >= 0 && links[i] < n->n_links && !n->links[links[i]].temporary &&
                   (i == 0 || links[i] > links[i - 1]));
         int r = n->links[links[i]].twin_rep >= 0 ? n->links[links[i]].twin_rep : links[i];
-        net_link *l = &n->links[r];
+        sim_net_link *l = &n->links[r];
         if (l->cls_stamp != s1) {
             l->cls_stamp = s1;
             l->cls_g = 0;
@@ -256,7 +256,7 @@ int sim_net_cohort_add(sim_net *n, int nic, const int *links, const double *byte
     int made = 0;
     for (int i = 0; i < np; i++) {
         int r = n->links[links[i]].twin_rep >= 0 ? n->links[links[i]].twin_rep : links[i];
-        net_link *l = &n->links[r];
+        sim_net_link *l = &n->links[r];
         if (l->cls_stamp != s2) {
             dp_assert("sim_net_cohort_add: a cohort spans every twin of a class",
                       l->cls_g == (l->twin_rep >= 0 ? l->twin_n : 1));
@@ -292,7 +292,7 @@ int sim_net_plan_add(sim_net *n, const int *links, const double *bytes, const in
 {
     dp_assert("sim_net_plan_add: at least one link", np > 0);
     n->plans = xrealloc(n->plans, (size_t)(n->n_plans + 1) * sizeof *n->plans);
-    net_plan *pl = &n->plans[n->n_plans];
+    sim_net_plan *pl = &n->plans[n->n_plans];
     pl->np = np;
     pl->nc = 0;
     pl->cls = xmalloc((size_t)np * sizeof *pl->cls);
@@ -340,9 +340,9 @@ int sim_net_cohort_add_plan(sim_net *n, int nic, int plan, int64_t cookie_base, 
     dp_assert("sim_net_cohort_add_plan: a fresh temporary link, the fast path, a plan",
               nic >= 0 && nic < n->n_links && n->links[nic].alive && n->links[nic].temporary &&
               n->links[nic].n_groups == 0 && !n->fast_off && plan >= 0 && plan < n->n_plans);
-    const net_plan *pl = &n->plans[plan];
+    const sim_net_plan *pl = &n->plans[plan];
     int np = pl->np;
-    net_link *t = &n->links[nic];
+    sim_net_link *t = &n->links[nic];
     lab_reserve(t, np);
     if (t->cap_pg < pl->nc) {
         t->cap_pg = pl->nc;
@@ -369,18 +369,18 @@ int sim_net_cohort_add_plan(sim_net *n, int nic, int plan, int64_t cookie_base, 
 
 static void group_remove(sim_net *n, int id)
 {
-    net_group *g = &n->g[id];
+    sim_net_group *g = &n->g[id];
     if (!g->shaped) n->n_unshaped--;
     if (g->twin) n->n_twin_groups--;
     n->n_flows -= g->m;
-    if (n->fast) net_fast_removed(n, id);
+    if (n->fast) sim_net_fast_removed(n, id);
     for (int i = 0; i < g->nl; i++) {
-        net_link *l = &n->links[g->link[i]];
+        sim_net_link *l = &n->links[g->link[i]];
         if (l->temporary) l->nflows -= g->m;
         int last = l->groups[--l->n_groups];
         if (last != id || g->pos[i] != l->n_groups) {
             l->groups[g->pos[i]] = last;
-            net_group *o = &n->g[last];
+            sim_net_group *o = &n->g[last];
             for (int j = 0; j < o->nl; j++)
                 if (o->link[j] == g->link[i] && o->pos[j] == l->n_groups) o->pos[j] = g->pos[i];
         }
@@ -398,14 +398,14 @@ static void group_remove(sim_net *n, int id)
     n->dirty = 1;
 }
 
-void net_heap_push(sim_net *n, double x, int link, uint32_t ver)
+void sim_net_heap_push(sim_net *n, double x, int link, uint32_t ver)
 {
     if (n->n_heap == n->cap_heap) {
         n->cap_heap = n->cap_heap ? n->cap_heap * 2 : 256;
         n->heap = xrealloc(n->heap, (size_t)n->cap_heap * sizeof *n->heap);
     }
     int i = n->n_heap++;
-    level e = {x, link, ver};
+    sim_net_level e = {x, link, ver};
     while (i > 0) {
         int p = (i - 1) / 2;
         /* ties go to the lower link id, so solves do not depend on heap history */
@@ -416,9 +416,9 @@ void net_heap_push(sim_net *n, double x, int link, uint32_t ver)
     n->heap[i] = e;
 }
 
-level net_heap_pop(sim_net *n)
+sim_net_level sim_net_heap_pop(sim_net *n)
 {
-    level top = n->heap[0], last = n->heap[--n->n_heap];
+    sim_net_level top = n->heap[0], last = n->heap[--n->n_heap];
     int i = 0;
     for (;;) {
         int c = 2 * i + 1;
@@ -442,33 +442,34 @@ static void solve(sim_net *n)
     for (int i = 0; i < n->n_active; i++) n->g[n->active[i]].frozen = 0;
     /* reset the links that carry groups */
     for (int i = 0; i < n->n_links; i++) {
-        net_link *l = &n->links[i];
+        sim_net_link *l = &n->links[i];
         l->frozen = 0;
         l->unfrozen = 0;
     }
     for (int i = 0; i < n->n_active; i++) {
-        net_group *g = &n->g[n->active[i]];
+        sim_net_group *g = &n->g[n->active[i]];
         for (int j = 0; j < g->nl; j++) n->links[g->link[j]].unfrozen += g->w[j];
     }
     n->n_heap = 0;
     for (int i = 0; i < n->n_links; i++) {
-        net_link *l = &n->links[i];
-        if (l->alive && l->n_groups && l->unfrozen > 0) net_heap_push(n, l->cap / l->unfrozen, i, ++l->ver);
+        sim_net_link *l = &n->links[i];
+        if (l->alive && l->n_groups && l->unfrozen > 0)
+            sim_net_heap_push(n, l->cap / l->unfrozen, i, ++l->ver);
     }
     double level_now = 0;
     while (n->n_heap) {
-        level e = net_heap_pop(n);
-        net_link *l = &n->links[e.link];
+        sim_net_level e = sim_net_heap_pop(n);
+        sim_net_link *l = &n->links[e.link];
         if (e.ver != l->ver || l->unfrozen <= 0) continue;
         double x = e.x > level_now ? e.x : level_now;
         level_now = x;
         for (int k = 0; k < l->n_groups; k++) {
-            net_group *g = &n->g[l->groups[k]];
+            sim_net_group *g = &n->g[l->groups[k]];
             if (g->frozen) continue;
             g->frozen = 1;
             g->rate = x;
             for (int j = 0; j < g->nl; j++) {
-                net_link *m = &n->links[g->link[j]];
+                sim_net_link *m = &n->links[g->link[j]];
                 if (m == l) continue;
                 m->frozen += g->w[j] * x;
                 m->unfrozen -= g->w[j];
@@ -477,14 +478,14 @@ static void solve(sim_net *n)
                     continue;
                 }
                 double xm = (m->cap - m->frozen) / m->unfrozen;
-                net_heap_push(n, xm > x ? xm : x, g->link[j], ++m->ver);
+                sim_net_heap_push(n, xm > x ? xm : x, g->link[j], ++m->ver);
             }
         }
         l->unfrozen = 0;
     }
     double best = INFINITY;
     for (int i = 0; i < n->n_active; i++) {
-        net_group *g = &n->g[n->active[i]];
+        sim_net_group *g = &n->g[n->active[i]];
         dp_assert("sim_net: every group gets a positive rate", g->frozen && g->rate > 0);
         double dt = g->rem / g->rate;
         if (dt < best) best = dt;
@@ -497,16 +498,16 @@ double sim_net_next(sim_net *n)
 {
     if (!n->dirty) return n->next_t;
     if (!n->n_active) {
-        if (n->fast) net_fast_leave(n);
+        if (n->fast) sim_net_fast_leave(n);
         n->next_t = INFINITY;
         n->dirty = 0;
         return n->next_t;
     }
     if (!n->n_unshaped && !n->fast_off) {
-        if (!n->fast) net_fast_enter(n);
-        net_fast_solve(n);
+        if (!n->fast) sim_net_fast_enter(n);
+        sim_net_fast_solve(n);
     } else {
-        if (n->fast) net_fast_leave(n);
+        if (n->fast) sim_net_fast_leave(n);
         solve(n);
     }
     return n->next_t;
@@ -520,7 +521,7 @@ void sim_net_fast_enable(sim_net *n, int on)
 
 /* Sorts keys by seq (all distinct): runs of 16 by insertion, then bottom-up merges
  * between a and tmp. The keys mostly come as a few ascending runs (one per group). */
-static void keys_sort(done_key *a, done_key *tmp, int nd)
+static void keys_sort(sim_net_done_key *a, sim_net_done_key *tmp, int nd)
 {
     int i = 1;
     while (i < nd && a[i - 1].seq < a[i].seq) i++;
@@ -528,7 +529,7 @@ static void keys_sort(done_key *a, done_key *tmp, int nd)
     for (int lo = 0; lo < nd; lo += 16) {
         int hi = lo + 16 < nd ? lo + 16 : nd;
         for (int j = lo + 1; j < hi; j++) {
-            done_key k = a[j];
+            sim_net_done_key k = a[j];
             int m = j;
             while (m > lo && a[m - 1].seq > k.seq) {
                 a[m] = a[m - 1];
@@ -537,7 +538,7 @@ static void keys_sort(done_key *a, done_key *tmp, int nd)
             a[m] = k;
         }
     }
-    done_key *src = a, *dst = tmp;
+    sim_net_done_key *src = a, *dst = tmp;
     for (int wd = 16; wd < nd; wd *= 2) {
         for (int lo = 0; lo < nd; lo += 2 * wd) {
             int mid = lo + wd < nd ? lo + wd : nd, hi = lo + 2 * wd < nd ? lo + 2 * wd : nd;
@@ -546,7 +547,7 @@ static void keys_sort(done_key *a, done_key *tmp, int nd)
             while (x < mid) dst[o++] = src[x++];
             while (y < hi) dst[o++] = src[y++];
         }
-        done_key *t = src;
+        sim_net_done_key *t = src;
         src = dst;
         dst = t;
     }
@@ -561,22 +562,22 @@ static int expand_members(sim_net *n, int nd)
     memmove(n->keys + base, n->keys, (size_t)nd * sizeof *n->keys);
     int out = 0;
     for (int i = 0; i < nd; i++) {
-        done_key k = n->keys[base + i];
-        const net_group *g = &n->g[k.group];
+        sim_net_done_key k = n->keys[base + i];
+        const sim_net_group *g = &n->g[k.group];
         if (!g->twin) {
             k.member = -1;
             n->keys[out++] = k;
             continue;
         }
-        const net_link *t = &n->links[g->link[1]];
-        for (int j = g->mhead; j >= 0; j = mt_next_of(n, t, j))
-            n->keys[out++] = (done_key){t->mt_seq0 + (uint64_t)j, k.group, j};
+        const sim_net_link *t = &n->links[g->link[1]];
+        for (int j = g->mhead; j >= 0; j = sim_net_mt_next_of(n, t, j))
+            n->keys[out++] = (sim_net_done_key){t->mt_seq0 + (uint64_t)j, k.group, j};
     }
     return out;
 }
 
 /* The swap-removal a plain member group would make in its NIC's group list. */
-static void lab_remove(net_link *t, int j)
+static void lab_remove(sim_net_link *t, int j)
 {
     int last = t->lab[--t->n_lab], at = t->mt_pos[j];
     if (last != j || at != t->n_lab) {
@@ -600,11 +601,11 @@ int sim_net_advance(sim_net *n, double t, const sim_net_done **done)
         n->keys_tmp = xrealloc(n->keys_tmp, (size_t)n->cap_done * sizeof *n->keys_tmp);
     }
     if (n->fast) {
-        nd = net_fast_advance(n, dt);
+        nd = sim_net_fast_advance(n, dt);
     } else if (n->n_active) {
         dp_assert("sim_net: cohort groups need the fast path", n->n_twin_groups == 0);
         for (int i = 0; i < n->n_active; i++) {
-            net_group *g = &n->g[n->active[i]];
+            sim_net_group *g = &n->g[n->active[i]];
             g->rem -= g->rate * dt;
             /* finished to within a nanosecond's worth of bytes (event times are whole ns) */
             if (g->rem <= g->rate * 1e-9 + 1e-6) {
@@ -629,8 +630,8 @@ int sim_net_advance(sim_net *n, double t, const sim_net_done **done)
             }
             /* a member: its group goes when its last member is reported, which frees the
              * NIC at the same point as the plain groups' removals would */
-            net_link *nic = &n->links[n->g[id].link[1]];
-            n->done[i].cookie = mt_cookie_of(n, nic, j);
+            sim_net_link *nic = &n->links[n->g[id].link[1]];
+            n->done[i].cookie = sim_net_mt_cookie_of(n, nic, j);
             lab_remove(nic, j);
             if (--n->g[id].left == 0) group_remove(n, id);
         }
@@ -646,12 +647,12 @@ double sim_net_rate(sim_net *n, int group)
     sim_net_next(n);
     dp_assert("sim_net_rate: group not in flight", group >= 0 && group < n->cap_g &&
               n->g[group].active_pos >= 0);
-    return n->fast ? net_fast_rate(n, group) : n->g[group].rate;
+    return n->fast ? sim_net_fast_rate(n, group) : n->g[group].rate;
 }
 
 double sim_net_remaining(const sim_net *n, int group)
 {
-    return n->fast ? net_fast_remaining(n, group) : n->g[group].rem;
+    return n->fast ? sim_net_fast_remaining(n, group) : n->g[group].rem;
 }
 
 double sim_net_time(const sim_net *n)

@@ -37,12 +37,12 @@ static void *grow(void *p, int *cap, int need, size_t size)
  * vt_clean does not touch the top's group (a cache miss) at every solve and advance; it
  * is cleared whenever the top changes or a BULK group leaves its link's clock. */
 
-static int vt_before(const vt_entry *a, const vt_entry *b)
+static int vt_before(const sim_net_vt_entry *a, const sim_net_vt_entry *b)
 {
     return a->target < b->target || (a->target == b->target && a->seq < b->seq);
 }
 
-static void vt_push(net_link *l, vt_entry e)
+static void vt_push(sim_net_link *l, sim_net_vt_entry e)
 {
     l->vh = grow(l->vh, &l->cap_vh, l->n_vh + 1, sizeof *l->vh);
     int i = l->n_vh++;
@@ -56,9 +56,9 @@ static void vt_push(net_link *l, vt_entry e)
     if (i == 0) l->vt_ok = 0;
 }
 
-static vt_entry vt_pop(net_link *l)
+static sim_net_vt_entry vt_pop(sim_net_link *l)
 {
-    vt_entry top = l->vh[0], last = l->vh[--l->n_vh];
+    sim_net_vt_entry top = l->vh[0], last = l->vh[--l->n_vh];
     int i = 0, n = l->n_vh;
     l->vt_ok = 0;
     for (;;) {
@@ -78,19 +78,19 @@ static vt_entry vt_pop(net_link *l)
 /* The marks are the heap's and the queue's (vq): a mark not before the queue's last
  * joins the queue, which then stays in order; the first mark is the earlier of the two
  * fronts. Pops come in the same order as from one heap. */
-static int vt_any(const net_link *l)
+static int vt_any(const sim_net_link *l)
 {
     return l->n_vh || l->vq_head < l->n_vq;
 }
 
-static const vt_entry *vt_top(const net_link *l)
+static const sim_net_vt_entry *vt_top(const sim_net_link *l)
 {
     if (l->vq_head == l->n_vq) return &l->vh[0];
     if (!l->n_vh || vt_before(&l->vq[l->vq_head], &l->vh[0])) return &l->vq[l->vq_head];
     return &l->vh[0];
 }
 
-static void vt_insert(net_link *l, vt_entry e)
+static void vt_insert(sim_net_link *l, sim_net_vt_entry e)
 {
     if (l->vq_head == l->n_vq) l->vq_head = l->n_vq = 0;
     if (l->n_vq > l->vq_head && vt_before(&e, &l->vq[l->n_vq - 1])) {
@@ -107,7 +107,7 @@ static void vt_insert(net_link *l, vt_entry e)
     l->vq[l->n_vq++] = e;
 }
 
-static vt_entry vt_pop_top(net_link *l)
+static sim_net_vt_entry vt_pop_top(sim_net_link *l)
 {
     if (l->vq_head < l->n_vq && (!l->n_vh || vt_before(&l->vq[l->vq_head], &l->vh[0]))) {
         l->vt_ok = 0;
@@ -117,13 +117,13 @@ static vt_entry vt_pop_top(net_link *l)
 }
 
 /* Drops marks of groups that finished, were bound, or whose slot was reused. */
-static void vt_clean(const sim_net *n, net_link *l)
+static void vt_clean(const sim_net *n, sim_net_link *l)
 {
     if (l->vt_ok) return;
     while (vt_any(l)) {
-        const vt_entry *e = vt_top(l);
-        const net_group *g = &n->g[e->group];
-        if (g->active_pos >= 0 && g->seq == e->seq && g->gen == e->gen && g->state == NG_BULK) {
+        const sim_net_vt_entry *e = vt_top(l);
+        const sim_net_group *g = &n->g[e->group];
+        if (g->active_pos >= 0 && g->seq == e->seq && g->gen == e->gen && g->state == SIM_NG_BULK) {
             l->vt_ok = 1;
             return;
         }
@@ -135,21 +135,21 @@ static void vt_clean(const sim_net *n, net_link *l)
 
 static void bulk_add(sim_net *n, int id, double rem)
 {
-    net_group *g = &n->g[id];
-    net_link *l = &n->links[g->link[0]];
-    g->state = NG_BULK;
+    sim_net_group *g = &n->g[id];
+    sim_net_link *l = &n->links[g->link[0]];
+    g->state = SIM_NG_BULK;
     g->target = l->V + rem;
     g->gen++;
     l->load += g->w[0];
-    vt_insert(l, (vt_entry){g->target, g->seq, g->gen, id});
+    vt_insert(l, (sim_net_vt_entry){g->target, g->seq, g->gen, id});
 }
 
 static void bind(sim_net *n, int id, double rem)
 {
-    net_group *g = &n->g[id];
-    net_link *l = &n->links[g->link[0]];
-    if (g->state == NG_BULK) l->vt_ok = 0;
-    g->state = NG_BOUND;
+    sim_net_group *g = &n->g[id];
+    sim_net_link *l = &n->links[g->link[0]];
+    if (g->state == SIM_NG_BULK) l->vt_ok = 0;
+    g->state = SIM_NG_BOUND;
     g->rem = rem;
     g->rate = 0;
     l->bound = grow(l->bound, &l->cap_bound, l->n_bound + 1, sizeof *l->bound);
@@ -164,8 +164,8 @@ static void bind(sim_net *n, int id, double rem)
 
 static void unbind(sim_net *n, int id)
 {
-    net_group *g = &n->g[id];
-    net_link *l = &n->links[g->link[0]];
+    sim_net_group *g = &n->g[id];
+    sim_net_link *l = &n->links[g->link[0]];
     int last = l->bound[--l->n_bound];
     l->bound[g->bpos] = last;
     n->g[last].bpos = g->bpos;
@@ -174,21 +174,21 @@ static void unbind(sim_net *n, int id)
     n->bound[g->apos] = last;
     n->g[last].apos = g->apos;
     g->bpos = g->apos = -1;
-    g->state = NG_PLAIN;
+    g->state = SIM_NG_PLAIN;
 }
 
 /* Temporary link k joins K: its BULK groups become BOUND with their bytes left. */
 static void k_add(sim_net *n, int k)
 {
     n->kset = grow(n->kset, &n->cap_k, n->n_k + 1, sizeof *n->kset);
-    net_link *t = &n->links[k];
+    sim_net_link *t = &n->links[k];
     t->in_k = n->n_k + 1;
     n->kset[n->n_k++] = k;
     for (int i = 0; i < t->n_groups; i++) {
         int id = t->groups[i];
-        net_group *g = &n->g[id];
-        if (g->state != NG_BULK) continue;
-        net_link *l = &n->links[g->link[0]];
+        sim_net_group *g = &n->g[id];
+        if (g->state != SIM_NG_BULK) continue;
+        sim_net_link *l = &n->links[g->link[0]];
         l->load -= g->w[0];
         double rem = g->target - l->V;
         bind(n, id, rem > 0 ? rem : 0);
@@ -198,7 +198,7 @@ static void k_add(sim_net *n, int k)
 /* Temporary link k leaves K; with rebulk its groups go back to their links' clocks. */
 static void k_remove(sim_net *n, int k, int rebulk)
 {
-    net_link *t = &n->links[k];
+    sim_net_link *t = &n->links[k];
     int i = t->in_k - 1, last = n->kset[--n->n_k];
     n->kset[i] = last;
     n->links[last].in_k = i + 1;
@@ -206,17 +206,17 @@ static void k_remove(sim_net *n, int k, int rebulk)
     if (!rebulk) return;
     for (int j = 0; j < t->n_groups; j++) {
         int id = t->groups[j];
-        if (n->g[id].state != NG_BOUND) continue;
+        if (n->g[id].state != SIM_NG_BOUND) continue;
         double rem = n->g[id].rem;
         unbind(n, id);
         bulk_add(n, id, rem);
     }
 }
 
-void net_fast_enter(sim_net *n)
+void sim_net_fast_enter(sim_net *n)
 {
     for (int i = 0; i < n->n_perm; i++) {
-        net_link *l = &n->links[n->perm[i]];
+        sim_net_link *l = &n->links[n->perm[i]];
         l->V = l->r = l->load = 0;
         l->n_vh = l->n_bound = 0;
         l->bound_w = 0;
@@ -232,21 +232,21 @@ void net_fast_enter(sim_net *n)
     n->fast = 1;
 }
 
-void net_fast_leave(sim_net *n)
+void sim_net_fast_leave(sim_net *n)
 {
     for (int i = 0; i < n->n_active; i++) {
-        net_group *g = &n->g[n->active[i]];
-        if (g->state == NG_BULK) {
-            const net_link *l = &n->links[g->link[0]];
+        sim_net_group *g = &n->g[n->active[i]];
+        if (g->state == SIM_NG_BULK) {
+            const sim_net_link *l = &n->links[g->link[0]];
             g->rem = g->target - l->V;
             if (g->rem < 0) g->rem = 0;
             g->rate = l->r;
         }
-        g->state = NG_PLAIN;
+        g->state = SIM_NG_PLAIN;
         g->bpos = g->apos = -1;
     }
     for (int i = 0; i < n->n_perm; i++) {
-        net_link *l = &n->links[n->perm[i]];
+        sim_net_link *l = &n->links[n->perm[i]];
         l->n_vh = l->n_bound = 0;
         l->bound_w = 0;
         l->vq_head = l->n_vq = 0;
@@ -258,24 +258,24 @@ void net_fast_leave(sim_net *n)
     n->fast = 0;
 }
 
-void net_fast_added(sim_net *n, int id)
+void sim_net_fast_added(sim_net *n, int id)
 {
-    net_group *g = &n->g[id];
+    sim_net_group *g = &n->g[id];
     if (!g->shaped) return;  /* stays PLAIN; the next solve leaves the fast path */
     if (n->links[g->link[1]].in_k) bind(n, id, g->rem);
     else bulk_add(n, id, g->rem);
 }
 
-void net_fast_removed(sim_net *n, int id)
+void sim_net_fast_removed(sim_net *n, int id)
 {
-    net_group *g = &n->g[id];
-    if (g->state == NG_BULK) {
+    sim_net_group *g = &n->g[id];
+    if (g->state == SIM_NG_BULK) {
         n->links[g->link[0]].load -= g->w[0];
         n->links[g->link[0]].vt_ok = 0;
-    } else if (g->state == NG_BOUND) unbind(n, id);
-    g->state = NG_PLAIN;
+    } else if (g->state == SIM_NG_BOUND) unbind(n, id);
+    g->state = SIM_NG_PLAIN;
     if (g->shaped) {
-        net_link *t = &n->links[g->link[1]];
+        sim_net_link *t = &n->links[g->link[1]];
         if (t->in_k && t->n_groups == 1) k_remove(n, g->link[1], 0);
     }
 }
@@ -304,18 +304,18 @@ static void classes_update(sim_net *n)
  * adding one. It pops links in the same (x, link id) order as net.c's lazy heap, whose
  * superseded entries are skipped: only each link's latest level counts in both. */
 
-static int lv_before(const level *a, const level *b)
+static int lv_before(const sim_net_level *a, const sim_net_level *b)
 {
     return a->x < b->x || (a->x == b->x && a->link < b->link);
 }
 
-static void lv_place(sim_net *n, int i, level e)
+static void lv_place(sim_net *n, int i, sim_net_level e)
 {
     n->heap[i] = e;
     n->links[e.link].hpos = i + 1;
 }
 
-static void lv_up(sim_net *n, int i, level e)
+static void lv_up(sim_net *n, int i, sim_net_level e)
 {
     while (i > 0) {
         int p = (i - 1) / 2;
@@ -326,7 +326,7 @@ static void lv_up(sim_net *n, int i, level e)
     lv_place(n, i, e);
 }
 
-static void lv_down(sim_net *n, int i, level e)
+static void lv_down(sim_net *n, int i, sim_net_level e)
 {
     for (;;) {
         int c = 2 * i + 1;
@@ -342,7 +342,7 @@ static void lv_down(sim_net *n, int i, level e)
 /* Sets link id's level to x (adds it when absent). */
 static void lv_set(sim_net *n, int id, double x)
 {
-    level e = {x, id, 0};
+    sim_net_level e = {x, id, 0};
     int i = n->links[id].hpos - 1;
     if (i < 0) {
         if (n->n_heap == n->cap_heap) {
@@ -357,9 +357,9 @@ static void lv_set(sim_net *n, int id, double x)
     }
 }
 
-static level lv_pop(sim_net *n)
+static sim_net_level lv_pop(sim_net *n)
 {
-    level top = n->heap[0], last = n->heap[--n->n_heap];
+    sim_net_level top = n->heap[0], last = n->heap[--n->n_heap];
     n->links[top.link].hpos = 0;
     if (n->n_heap) lv_down(n, 0, last);
     return top;
@@ -371,7 +371,7 @@ static level lv_pop(sim_net *n)
  * same order, as setting it now, without moving it at each of its NICs' freezes. */
 static void raise_level(sim_net *n, int id, double x)
 {
-    net_link *m = &n->links[id];
+    sim_net_link *m = &n->links[id];
     if (m->unfrozen <= 1e-9) {
         m->unfrozen = 0;  /* its entry stays queued and is skipped when popped */
         return;
@@ -386,7 +386,7 @@ static void relaxed_solve(sim_net *n)
     n->n_heap = 0;
     n->fz_stamp++;  /* every BOUND group unfrozen */
     for (int i = 0; i < n->n_creps; i++) {
-        net_link *l = &n->links[n->creps[i]];
+        sim_net_link *l = &n->links[n->creps[i]];
         l->frozen = 0;
         l->r = 0;
         l->n_ub = l->n_bound;
@@ -400,7 +400,7 @@ static void relaxed_solve(sim_net *n)
         if (l->unfrozen > 0) lv_set(n, n->creps[i], l->cap / l->unfrozen);
     }
     for (int i = 0; i < n->n_k; i++) {
-        net_link *t = &n->links[n->kset[i]];
+        sim_net_link *t = &n->links[n->kset[i]];
         /* every group on a NIC is shaped (weight 1 there, or a cohort group's member
          * count): the sum of the weights is its flow count, exactly, without visiting */
         t->frozen = 0;
@@ -410,8 +410,8 @@ static void relaxed_solve(sim_net *n)
     }
     double level_now = 0;
     while (n->n_heap) {
-        level e = lv_pop(n);
-        net_link *l = &n->links[e.link];
+        sim_net_level e = lv_pop(n);
+        sim_net_link *l = &n->links[e.link];
         if (l->unfrozen <= 0) {
             l->lv_dirty = 0;
             continue;
@@ -431,12 +431,12 @@ static void relaxed_solve(sim_net *n)
         const int *ids = l->temporary ? l->groups : l->bound;
         if (!l->temporary) l->r = x;
         for (int k = 0; k < cnt; k++) {
-            net_group *g = &n->g[ids[k]];
+            sim_net_group *g = &n->g[ids[k]];
             if (g->fz == n->fz_stamp) continue;
             g->fz = n->fz_stamp;
             n->links[g->link[0]].n_ub--;
             g->rate = x;
-            net_link *m = &n->links[g->link[side]];
+            sim_net_link *m = &n->links[g->link[side]];
             if (side == 1 && g->m > 1) {
                 /* m twin links freezing their flow in turn (all at level x): the NIC's
                  * frozen load gets x added m times, as the plain groups would add it */
@@ -479,24 +479,24 @@ static void sort_by_rate(const sim_net *n, int *a, int m)
  * for a cohort NIC it is first taken per group (flows times value), which differs from
  * that by a few rounding errors, and summed member by member only when within 1e-9 of
  * thr. */
-static int nic_sum_cmp(const sim_net *n, const net_link *t, int link_r, double thr)
+static int nic_sum_cmp(const sim_net *n, const sim_net_link *t, int link_r, double thr)
 {
     double s = 0;
     if (t->n_mt) {
         for (int q = 0; q < t->n_groups; q++) {
-            const net_group *g = &n->g[t->groups[q]];
+            const sim_net_group *g = &n->g[t->groups[q]];
             s += g->m * (link_r ? n->links[g->link[0]].r : g->rate);
         }
         if (s * (1 + 1e-9) < thr) return -1;
         if (s * (1 - 1e-9) > thr) return 1;
         s = 0;
         for (int q = 0; q < t->n_lab; q++) {
-            const net_group *g = &n->g[mt_group(n, t, t->lab[q])];
+            const sim_net_group *g = &n->g[sim_net_mt_group(n, t, t->lab[q])];
             s += link_r ? n->links[g->link[0]].r : g->rate;
         }
     } else {
         for (int q = 0; q < t->n_groups; q++) {
-            const net_group *g = &n->g[t->groups[q]];
+            const sim_net_group *g = &n->g[t->groups[q]];
             s += link_r ? n->links[g->link[0]].r : g->rate;
         }
     }
@@ -517,13 +517,13 @@ static int check(sim_net *n)
      * rounding errors (relative 1e-13 for 10^3 links); with a 1e-9 margin the per-link
      * sum's verdict is the same, without visiting every link. */
     for (int i = 0; i < n->n_creps; i++) {
-        const net_link *l = &n->links[n->creps[i]];
+        const sim_net_link *l = &n->links[n->creps[i]];
         if (l->load > 0) lam += l->r * (l->twin_rep >= 0 ? l->twin_n : 1);
     }
     if (lam * (1 + 1e-9) <= thr) return 0;
     lam = 0;
     for (int i = 0; i < n->n_perm; i++) {
-        const net_link *l = &n->links[n->prep[i]];  /* a twin has its rep's r and load */
+        const sim_net_link *l = &n->links[n->prep[i]];  /* a twin has its rep's r and load */
         if (l->load <= 0) continue;
         n->scratch[m++] = i;
         lam += l->r;
@@ -536,11 +536,11 @@ static int check(sim_net *n)
     n->stamp++;
     int added = 0;
     for (int i = 0; i < h; i++) {
-        const net_link *l = &n->links[n->prep[n->scratch[i]]];  /* a twin's NICs are its rep's */
+        const sim_net_link *l = &n->links[n->prep[n->scratch[i]]];  /* a twin's NICs are its rep's */
         for (int j = 0; j < l->n_groups; j++) {
-            const net_group *g = &n->g[l->groups[j]];
-            if (g->state != NG_BULK) continue;
-            net_link *t = &n->links[g->link[1]];
+            const sim_net_group *g = &n->g[l->groups[j]];
+            if (g->state != SIM_NG_BULK) continue;
+            sim_net_link *t = &n->links[g->link[1]];
             if (t->stamp == n->stamp) continue;
             t->stamp = n->stamp;
             if (nic_sum_cmp(n, t, 1, t->cap * (1 - 1e-12)) > 0) {
@@ -552,7 +552,7 @@ static int check(sim_net *n)
     return added;
 }
 
-void net_fast_solve(sim_net *n)
+void sim_net_fast_solve(sim_net *n)
 {
     n->solves++;
     classes_update(n);
@@ -561,7 +561,7 @@ void net_fast_solve(sim_net *n)
             relaxed_solve(n);
         } else {
             for (int i = 0; i < n->n_creps; i++) {
-                net_link *l = &n->links[n->creps[i]];
+                sim_net_link *l = &n->links[n->creps[i]];
                 l->r = l->load > 0 ? l->cap / l->load : 0;
             }
         }
@@ -574,7 +574,7 @@ void net_fast_solve(sim_net *n)
     }
     double best = INFINITY;
     for (int i = 0; i < n->n_creps; i++) {  /* a twin has no marks */
-        net_link *l = &n->links[n->creps[i]];
+        sim_net_link *l = &n->links[n->creps[i]];
         vt_clean(n, l);
         if (!vt_any(l)) continue;
         dp_assert("sim_net: every group gets a positive rate", l->r > 0);
@@ -582,7 +582,7 @@ void net_fast_solve(sim_net *n)
         if (dt < best) best = dt;
     }
     for (int i = 0; i < n->n_bound; i++) {
-        const net_group *g = &n->g[n->bound[i]];
+        const sim_net_group *g = &n->g[n->bound[i]];
         dp_assert("sim_net: every group gets a positive rate", g->rate > 0);
         double dt = g->rem / g->rate;
         if (dt < best) best = dt;
@@ -591,17 +591,17 @@ void net_fast_solve(sim_net *n)
     n->dirty = 0;
 }
 
-int net_fast_advance(sim_net *n, double dt)
+int sim_net_fast_advance(sim_net *n, double dt)
 {
     int nd = 0;
     classes_update(n);
     for (int i = 0; i < n->n_creps; i++) {  /* a twin has no marks */
-        net_link *l = &n->links[n->creps[i]];
+        sim_net_link *l = &n->links[n->creps[i]];
         if (!vt_any(l)) continue;
         l->V += l->r * dt;
         /* finished to within a nanosecond's worth of bytes (event times are whole ns) */
         for (vt_clean(n, l); vt_any(l) && vt_top(l)->target <= l->V + l->r * 1e-9 + 1e-6; vt_clean(n, l)) {
-            vt_entry e = vt_pop_top(l);
+            sim_net_vt_entry e = vt_pop_top(l);
             n->keys[nd].seq = e.seq;
             n->keys[nd].group = e.group;
             nd++;
@@ -610,7 +610,7 @@ int net_fast_advance(sim_net *n, double dt)
         }
     }
     for (int i = 0; i < n->n_bound; i++) {
-        net_group *g = &n->g[n->bound[i]];
+        sim_net_group *g = &n->g[n->bound[i]];
         g->rem -= g->rate * dt;
         if (g->rem <= g->rate * 1e-9 + 1e-6) {
             n->keys[nd].seq = g->seq;
@@ -621,14 +621,14 @@ int net_fast_advance(sim_net *n, double dt)
     return nd;
 }
 
-double net_fast_rate(const sim_net *n, int id)
+double sim_net_fast_rate(const sim_net *n, int id)
 {
-    const net_group *g = &n->g[id];
-    return g->state == NG_BULK ? n->links[g->link[0]].r : g->rate;
+    const sim_net_group *g = &n->g[id];
+    return g->state == SIM_NG_BULK ? n->links[g->link[0]].r : g->rate;
 }
 
-double net_fast_remaining(const sim_net *n, int id)
+double sim_net_fast_remaining(const sim_net *n, int id)
 {
-    const net_group *g = &n->g[id];
-    return g->state == NG_BULK ? g->target - n->links[g->link[0]].V : g->rem;
+    const sim_net_group *g = &n->g[id];
+    return g->state == SIM_NG_BULK ? g->target - n->links[g->link[0]].V : g->rem;
 }

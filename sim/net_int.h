@@ -11,13 +11,15 @@
 
 #include "sim/net.h"
 
-enum { NG_PLAIN = 0, NG_BULK = 1, NG_BOUND = 2 };
+enum { SIM_NG_PLAIN = 0, SIM_NG_BULK = 1, SIM_NG_BOUND = 2 };
 
-typedef struct vt_entry { double target; uint64_t seq; uint32_t gen; int group; } vt_entry;
-typedef struct done_key { uint64_t seq; int group; int member; } done_key;
-typedef struct level { double x; int link; uint32_t ver; } level;
+typedef struct sim_net_vt_entry {
+    double target; uint64_t seq; uint32_t gen; int group;
+} sim_net_vt_entry;
+typedef struct sim_net_done_key { uint64_t seq; int group; int member; } sim_net_done_key;
+typedef struct sim_net_level { double x; int link; uint32_t ver; } sim_net_level;
 
-typedef struct net_link {
+typedef struct sim_net_link {
     double cap;
     double frozen;      /* solve: load of frozen flows */
     double unfrozen;    /* solve: weight of unfrozen flows */
@@ -33,11 +35,11 @@ typedef struct net_link {
      * flow V (at the network's time) and rate r, a min-heap of their targets (entries
      * of groups no longer BULK are stale and skipped), and its BOUND groups */
     double load, V, r;
-    vt_entry *vh;
+    sim_net_vt_entry *vh;
     int n_vh, cap_vh;
-    vt_entry *vq;       /* marks added in increasing order (the usual case: equal bytes on
-                         * a clock that only goes forward) wait here, first in first out:
-                         * live ones are vq[vq_head .. n_vq); the heap has the others */
+    sim_net_vt_entry *vq; /* marks added in increasing order (the usual case: equal bytes on
+                           * a clock that only goes forward) wait here, first in first out:
+                           * live ones are vq[vq_head .. n_vq); the heap has the others */
     int vq_head, n_vq, cap_vq;
     int vt_ok;          /* the top mark is known live (vt_clean has nothing to do) */
     int *bound;
@@ -76,9 +78,9 @@ typedef struct net_link {
     int64_t cookie_base;
     int64_t *mt_cookie;
     uint64_t mt_seq0;             /* member i's seq is mt_seq0 + i */
-} net_link;
+} sim_net_link;
 
-typedef struct net_group {
+typedef struct sim_net_group {
     int nl;
     int link[SIM_NET_MAX_LINKS];
     double w[SIM_NET_MAX_LINKS];
@@ -90,7 +92,7 @@ typedef struct net_group {
     int frozen;                   /* net.c's solve */
     uint64_t fz;                  /* net_fast.c's relaxed solve: frozen when == n->fz_stamp */
     int shaped;                   /* (permanent link, temporary link of weight 1) */
-    int state;                    /* NG_PLAIN / NG_BULK / NG_BOUND */
+    int state;                    /* SIM_NG_PLAIN / SIM_NG_BULK / SIM_NG_BOUND */
     double target;                /* BULK: finishes when its link's V reaches this */
     uint32_t gen;                 /* bumped each time it enters its link's heap */
     int bpos, apos;               /* BOUND: index in its link's bound list, in n->bound */
@@ -98,9 +100,9 @@ typedef struct net_group {
     int twin;                     /* made by sim_net_cohort_add: members on its NIC's table */
     int left;                     /* advance: members not yet reported */
     int mhead;                    /* twin: its first member on its NIC's table */
-} net_group;
+} sim_net_group;
 
-typedef struct net_plan {       /* see sim_net_plan_add */
+typedef struct sim_net_plan {   /* see sim_net_plan_add */
     int np, nc;                   /* members, classes */
     int *cls;                     /* member -> class (in first-member order) */
     int *next;                    /* the next member of the same class, -1 none */
@@ -108,15 +110,15 @@ typedef struct net_plan {       /* see sim_net_plan_add */
     int64_t *cookie;
     int *rep, *m, *first;         /* per class: rep link, members, first member */
     double *bytes;                /* per class */
-} net_plan;
+} sim_net_plan;
 
 struct sim_net {
     double t;
-    net_link *links;
+    sim_net_link *links;
     int n_links, cap_links;
     int *free_links;
     int n_free_links;
-    net_group *g;
+    sim_net_group *g;
     int cap_g;
     int *free_g;
     int n_free_g;
@@ -125,10 +127,10 @@ struct sim_net {
     uint64_t seq;
     int dirty;
     double next_t;
-    level *heap;
+    sim_net_level *heap;
     int n_heap, cap_heap;
     sim_net_done *done;
-    done_key *keys, *keys_tmp;    /* keys_tmp: sort scratch */
+    sim_net_done_key *keys, *keys_tmp;  /* keys_tmp: sort scratch */
     int cap_done;
     uint64_t solves;
     /* fast path: used while every group is shaped */
@@ -153,40 +155,40 @@ struct sim_net {
      * only, so the ~P twin links' structs stay out of the cache. */
     int *prep, *creps;
     int n_creps, cap_prep, prep_n;
-    net_plan *plans;
+    sim_net_plan *plans;
     int n_plans;
-    uint64_t fz_stamp;            /* relaxed solves so far (see net_group.fz) */
+    uint64_t fz_stamp;            /* relaxed solves so far (see sim_net_group.fz) */
     int frac_w;                   /* a BOUND group has had a weight that is not a whole number */
 };
 
 /* A cohort NIC's member j: its group, cookie and the next member of its group. */
-static inline int mt_group(const sim_net *n, const net_link *t, int j)
+static inline int sim_net_mt_group(const sim_net *n, const sim_net_link *t, int j)
 {
     return t->plan >= 0 ? t->pg[n->plans[t->plan].cls[j]] : t->mt_g[j];
 }
 
-static inline int64_t mt_cookie_of(const sim_net *n, const net_link *t, int j)
+static inline int64_t sim_net_mt_cookie_of(const sim_net *n, const sim_net_link *t, int j)
 {
     return t->plan >= 0 ? t->cookie_base + n->plans[t->plan].cookie[j] : t->mt_cookie[j];
 }
 
-static inline int mt_next_of(const sim_net *n, const net_link *t, int j)
+static inline int sim_net_mt_next_of(const sim_net *n, const sim_net_link *t, int j)
 {
     return t->plan >= 0 ? n->plans[t->plan].next[j] : t->mt_next[j];
 }
 
 /* net.c */
-void net_heap_push(sim_net *n, double x, int link, uint32_t ver);
-level net_heap_pop(sim_net *n);
+void sim_net_heap_push(sim_net *n, double x, int link, uint32_t ver);
+sim_net_level sim_net_heap_pop(sim_net *n);
 
 /* net_fast.c */
-void net_fast_enter(sim_net *n);
-void net_fast_leave(sim_net *n);
-void net_fast_added(sim_net *n, int id);      /* a group started while fast */
-void net_fast_removed(sim_net *n, int id);    /* before its links let go of it */
-void net_fast_solve(sim_net *n);              /* rates and n->next_t */
-int net_fast_advance(sim_net *n, double dt);  /* fills n->keys; returns the count */
-double net_fast_rate(const sim_net *n, int id);
-double net_fast_remaining(const sim_net *n, int id);
+void sim_net_fast_enter(sim_net *n);
+void sim_net_fast_leave(sim_net *n);
+void sim_net_fast_added(sim_net *n, int id);      /* a group started while fast */
+void sim_net_fast_removed(sim_net *n, int id);    /* before its links let go of it */
+void sim_net_fast_solve(sim_net *n);              /* rates and n->next_t */
+int sim_net_fast_advance(sim_net *n, double dt);  /* fills n->keys; returns the count */
+double sim_net_fast_rate(const sim_net *n, int id);
+double sim_net_fast_remaining(const sim_net *n, int id);
 
 #endif

@@ -11,7 +11,7 @@
 
 #include "sim/world.h"
 
-void nqm_init(sim_world *w)
+void sim_nqm_init(sim_world *w)
 {
     const sim_config *c = w->cfg;
     w->d = c->nqm_dims;
@@ -24,7 +24,7 @@ void nqm_init(sim_world *w)
     double scale = c->nqm_noise / sqrt((double)c->batch);
     for (int i = 0; i < d; i++) {
         w->h[i] = 1.0 / (i + 1);
-        w->noise_sd[i] = scale * sqrt(w->h[i]);  /* gradient noise of dim i (see nqm_grad) */
+        w->noise_sd[i] = scale * sqrt(w->h[i]);  /* gradient noise of dim i (see sim_nqm_grad) */
         w->theta[i] = 1.0f;
     }
     optim_slot_init(&w->opt, w->slot, (size_t)d);
@@ -46,7 +46,7 @@ void nqm_init(sim_world *w)
     }
 }
 
-void nqm_release(sim_world *w)
+void sim_nqm_release(sim_world *w)
 {
     free(w->h);
     free(w->noise_sd);
@@ -57,14 +57,14 @@ void nqm_release(sim_world *w)
     free(w->grad);
 }
 
-double nqm_loss(const sim_world *w, const float *theta)
+double sim_nqm_loss(const sim_world *w, const float *theta)
 {
     double s = 0;
     for (int i = 0; i < w->d; i++) s += 0.5 * w->h[i] * (double)theta[i] * (double)theta[i];
     return s;
 }
 
-void nqm_grad(sim_world *w, int wk)
+void sim_nqm_grad(sim_world *w, int wk)
 {
     const float *th = w->theta_read + (size_t)wk * (size_t)w->d;
     float *g = w->grad + (size_t)wk * (size_t)w->d;

@@ -11,9 +11,9 @@
  * stands for the mult batches (one per variable) that would have been sent in turn. */
 static void send_releases(sim_world *w, int k, int v, int mult, const int *rel, int n)
 {
-    int id = ack_new(w);
-    ack_add_release_set(w, id, v, mult, n == w->W ? NULL : rel, n == w->W ? n - 1 : n, k);
-    ack_send(w, id);
+    int id = sim_ack_new(w);
+    sim_ack_add_release_set(w, id, v, mult, n == w->W ? NULL : rel, n == w->W ? n - 1 : n, k);
+    sim_ack_send(w, id);
     w->acks[id].nev = mult;
 }
 
@@ -63,7 +63,7 @@ static void ps_verdict(sim_world *w, int p, int k, sync_verdict *vd)
 /* Member i (worker k) of this round's cohort offered to lock L: at the first of L's ps
  * it reaches in the round (one delivery batch, one cohort) the offer is made for all of
  * them; the others take the verdict as recorded. */
-int ps_lock_offer(sim_world *w, sim_lock *L, int i, int k)
+int sim_ps_lock_offer(sim_world *w, sim_lock *L, int i, int k)
 {
     if (L->stamp[i] == w->round) return L->st[i];
     L->cur[i] = L->step;
@@ -76,7 +76,7 @@ int ps_lock_offer(sim_world *w, sim_lock *L, int i, int k)
 static void lock_verdict(sim_world *w, int p, int i, int k, sync_verdict *vd)
 {
     sim_lock *L = &w->locks[w->ps_lock[p]];
-    vd->r = ps_lock_offer(w, L, i, k);
+    vd->r = sim_ps_lock_offer(w, L, i, k);
     vd->cur = L->cur[i];
     vd->now_step = L->step;
     vd->mean = L->mean + w->ps_lock_off[p];
@@ -87,7 +87,7 @@ static void lock_verdict(sim_world *w, int p, int i, int k, sync_verdict *vd)
 /* Sync: member i (worker k) of cohort c pushes ps p's gradients (every variable the push
  * phase carries to it); each variable is handled as if by its own accumulator (the
  * same drops, applies, events and acks, in variable order). */
-void ps_push_sync(sim_world *w, int p, int c, int i, int acks)
+void sim_ps_push_sync(sim_world *w, int p, int c, int i, int acks)
 {
     int j0 = w->push_first[p], j1 = w->ps_first[p + 1];
     if (j0 == j1) return;
@@ -100,14 +100,14 @@ void ps_push_sync(sim_world *w, int p, int c, int i, int acks)
         for (int j = j0; j < j1; j++) {
             int v = w->ps_vars[j];
             if (w->cat.v[v].trainable) w->drops++;
-            emit_ps(w, EVT_DROP, p, k, v, vd.cur, (double)(vd.cur - read), sim_msg_id(w, k, v));
+            sim_emit_ps(w, EVT_DROP, p, k, v, vd.cur, (double)(vd.cur - read), sim_msg_id(w, k, v));
         }
-        ack_add_vars(w, acks, k, j0, j1, SIM_ACK_DROPPED);
+        sim_ack_add_vars(w, acks, k, j0, j1, SIM_ACK_DROPPED);
         return;
     }
     if (vd.r != SYNC_READY) {
         /* accepted: acked now, released when the step completes */
-        ack_add_vars(w, acks, k, j0, j1, SIM_ACK_ACCUMULATED);
+        sim_ack_add_vars(w, acks, k, j0, j1, SIM_ACK_ACCUMULATED);
         return;
     }
     int n = vd.n;
@@ -123,17 +123,17 @@ void ps_push_sync(sim_world *w, int p, int c, int i, int acks)
         w->applies += n;
         w->stale.n += (uint64_t)n;  /* n gradients of staleness 0 */
         for (int q = 0; w->tw && q < n; q++)
-            emit_ps(w, EVT_APPLY, p, vd.rel[q], v, vd.now_step, 0, sim_msg_id(w, vd.rel[q], v));
+            sim_emit_ps(w, EVT_APPLY, p, vd.rel[q], v, vd.now_step, 0, sim_msg_id(w, vd.rel[q], v));
     }
     /* the pusher (one of them) is acked APPLIED; the others get RELEASEs */
-    ack_add_vars(w, acks, k, j0, j1, SIM_ACK_APPLIED);
+    sim_ack_add_vars(w, acks, k, j0, j1, SIM_ACK_APPLIED);
     send_releases(w, k, w->ps_vars[j0], j1 - j0, vd.rel, n);
 }
 
 /* Async / ssp: worker k's push of variable v to ps p, applied at once; sync: the step
  * token (global_step's empty push, alone after the gradients), offered to global_step's
  * accumulator, whose take advances the global step. */
-void ps_push(sim_world *w, int p, int k, int v, int acks)
+void sim_ps_push(sim_world *w, int p, int k, int v, int acks)
 {
     sim_var *sv = &w->vars[v];
     const var_def *d = &w->cat.v[v];
@@ -143,17 +143,17 @@ void ps_push(sim_world *w, int p, int k, int v, int acks)
         int64_t now_step = 0;
         int r = offer(w, sv->acc, sv->step, k, NULL, 0, w->mean, w->released, &n, &now_step);
         if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
-            ack_add(w, acks, k, v, SIM_ACK_DROPPED);  /* no drop event: not a gradient */
+            sim_ack_add(w, acks, k, v, SIM_ACK_DROPPED);  /* no drop event: not a gradient */
             return;
         }
         if (r != SYNC_READY) {
-            ack_add(w, acks, k, v, SIM_ACK_ACCUMULATED);  /* released when the step completes */
+            sim_ack_add(w, acks, k, v, SIM_ACK_ACCUMULATED);  /* released when the step completes */
             return;
         }
         sv->step = now_step;
         sim_world_versions_changed(w);
         /* the pusher (one of them) is acked APPLIED; the others get a RELEASE */
-        ack_add(w, acks, k, v, SIM_ACK_APPLIED);
+        sim_ack_add(w, acks, k, v, SIM_ACK_APPLIED);
         send_releases(w, k, v, 1, w->released, n);
         sim_world_global_step(w, now_step);
         return;
@@ -166,8 +166,8 @@ void ps_push(sim_world *w, int p, int k, int v, int acks)
         w->applies++;
         stale_stats_add(&w->stale, s);
     }
-    emit_ps(w, EVT_APPLY, p, k, v, sv->av.version, (double)s, sim_msg_id(w, k, v));
-    ack_add(w, acks, k, v, SIM_ACK_APPLIED);
+    sim_emit_ps(w, EVT_APPLY, p, k, v, sv->av.version, (double)s, sim_msg_id(w, k, v));
+    sim_ack_add(w, acks, k, v, SIM_ACK_APPLIED);
     if (!d->trainable) {
         sim_world_global_step(w, sv->av.version);
         if (w->gate) {

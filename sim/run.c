@@ -147,7 +147,7 @@ static int world_init(sim_world *w, const sim_config *c, char *err)
     }
     optim_conf_init(&w->opt, c->optimizer, (float)c->lr);
     w->vars = xcalloc((size_t)w->nv, sizeof *w->vars);
-    nqm_init(w);
+    sim_nqm_init(w);
     if (c->mode == MODE_SYNC) {
         int R = w->W - c->backup_workers;
         w->vars[w->step_var].acc = sync_acc_new(w->W, R, (size_t)w->vars[w->step_var].dims, 0);
@@ -231,7 +231,7 @@ static void world_release(sim_world *w)
     free(w->ps_dim);
     free(w->gbuf);
     free(w->vars);
-    if (w->theta) nqm_release(w);
+    if (w->theta) sim_nqm_release(w);
     ssp_gate_free(w->gate);
     free(w->ssp_wait);
     free(w->ssp_step);
@@ -299,9 +299,9 @@ int sim_run(const sim_config *c, sim_result *res, char *err)
     sim_world w_, *w = &w_;
     rc = world_init(w, c, err);
     if (rc) goto out;
-    rc = emit_open(w, err);
+    rc = sim_emit_open(w, err);
     if (rc) goto out;
-    res->initial_loss = nqm_loss(w, w->theta);
+    res->initial_loss = sim_nqm_loss(w, w->theta);
     sim_world_start(w);
     int64_t max_ns = c->max_sim_s > 0 ? (int64_t)llround(c->max_sim_s * 1e9) : INT64_MAX;
     int stuck = 0;
@@ -348,7 +348,7 @@ int sim_run(const sim_config *c, sim_result *res, char *err)
     res->first_step_s = (double)w->gs_first_ns / 1e9;
     res->samples = w->samples;
     res->samples_per_s = res->sim_s > 0 ? (double)w->samples / res->sim_s : 0;
-    res->final_loss = nqm_loss(w, w->theta);
+    res->final_loss = sim_nqm_loss(w, w->theta);
     res->mean_staleness = stale_stats_mean(&w->stale);
     res->max_staleness = w->stale.max;
     res->dropped = w->drops;
@@ -369,7 +369,7 @@ int sim_run(const sim_config *c, sim_result *res, char *err)
     res->n_vars = w->nv;
     res->model_bytes = w->model_bytes;
     if (w->tw) {
-        rc = emit_close(w, res, err);
+        rc = sim_emit_close(w, res, err);
         res->trace_events = w->trace_events;
     }
 out:

@@ -52,18 +52,19 @@ static void fire_failure(sim_world *w, int i)
     evt_init(&e, EVT_FAILURE, f->job == JOB_PS ? EVT_JOB_PS : EVT_JOB_WORKER, f->task);
     e.t = w->now;
     if (w->tw) e.str = trace_writer_intern(w->tw, "simulated failure (--fail)");
-    emit(w, &e);
+    sim_emit(w, &e);
     if (f->job == JOB_PS) {
         w->ps_dead[f->task] = 1;
     } else {
         sim_wk *k = &w->wk[f->task];
-        if (k->phase == W_DONE) return;
+        if (k->phase == SIM_W_DONE) return;
         k->dead = 1;
         k->inc++;
         k->inc_epoch = ++w->inc_epoch;
-        k->phase = W_IDLE;
+        k->phase = SIM_W_IDLE;
     }
-    if (f->restart_s >= 0) sim_heap_push(&w->heap, w->now + ns_of(f->restart_s), EV_RESTART, i, 0);
+    if (f->restart_s >= 0)
+        sim_heap_push(&w->heap, w->now + ns_of(f->restart_s), SIM_EV_RESTART, i, 0);
 }
 
 static void restart(sim_world *w, int i)
@@ -72,7 +73,7 @@ static void restart(sim_world *w, int i)
     evt_record e;
     evt_init(&e, EVT_RECOVERY, f->job == JOB_PS ? EVT_JOB_PS : EVT_JOB_WORKER, f->task);
     e.t = w->now;
-    emit(w, &e);
+    sim_emit(w, &e);
     if (f->job == JOB_PS) {
         int p = f->task;
         w->ps_dead[p] = 0;
@@ -117,7 +118,7 @@ void sim_world_global_step(sim_world *w, int64_t gs)
                 break;
             }
     }
-    emit_ps(w, EVT_GLOBAL_STEP, w->cat.v[w->step_var].ps, -1, -1, gs, 0, 0);
+    sim_emit_ps(w, EVT_GLOBAL_STEP, w->cat.v[w->step_var].ps, -1, -1, gs, 0, 0);
     for (int i = 0; i < w->cfg->n_failures; i++) {
         const sim_failure *f = &w->cfg->failures[i];
         if (f->job == JOB_PS && f->at_step >= 0 && gs >= f->at_step) fire_failure(w, i);
@@ -130,7 +131,7 @@ void sim_world_ssp_release(sim_world *w)
     for (int i = 0; i < w->n_ssp_wait; i++) {
         int k = w->ssp_wait[i];
         if (ssp_gate_may_start(w->gate, w->ssp_step[i]))
-            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_SSP_GO, k, w->wk[k].inc);
+            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_SSP_GO, k, w->wk[k].inc);
         else {
             w->ssp_wait[j] = k;
             w->ssp_step[j] = w->ssp_step[i];
@@ -170,7 +171,7 @@ static void net_sync(sim_world *w)
         b->c[i] = (int)(d[i].cookie >> 32);
         b->p[i] = (int)(d[i].cookie & 0xffffffff);
     }
-    sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_DELIVER_BATCH, id, 0);
+    sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_DELIVER_BATCH, id, 0);
 }
 
 static int cohort_new(sim_world *w)
@@ -258,8 +259,8 @@ static void flush_dir(sim_world *w, int dir)
         if (!w->plan_ready[dir]) plan_dir(w, dir);
         co->groups_left = w->co_n[dir];
         for (int i = 0; i < w->n_zero[dir]; i++)
-            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER, c,
-                               w->zero_ps[dir][i]);
+            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns,
+                               dir ? SIM_EV_PUSH_DELIVER : SIM_EV_PULL_DELIVER, c, w->zero_ps[dir][i]);
         if (w->plan[dir] >= 0) {
             double cap = dir && w->cfg->worker_push_bw > 0 ? w->cfg->worker_push_bw : w->cfg->worker_bw;
             co->link = sim_net_link_add(w->net, cap, 1);
@@ -271,7 +272,8 @@ static void flush_dir(sim_world *w, int dir)
         if (w->ps_first[p + 1] == (dir ? push_first(w, p) : w->ps_first[p])) continue;
         co->groups_left++;
         if (w->ps_bytes[p] <= 0) {
-            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER, c, p);
+            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns,
+                               dir ? SIM_EV_PUSH_DELIVER : SIM_EV_PULL_DELIVER, c, p);
             continue;
         }
         if (co->link < 0) {
@@ -289,14 +291,14 @@ static void flush_dir(sim_world *w, int dir)
 static void wk_pull(sim_world *w, int k)
 {
     sim_wk *wk = &w->wk[k];
-    wk->phase = W_PULL;
+    wk->phase = SIM_W_PULL;
     wk->t_phase = w->now;
     wk->outstanding = w->nv;
-    for (int v = 0; w->tw && v < w->nv; v++)  /* emit_wk does nothing without a trace */
-        emit_wk(w, EVT_PULL_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
-                0, sim_msg_id(w, k, v));
-    emit_wk_phase(w, EVT_PULL_BEGIN, k, wk->local, 0);
-    sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_PULL_ARRIVE, k, wk->inc);
+    for (int v = 0; w->tw && v < w->nv; v++)  /* sim_emit_wk does nothing without a trace */
+        sim_emit_wk(w, EVT_PULL_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
+                    0, sim_msg_id(w, k, v));
+    sim_emit_wk_phase(w, EVT_PULL_BEGIN, k, wk->local, 0);
+    sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_PULL_ARRIVE, k, wk->inc);
 }
 
 static void wk_start_step(sim_world *w, int k)
@@ -311,9 +313,9 @@ static void wk_start_step(sim_world *w, int k)
         }
     }
     if (w->gate) {
-        wk->phase = W_SSP;
+        wk->phase = SIM_W_SSP;
         wk->t_wait = -1;
-        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_SSP_REQ, k, wk->inc);
+        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_SSP_REQ, k, wk->inc);
         return;
     }
     wk_pull(w, k);
@@ -368,7 +370,7 @@ static void pull_arrive(sim_world *w, int k)
     wk->snap = id;
     float *th = w->theta_read + (size_t)k * (size_t)w->d;
     memcpy(th, w->theta, (size_t)w->d * sizeof *th);
-    wk->loss_read = nqm_loss(w, th);
+    wk->loss_read = sim_nqm_loss(w, th);
     w->bytes_pulled += (int64_t)w->model_bytes;
     w->pend[0][w->n_pend[0]++] = k;
 }
@@ -376,10 +378,10 @@ static void pull_arrive(sim_world *w, int k)
 static void pull_done(sim_world *w, int k)
 {
     sim_wk *wk = &w->wk[k];
-    emit_wk_phase(w, EVT_PULL_END, k, wk->local, w->now - wk->t_phase);
+    sim_emit_wk_phase(w, EVT_PULL_END, k, wk->local, w->now - wk->t_phase);
     wk->gs_read = sim_read_versions(w, k)[w->step_var];
     if (wk->gs_read >= w->cfg->steps) {
-        wk->phase = W_DONE;
+        wk->phase = SIM_W_DONE;
         w->n_done++;
         if (w->gate) {
             ssp_gate_retire(w->gate, k);
@@ -387,19 +389,19 @@ static void pull_done(sim_world *w, int k)
         }
         return;
     }
-    wk->phase = W_COMPUTE;
+    wk->phase = SIM_W_COMPUTE;
     wk->t_compute = w->now;
-    emit_wk(w, EVT_COMPUTE_BEGIN, k, -1, -1, wk->local, 0, 0, 0, 0, 0);
+    sim_emit_wk(w, EVT_COMPUTE_BEGIN, k, -1, -1, wk->local, 0, 0, 0, 0, 0);
     double d = sim_draw_compute(w, k);
-    sim_heap_push(&w->heap, w->now + ns_of(d), EV_COMPUTE_END, k, wk->inc);
+    sim_heap_push(&w->heap, w->now + ns_of(d), SIM_EV_COMPUTE_END, k, wk->inc);
 }
 
 static void compute_end(sim_world *w, int k)
 {
     sim_wk *wk = &w->wk[k];
-    emit_wk(w, EVT_COMPUTE_END, k, -1, -1, wk->local, 0, w->now - wk->t_compute, 0, 0, 0);
-    nqm_grad(w, k);
-    wk->phase = W_PUSH;
+    sim_emit_wk(w, EVT_COMPUTE_END, k, -1, -1, wk->local, 0, w->now - wk->t_compute, 0, 0, 0);
+    sim_nqm_grad(w, k);
+    wk->phase = SIM_W_PUSH;
     wk->t_phase = w->now;
     wk->token = 0;
     wk->outstanding = w->cfg->mode == MODE_SYNC ? w->nv - 1 : w->nv;  /* sync: the token later */
@@ -407,9 +409,9 @@ static void compute_end(sim_world *w, int k)
     wk->t_wait = -1;
     for (int v = 0; w->tw && v < w->nv; v++)
         if (w->cat.v[v].trainable)  /* global_step's push is the step token: no events */
-            emit_wk(w, EVT_PUSH_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
+            sim_emit_wk(w, EVT_PUSH_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
                 0, sim_msg_id(w, k, v));
-    emit_wk_phase(w, EVT_PUSH_BEGIN, k, wk->local, 0);
+    sim_emit_wk_phase(w, EVT_PUSH_BEGIN, k, wk->local, 0);
     w->bytes_pushed += (int64_t)w->model_bytes;
     w->pend[1][w->n_pend[1]++] = k;
 }
@@ -418,8 +420,8 @@ static void push_done(sim_world *w, int k)
 {
     sim_wk *wk = &w->wk[k];
     if (wk->t_wait >= 0)
-        emit_wk(w, EVT_BARRIER_RELEASE, k, -1, -1, wk->local, 0, w->now - wk->t_wait, 0, 0, 0);
-    emit_wk(w, EVT_STEP_END, k, -1, -1, wk->local, 0, 0, wk->loss_read, (double)wk->gs_read, 0);
+        sim_emit_wk(w, EVT_BARRIER_RELEASE, k, -1, -1, wk->local, 0, w->now - wk->t_wait, 0, 0, 0);
+    sim_emit_wk(w, EVT_STEP_END, k, -1, -1, wk->local, 0, 0, wk->loss_read, (double)wk->gs_read, 0);
     wk->local++;
     w->samples += w->cfg->batch;
     wk_start_step(w, k);
@@ -432,8 +434,8 @@ static void deliver(sim_world *w, const sim_event *ev)
     int c = ev->a, p = (int)ev->b;
     if (w->ps_dead[p] && defer_if_dead(w, p, ev)) return;
     sim_cohort *co = &w->cohorts[c];
-    int v0 = ev->type == EV_PULL_DELIVER ? w->ps_first[p] : push_first(w, p), v1 = w->ps_first[p + 1];
-    if (ev->type == EV_PULL_DELIVER) {
+    int v0 = ev->type == SIM_EV_PULL_DELIVER ? w->ps_first[p] : push_first(w, p), v1 = w->ps_first[p + 1];
+    if (ev->type == SIM_EV_PULL_DELIVER) {
         for (int i = 0; i < co->n; i++) {
             int k = co->members[i];
             sim_wk *wk = &w->wk[k];
@@ -441,22 +443,22 @@ static void deliver(sim_world *w, const sim_event *ev)
             for (int j = v0; w->tw && w->detail[k] && j < v1; j++) {
                 const int64_t *ver = sim_read_versions(w, k);
                 int v = w->ps_vars[j];
-                emit_wk(w, EVT_PULL_END, k, p, v, wk->local, (int64_t)w->cat.v[v].count * 4,
-                        w->now - wk->t_phase, (double)ver[v], 0, sim_msg_id(w, k, v));
+                sim_emit_wk(w, EVT_PULL_END, k, p, v, wk->local, (int64_t)w->cat.v[v].count * 4,
+                            w->now - wk->t_phase, (double)ver[v], 0, sim_msg_id(w, k, v));
             }
             wk->outstanding -= v1 - v0;
             if (wk->outstanding == 0) pull_done(w, k);
         }
     } else {
-        int start, acks = ack_begin(w, &start);
+        int start, acks = sim_ack_begin(w, &start);
         for (int i = 0; i < co->n; i++) {
             int k = co->members[i];
             sim_wk *wk = &w->wk[k];
             if (wk->dead || wk->inc != co->incs[i]) continue;
-            if (w->cfg->mode == MODE_SYNC) ps_push_sync(w, p, c, i, acks);
-            else for (int j = v0; j < v1; j++) ps_push(w, p, k, w->ps_vars[j], acks);
+            if (w->cfg->mode == MODE_SYNC) sim_ps_push_sync(w, p, c, i, acks);
+            else for (int j = v0; j < v1; j++) sim_ps_push(w, p, k, w->ps_vars[j], acks);
         }
-        ack_end(w, acks, start);
+        sim_ack_end(w, acks, start);
     }
     cohort_done_one(w, c);
 }
@@ -496,16 +498,16 @@ static int deliver_push_run(sim_world *w, int c, const int *ps, int m)
     for (int i = 0; i < m; i++) {
         int p = ps[i], nv = w->ps_first[p + 1] - w->push_first[p];
         if (w->ps_lock[p] < 0 || nv == 0) return 0;
-        int r = ps_lock_offer(w, &w->locks[w->ps_lock[p]], 0, k);
+        int r = sim_ps_lock_offer(w, &w->locks[w->ps_lock[p]], 0, k);
         if (r == SYNC_READY) return 0;
         cnt += nv;
         if (r == SYNC_ACCUMULATED) nacc += nv;
         else drops += nv;  /* every pushed variable is trainable */
     }
-    int start, acks = ack_begin(w, &start);
+    int start, acks = sim_ack_begin(w, &start);
     w->drops += drops;
-    ack_add_run(w, acks, k, cnt, nacc);
-    ack_end(w, acks, start);
+    sim_ack_add_run(w, acks, k, cnt, nacc);
+    sim_ack_end(w, acks, start);
     dp_assert("sim: a push run's acks went out in the open batch", acks == w->open_ack);
     w->acks[acks].nev += m - 1;
     co->groups_left -= m - 1;
@@ -519,7 +521,7 @@ static void deliver_one(sim_world *w, const sim_event *ev, int c, int p)
     sim_event e = *ev;
     e.a = c;
     e.b = p;
-    e.type = w->cohorts[c].dir ? EV_PUSH_DELIVER : EV_PULL_DELIVER;
+    e.type = w->cohorts[c].dir ? SIM_EV_PUSH_DELIVER : SIM_EV_PULL_DELIVER;
     deliver(w, &e);
 }
 
@@ -559,9 +561,9 @@ static void token_arrive(sim_world *w, const sim_event *ev)
     if (w->ps_dead[p] && defer_if_dead(w, p, ev)) return;
     sim_wk *wk = &w->wk[k];
     if (wk->dead || wk->inc != ev->b) return;
-    int start, acks = ack_begin(w, &start);
-    ps_push(w, p, k, w->step_var, acks);
-    ack_end(w, acks, start);
+    int start, acks = sim_ack_begin(w, &start);
+    sim_ps_push(w, p, k, w->step_var, acks);
+    sim_ack_end(w, acks, start);
 }
 
 /* A worker's push ends when every ack is in and, in sync, every accumulated push has
@@ -574,14 +576,14 @@ static void push_progress(sim_world *w, int k)
     if (wk->releases_due > 0) {
         if (wk->t_wait < 0) {
             wk->t_wait = w->now;
-            emit_wk(w, EVT_BARRIER_WAIT, k, -1, -1, wk->local, 0, 0, 0, 0, 0);
+            sim_emit_wk(w, EVT_BARRIER_WAIT, k, -1, -1, wk->local, 0, 0, 0, 0, 0);
         }
         return;
     }
     if (w->cfg->mode == MODE_SYNC && !wk->token) {
         wk->token = 1;
         wk->outstanding = 1;
-        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_TOKEN_ARRIVE, k, wk->inc);
+        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_TOKEN_ARRIVE, k, wk->inc);
         return;
     }
     push_done(w, k);
@@ -598,7 +600,7 @@ static void release_set_arrive(sim_world *w, const sim_ack *a, const sim_ack_ent
         int k = ws ? ws[i] : i;
         if (k == e->w) continue;
         sim_wk *wk = &w->wk[k];
-        if (wk->dead || wk->inc_epoch > e->inc || wk->phase != W_PUSH) continue;
+        if (wk->dead || wk->inc_epoch > e->inc || wk->phase != SIM_W_PUSH) continue;
         if ((wk->releases_due -= e->mult) <= 0) push_progress(w, k);
     }
 }
@@ -614,17 +616,17 @@ static void acks_arrive(sim_world *w, int id)
         }
         int k = e->w, v = e->v;
         sim_wk *wk = &w->wk[k];
-        if (wk->dead || wk->inc != e->inc || wk->phase != W_PUSH) continue;
+        if (wk->dead || wk->inc != e->inc || wk->phase != SIM_W_PUSH) continue;
         if (e->st == SIM_RELEASE) {
             wk->releases_due--;  /* may run ahead of its ACCUMULATED ack: counted signed */
         } else {
             if (e->st != SIM_ACK_RUN && w->tw && w->cat.v[v].trainable)
-                emit_wk(w, EVT_PUSH_END, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4,
-                        w->now - wk->t_phase, (double)e->st, 0, sim_msg_id(w, k, v));
+                sim_emit_wk(w, EVT_PUSH_END, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4,
+                            w->now - wk->t_phase, (double)e->st, 0, sim_msg_id(w, k, v));
             wk->releases_due += e->st == SIM_ACK_RUN ? e->nacc : e->st == SIM_ACK_ACCUMULATED;
             wk->outstanding -= e->cnt;
             if (wk->outstanding == 0 && !wk->token)
-                emit_wk_phase(w, EVT_PUSH_END, k, wk->local, w->now - wk->t_phase);
+                sim_emit_wk_phase(w, EVT_PUSH_END, k, wk->local, w->now - wk->t_phase);
         }
         push_progress(w, k);
     }
@@ -639,52 +641,52 @@ static void dispatch(sim_world *w, const sim_event *ev)
 {
     int k = ev->a;
     switch (ev->type) {
-    case EV_PULL_ARRIVE:
+    case SIM_EV_PULL_ARRIVE:
         if (!w->wk[k].dead && w->wk[k].inc == ev->b) pull_arrive(w, k);
         return;
-    case EV_COMPUTE_END:
+    case SIM_EV_COMPUTE_END:
         if (!w->wk[k].dead && w->wk[k].inc == ev->b) compute_end(w, k);
         return;
-    case EV_PULL_DELIVER:
-    case EV_PUSH_DELIVER:
+    case SIM_EV_PULL_DELIVER:
+    case SIM_EV_PUSH_DELIVER:
         w->round++;
         deliver(w, ev);
         return;
-    case EV_ACKS:
+    case SIM_EV_ACKS:
         acks_arrive(w, k);
         return;
-    case EV_DELIVER_BATCH:
+    case SIM_EV_DELIVER_BATCH:
         deliver_batch(w, ev);
         return;
-    case EV_SSP_REQ: {
+    case SIM_EV_SSP_REQ: {
         sim_wk *wk = &w->wk[k];
         if (wk->dead || wk->inc != ev->b) return;
         if (ssp_gate_may_start(w->gate, wk->local)) {
-            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, EV_SSP_GO, k, wk->inc);
+            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_SSP_GO, k, wk->inc);
             return;
         }
         wk->t_wait = w->now;
-        emit_wk(w, EVT_SSP_WAIT, k, -1, -1, wk->local, 0, 0, (double)ssp_gate_min(w->gate), 0, 0);
+        sim_emit_wk(w, EVT_SSP_WAIT, k, -1, -1, wk->local, 0, 0, (double)ssp_gate_min(w->gate), 0, 0);
         w->ssp_wait[w->n_ssp_wait] = k;
         w->ssp_step[w->n_ssp_wait++] = wk->local;
         return;
     }
-    case EV_SSP_GO: {
+    case SIM_EV_SSP_GO: {
         sim_wk *wk = &w->wk[k];
         if (wk->dead || wk->inc != ev->b) return;
         if (wk->t_wait >= 0)
-            emit_wk(w, EVT_SSP_RELEASE, k, -1, -1, wk->local, 0, w->now - wk->t_wait,
-                    (double)ssp_gate_min(w->gate), 0, 0);
+            sim_emit_wk(w, EVT_SSP_RELEASE, k, -1, -1, wk->local, 0, w->now - wk->t_wait,
+                        (double)ssp_gate_min(w->gate), 0, 0);
         wk_pull(w, k);
         return;
     }
-    case EV_TOKEN_ARRIVE:
+    case SIM_EV_TOKEN_ARRIVE:
         token_arrive(w, ev);
         return;
-    case EV_FAIL:
+    case SIM_EV_FAIL:
         fire_failure(w, k);
         return;
-    case EV_RESTART:
+    case SIM_EV_RESTART:
         restart(w, k);
         return;
     default:
@@ -714,7 +716,7 @@ void sim_world_start(sim_world *w)
 {
     for (int i = 0; i < w->cfg->n_failures; i++) {
         const sim_failure *f = &w->cfg->failures[i];
-        if (f->at_s >= 0) sim_heap_push(&w->heap, ns_of(f->at_s), EV_FAIL, i, 0);
+        if (f->at_s >= 0) sim_heap_push(&w->heap, ns_of(f->at_s), SIM_EV_FAIL, i, 0);
     }
     for (int k = 0; k < w->W; k++) wk_start_step(w, k);
 }

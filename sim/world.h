@@ -19,11 +19,12 @@
 
 /* Engine event types (sim_event.type) of the protocol. */
 enum {
-    EV_PULL_ARRIVE = 1, EV_PULL_DELIVER, EV_COMPUTE_END, EV_PUSH_DELIVER, EV_ACKS,
-    EV_SSP_REQ, EV_SSP_GO, EV_FAIL, EV_RESTART, EV_TOKEN_ARRIVE, EV_DELIVER_BATCH
+    SIM_EV_PULL_ARRIVE = 1, SIM_EV_PULL_DELIVER, SIM_EV_COMPUTE_END, SIM_EV_PUSH_DELIVER,
+    SIM_EV_ACKS, SIM_EV_SSP_REQ, SIM_EV_SSP_GO, SIM_EV_FAIL, SIM_EV_RESTART,
+    SIM_EV_TOKEN_ARRIVE, SIM_EV_DELIVER_BATCH
 };
 
-enum sim_wphase { W_IDLE = 0, W_SSP, W_PULL, W_COMPUTE, W_PUSH, W_DONE };
+enum sim_wphase { SIM_W_IDLE = 0, SIM_W_SSP, SIM_W_PULL, SIM_W_COMPUTE, SIM_W_PUSH, SIM_W_DONE };
 
 typedef struct sim_wk {
     int64_t local;        /* steps completed (the worker's clock) */
@@ -107,8 +108,8 @@ typedef struct sim_ack {  /* acknowledgements arriving together */
     sim_ack_ent *e;
     int *pool;            /* SIM_RELEASE_SET worker lists */
     int n_pool, cap_pool;
-    int floor;            /* entries before it are closed to new acks (see ack_begin) */
-    int fold;             /* the run ack_begin let go on (-1 none), and its counts then */
+    int floor;            /* entries before it are closed to new acks (see sim_ack_begin) */
+    int fold;             /* the run sim_ack_begin let go on (-1 none), and its counts then */
     int32_t fold_cnt, fold_nacc;
     int next_free;
     int nev;              /* engine events this batch stands for (merged batches) */
@@ -246,48 +247,49 @@ void sim_world_ssp_release(sim_world *w);    /* SSP waiters that may go now, go 
 void sim_world_versions_changed(sim_world *w);  /* a variable's version changed */
 
 /* ---- ack.c: acknowledgement batches ---- */
-int ack_new(sim_world *w);                   /* an empty batch */
+int sim_ack_new(sim_world *w);               /* an empty batch */
 /* cnt acks to worker k, nacc of them ACCUMULATED, joining its run when it is last */
-void ack_add_run(sim_world *w, int id, int k, int cnt, int nacc);
+void sim_ack_add_run(sim_world *w, int id, int k, int cnt, int nacc);
 /* worker k's ack (status st, or SIM_RELEASE) for variable v (a run unless traced) */
-void ack_add(sim_world *w, int id, int k, int v, int st);
+void sim_ack_add(sim_world *w, int id, int k, int v, int st);
 /* worker k's acks, all of status st, for ps_vars[j0 .. j1) */
-void ack_add_vars(sim_world *w, int id, int k, int j0, int j1, int st);
+void sim_ack_add_vars(sim_world *w, int id, int k, int j0, int j1, int st);
 /* the RELEASEs of mult variables (v the first) to ws[0..n) but skip, or (ws NULL) to
  * every worker but skip */
-void ack_add_release_set(sim_world *w, int id, int v, int mult, const int *ws, int n, int skip);
-void ack_send(sim_world *w, int id);         /* arrives one latency later; empty: freed */
+void sim_ack_add_release_set(sim_world *w, int id, int v, int mult, const int *ws, int n, int skip);
+void sim_ack_send(sim_world *w, int id);     /* arrives one latency later; empty: freed */
 /* acks about to be sent together: into the open batch when they may join it (*start:
- * its length then) or a new one (*start = -1); ack_end sends them */
-int ack_begin(sim_world *w, int *start);
-void ack_end(sim_world *w, int id, int start);
+ * its length then) or a new one (*start = -1); sim_ack_end sends them */
+int sim_ack_begin(sim_world *w, int *start);
+void sim_ack_end(sim_world *w, int id, int start);
 
 /* ---- ps.c: a ps handling pushes ---- */
 /* sync: member i of cohort c pushes ps p's gradients (every variable its push carries) */
-void ps_push_sync(sim_world *w, int p, int c, int i, int acks);
+void sim_ps_push_sync(sim_world *w, int p, int c, int i, int acks);
 /* async / ssp: worker k's push of variable v to ps p; sync: the step token (v = 0) */
-void ps_push(sim_world *w, int p, int k, int v, int acks);
+void sim_ps_push(sim_world *w, int p, int k, int v, int acks);
 /* member i (worker k) of this round's cohort offered to lock L: the offer's result */
-int ps_lock_offer(sim_world *w, sim_lock *L, int i, int k);
+int sim_ps_lock_offer(sim_world *w, sim_lock *L, int i, int k);
 
 /* ---- emit.c ---- */
-int emit_open(sim_world *w, char *err);
-int emit_close(sim_world *w, const sim_result *res, char *err);
-void emit(sim_world *w, const evt_record *e);
+int sim_emit_open(sim_world *w, char *err);
+int sim_emit_close(sim_world *w, const sim_result *res, char *err);
+void sim_emit(sim_world *w, const evt_record *e);
 /* A worker event: kind, worker, peer ps (-1), var (-1), step, bytes, dur, value, value2, id */
-void emit_wk(sim_world *w, int kind, int wk, int ps, int var, int64_t step, int64_t bytes,
-             int64_t dur, double value, double value2, uint64_t id);
-void emit_ps(sim_world *w, int kind, int ps, int wk, int var, int64_t step, double value, uint64_t id);
+void sim_emit_wk(sim_world *w, int kind, int wk, int ps, int var, int64_t step, int64_t bytes,
+                 int64_t dur, double value, double value2, uint64_t id);
+void sim_emit_ps(sim_world *w, int kind, int ps, int wk, int var, int64_t step, double value,
+                 uint64_t id);
 /* Sample level, for a worker without per-message events: the begin or end of its whole
  * pull or push phase (PULL_/PUSH_BEGIN/END with no variable, bytes = the model's). */
-void emit_wk_phase(sim_world *w, int kind, int wk, int64_t step, int64_t dur);
+void sim_emit_wk_phase(sim_world *w, int kind, int wk, int64_t step, int64_t dur);
 
 /* ---- nqm.c ---- */
-void nqm_init(sim_world *w);
-void nqm_release(sim_world *w);
-double nqm_loss(const sim_world *w, const float *theta);
+void sim_nqm_init(sim_world *w);
+void sim_nqm_release(sim_world *w);
+double sim_nqm_loss(const sim_world *w, const float *theta);
 /* Gradient of worker wk at the parameters it read, into its grad row. */
-void nqm_grad(sim_world *w, int wk);
+void sim_nqm_grad(sim_world *w, int wk);
 double sim_draw_compute(sim_world *w, int wk);
 
 #endif
