@@ -1,0 +1,299 @@
+/* test_viz_pixels.c — pictures checked against answers known without the drawing code,
+ * on a hand-made run: one ps, two workers, worker 0 pulling variable 0 while worker 1
+ * pushes variable 1, both half-way at the frame's time. Each packet must be a disc of its
+ * variable's colour (literal RGB from the colour key, never from the palette) centred where
+ * the layout puts it, ringed by its direction's outline (pull white, push ink) and by no
+ * other, its colour nowhere else in the cluster. Each overlay (help, inspector, toast,
+ * compare strip) must change the pixels where it draws against the same frame without it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "common/dp.h"
+#include "viz/internal.h"
+
+/* fontconfig's cleanup, when the process has it (through cairo); weak so that the
+ * test links without -lfontconfig. */
+extern void FcFini(void) __attribute__((weak));
+
+#define HEX(h) ((viz_rgb){((h) >> 16 & 255) / 255.0, ((h) >> 8 & 255) / 255.0, ((h) & 255) / 255.0})
+/* Tol muted, the viewer's first two variable colours; outlines: pulls white, pushes ink
+ * (the viewer's convention: docs/viewer.md does not name the outline colours). */
+#define KEY_VAR0 HEX(0x332288)   /* indigo */
+#define KEY_VAR1 HEX(0x44AA99)   /* teal */
+#define KEY_WHITE HEX(0xFFFFFF)
+#define KEY_INK HEX(0x1E1E24)
+#define KEY_BLUE HEX(0x0072B2)   /* Okabe-Ito blue: accent, key names, compare A */
+#define KEY_VERMILLION HEX(0xD55E00)   /* compare B */
+
+#define MS 1000000
+#define T_BEGIN (10 * MS)
+#define T_END (30 * MS)
+#define T_SHOWN (20 * MS)         /* both packets half-way */
+#define PACKET_BYTES 250000
+
+/* pixel / near / count_color / differing: the same small readers as test_viz.c's (each
+ * test program is one file; the brief for this one allowed no shared header). */
+static viz_rgb pixel(cairo_surface_t *img, int x, int y)
+{
+    int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
+    if (x < 0 || y < 0 || x >= w || y >= h) return (viz_rgb){-1, -1, -1};
+    const unsigned char *d = cairo_image_surface_get_data(img);
+    uint32_t p = ((const uint32_t *)(const void *)(d + (size_t)y * (size_t)cairo_image_surface_get_stride(img)))[x];
+    return (viz_rgb){(p >> 16 & 255) / 255.0, (p >> 8 & 255) / 255.0, (p & 255) / 255.0};
+}
+
+static int near(viz_rgb a, viz_rgb b, double tol)
+{
+    return fabs(a.r - b.r) <= tol && fabs(a.g - b.g) <= tol && fabs(a.b - b.b) <= tol;
+}
+
+/* Pixels of r in img within tol of c. */
+static int count_color(cairo_surface_t *img, viz_rect r, viz_rgb c, double tol)
+{
+    int n = 0;
+    for (int y = (int)floor(r.y); y < r.y + r.h; y++)
+        for (int x = (int)floor(r.x); x < r.x + r.w; x++) n += near(pixel(img, x, y), c, tol);
+    return n;
+}
+
+/* Pixels of r where a and b differ by more than tol. */
+static int differing(cairo_surface_t *a, cairo_surface_t *b, viz_rect r, double tol)
+{
+    int n = 0;
+    for (int y = (int)floor(r.y); y < r.y + r.h; y++)
+        for (int x = (int)floor(r.x); x < r.x + r.w; x++) n += !near(pixel(a, x, y), pixel(b, x, y), tol);
+    return n;
+}
+
+#define FIXTURE_MAX 40
+
+/* Adds a copy of e as (kind, job, task) at time t to ev[*n]. */
+static void put(evt_record *ev, int *n, evt_record e, int kind, int job, int task, int64_t t)
+{
+    dp_assert("test_viz_pixels: fixture too long", *n < FIXTURE_MAX);
+    e.kind = (uint16_t)kind;
+    e.job = (uint8_t)job;
+    e.task = task;
+    e.t = t;
+    ev[(*n)++] = e;
+}
+
+/* The run: tasks, two variables of PACKET_BYTES on ps 0, one pull and one push, and worker
+ * 0's loss (falling from loss0) every 2 ms so that a compare strip has a curve; appended
+ * in time order. strs is borrowed by the source; caller frees both. */
+static viz_source *fixture(evt_strtab *strs, double loss0)
+{
+    evt_record ev[FIXTURE_MAX], e;
+    int n = 0;
+    uint32_t var[2];
+    evt_init(&e, EVT_TASK_START, EVT_JOB_PS, 0);
+    e.str = evt_strtab_intern(strs, "localhost");
+    put(ev, &n, e, EVT_TASK_START, EVT_JOB_PS, 0, 1000);
+    put(ev, &n, e, EVT_TASK_START, EVT_JOB_WORKER, 0, 2000);
+    put(ev, &n, e, EVT_TASK_START, EVT_JOB_WORKER, 1, 2001);
+    for (int v = 0; v < 2; v++) {
+        var[v] = evt_strtab_intern(strs, v ? "b" : "w");
+        evt_init(&e, EVT_VAR_DEFINE, EVT_JOB_WORKER, 0);
+        e.var = var[v];
+        e.str = evt_strtab_intern(strs, "100");
+        e.bytes = PACKET_BYTES;
+        put(ev, &n, e, EVT_VAR_DEFINE, EVT_JOB_WORKER, 0, 3000 + v);
+        evt_init(&e, EVT_VAR_PLACE, EVT_JOB_WORKER, 0);
+        e.var = var[v];
+        e.peer_job = EVT_JOB_PS;
+        e.peer = 0;
+        e.device = evt_strtab_intern(strs, "/job:ps/replica:0/task:0/device:CPU:0");
+        put(ev, &n, e, EVT_VAR_PLACE, EVT_JOB_WORKER, 0, 3500 + v);
+    }
+    for (int w = 0; w < 2; w++) {   /* worker 0 pulls var 0, worker 1 pushes var 1 */
+        evt_init(&e, EVT_PULL_BEGIN, EVT_JOB_WORKER, w);
+        e.peer_job = EVT_JOB_PS;
+        e.peer = 0;
+        e.var = var[w];
+        e.id = 1;
+        e.bytes = PACKET_BYTES;
+        put(ev, &n, e, w ? EVT_PUSH_BEGIN : EVT_PULL_BEGIN, EVT_JOB_WORKER, w, T_BEGIN);
+        e.dur = T_END - T_BEGIN;
+        put(ev, &n, e, w ? EVT_PUSH_END : EVT_PULL_END, EVT_JOB_WORKER, w, T_END);
+    }
+    for (int k = 0; k < 14; k++) {
+        evt_init(&e, EVT_STEP_END, EVT_JOB_WORKER, 0);
+        e.step = k;
+        e.value = loss0 * (1 - 0.03 * k);
+        put(ev, &n, e, EVT_STEP_END, EVT_JOB_WORKER, 0, (2 + 2 * k) * MS);
+    }
+    for (int i = 1; i < n; i++)   /* stable insertion sort by time */
+        for (int k = i; k > 0 && ev[k].t < ev[k - 1].t; k--) {
+            evt_record tmp = ev[k];
+            ev[k] = ev[k - 1];
+            ev[k - 1] = tmp;
+        }
+    viz_source *s = viz_source_new_mem(strs, "{\"engine\":\"sim\",\"mode\":\"async\"}");
+    for (int i = 0; i < n; i++) viz_source_append(s, &ev[i]);
+    return s;
+}
+
+/* Checks one packet: its variable's colour fills a disc centred at q (and appears nowhere
+ * else in the cluster outside the ps box, whose bar has it too), and the ring just outside
+ * that disc holds outline pixels of `ring` and none of `not_ring`. */
+static void check_one(cairo_surface_t *img, const viz_layout *l, const char *what, viz_point q,
+                      viz_rgb fill, viz_rgb ring, viz_rgb not_ring)
+{
+    viz_rect cl = l->cluster, ps = l->ps_box[0];
+    long n = 0;
+    double sx = 0, sy = 0;
+    for (int y = (int)cl.y; y < cl.y + cl.h; y++)
+        for (int x = (int)cl.x; x < cl.x + cl.w; x++) {
+            if (viz_rect_contains(ps, x + 0.5, y + 0.5) || !near(pixel(img, x, y), fill, 0.01)) continue;
+            n++;
+            sx += x + 0.5;
+            sy += y + 0.5;
+        }
+    double cx = n ? sx / (double)n : -1, cy = n ? sy / (double)n : -1, r = sqrt((double)n / M_PI);
+    CHECK_MSG(n >= 100 && hypot(cx - q.x, cy - q.y) < 1.5,
+              "%s: a disc of its variable's colour where the layout puts it: %ld pixels around "
+              "%.1f,%.1f, expected at %.1f,%.1f", what, n, cx, cy, q.x, q.y);
+    long stray = 0;   /* the colour outside the disc */
+    int on = 0, off = 0;
+    for (int y = (int)cl.y; y < cl.y + cl.h; y++)
+        for (int x = (int)cl.x; x < cl.x + cl.w; x++) {
+            double d = hypot(x + 0.5 - q.x, y + 0.5 - q.y);
+            viz_rgb p = pixel(img, x, y);
+            if (d > r + 4 && !viz_rect_contains(ps, x + 0.5, y + 0.5)) stray += near(p, fill, 0.03);
+            if (d >= r + 0.3 && d <= r + 1.7) {
+                on += near(p, ring, 0.03);
+                off += near(p, not_ring, 0.03);
+            }
+        }
+    CHECK_MSG(stray == 0, "%s: its colour nowhere else in the cluster (%ld pixels)", what, stray);
+    CHECK_MSG(on >= 2 * r, "%s: ringed by its outline colour (%d pixels, radius %.1f)", what, on, r);
+    CHECK_MSG(off == 0, "%s: no pixel of the other direction's outline on its ring (%d)", what, off);
+}
+
+static void test_pull_and_push(void)
+{
+    evt_strtab *strs = evt_strtab_new();
+    viz_source *s = fixture(strs, 2.0);
+    viz_view v;
+    viz_view_init(&v);
+    v.t = T_SHOWN;
+    cairo_surface_t *img = viz_render_image(s, &v);
+    viz_ctx c;
+    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    CHECK_MSG(c.lay.n_ps == 1 && c.lay.n_workers == 2 && !c.lay.dense && !c.lay.compact_ps,
+              "fixture: 1 ps box and 2 worker boxes (%d, %d)", c.lay.n_ps, c.lay.n_workers);
+    viz_point pull = viz_layout_packet_pos(&c.lay, 0, 0, 0, 0.5), push = viz_layout_packet_pos(&c.lay, 0, 1, 1, 0.5);
+    check_one(img, &c.lay, "pull of var 0 by worker 0", pull, KEY_VAR0, KEY_WHITE, KEY_INK);
+    check_one(img, &c.lay, "push of var 1 by worker 1", push, KEY_VAR1, KEY_INK, KEY_WHITE);
+    viz_ctx_end(&c);
+    cairo_surface_destroy(img);
+    /* at their end time both have arrived: neither colour is left on the edges */
+    v.t = T_END;
+    img = viz_render_image(s, &v);
+    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    long left = 0;
+    viz_rect cl = c.lay.cluster, ps = c.lay.ps_box[0];
+    for (int y = (int)cl.y; y < cl.y + cl.h; y++)
+        for (int x = (int)cl.x; x < cl.x + cl.w; x++)
+            if (!viz_rect_contains(ps, x + 0.5, y + 0.5))
+                left += near(pixel(img, x, y), KEY_VAR0, 0.03) || near(pixel(img, x, y), KEY_VAR1, 0.03);
+    CHECK_MSG(left == 0, "at the end time, both arrived: no packet colour outside the ps box (%ld pixels)", left);
+    viz_ctx_end(&c);
+    cairo_surface_destroy(img);
+    viz_source_free(s);
+    evt_strtab_free(strs);
+}
+
+/* Each overlay against the same frame without it. Where it draws: the help card centred in
+ * the window (its white over the middle 40 %, the key names in accent blue in its left
+ * column), the inspector card at the cluster's top right, the toast dark at the cluster's
+ * bottom left above the timeline, the compare strip under the two halves with A's loss in
+ * blue and B's in vermillion. */
+static void test_overlays(void)
+{
+    evt_strtab *strs = evt_strtab_new();
+    viz_source *s = fixture(strs, 2.0), *other = fixture(strs, 1.0);
+    viz_view v;
+    viz_view_init(&v);
+    v.t = T_SHOWN;
+    double W = v.width, H = v.height;
+    cairo_surface_t *base = viz_render_image(s, &v);
+    viz_ctx c;
+    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    const viz_layout *l = &c.lay;
+    viz_rect centre = {W * 0.3, H * 0.3, W * 0.4, H * 0.4}, keys = {W * 0.3, H * 0.3, W * 0.1, H * 0.4};
+    viz_rect card = {l->cluster.x + l->cluster.w - 380 * l->s, l->cluster.y + 14 * l->s, 360 * l->s, 90 * l->s};
+    viz_rect toast = {l->cluster.x + 10 * l->s, l->timeline.y - 8 * l->s - l->font_small * 1.6, 60 * l->s,
+                      l->font_small * 1.2};
+    viz_ctx_end(&c);
+    viz_rect plot = {20, H * 0.79, W - 40, H * 0.2};   /* the strip below its title line */
+    double a_centre = centre.w * centre.h, a_card = card.w * card.h, a_toast = toast.w * toast.h;
+
+    viz_view o = v;
+    o.help = 1;
+    cairo_surface_t *img = viz_render_image(s, &o);
+    int white = count_color(img, centre, KEY_WHITE, 0.01), changed = differing(img, base, centre, 0.02);
+    CHECK_MSG(white > a_centre * 0.7, "help: white card over the window's middle (%d of %.0f)", white, a_centre);
+    CHECK_MSG(changed > a_centre * 0.5, "help: the window's middle differs from the frame without help "
+              "(%d of %.0f)", changed, a_centre);
+    int acc = count_color(img, keys, KEY_BLUE, 0.1), acc0 = count_color(base, keys, KEY_BLUE, 0.1);
+    CHECK_MSG(acc > acc0 + 150, "help: key names in accent blue in the card's left column (%d vs %d)", acc, acc0);
+    cairo_surface_destroy(img);
+
+    o = v;
+    o.sel = (viz_selection){VIZ_SEL_TASK, EVT_JOB_WORKER, 1, 0, 0};
+    img = viz_render_image(s, &o);
+    changed = differing(img, base, card, 0.02);
+    CHECK_MSG(changed > a_card * 0.15, "inspector: card at the cluster's top right (%d of %.0f changed)",
+              changed, a_card);
+    cairo_surface_destroy(img);
+
+    o = v;
+    o.toast = "saved frame";
+    img = viz_render_image(s, &o);
+    int dark = 0;
+    for (int y = (int)toast.y; y < toast.y + toast.h; y++)
+        for (int x = (int)toast.x; x < toast.x + toast.w; x++) {
+            viz_rgb p = pixel(img, x, y);
+            dark += p.r + p.g + p.b < 0.9;
+        }
+    changed = differing(img, base, toast, 0.02);
+    CHECK_MSG(dark > a_toast * 0.6 && changed > a_toast * 0.5,
+              "toast: dark box at the cluster's bottom left (%d dark, %d changed of %.0f)", dark, changed, a_toast);
+    cairo_surface_destroy(img);
+
+    o = v;
+    o.compare = other;
+    img = viz_render_image(s, &o);
+    int ca = count_color(img, plot, KEY_BLUE, 0.1), cb = count_color(img, plot, KEY_VERMILLION, 0.1);
+    int cb0 = count_color(base, plot, KEY_VERMILLION, 0.1);
+    CHECK_MSG(ca > 150, "compare: A's loss curve (blue) in the strip: %d pixels", ca);
+    CHECK_MSG(cb > 150 && cb0 == 0, "compare: B's loss curve (vermillion) in the strip: %d pixels (%d without "
+              "compare)", cb, cb0);
+    cairo_surface_destroy(img);
+
+    /* all at once, B following A by step: the help card still covers the middle */
+    o.compare_by_step = 1;
+    o.help = 1;
+    o.toast = "saved frame";
+    o.sel = (viz_selection){VIZ_SEL_TASK, EVT_JOB_WORKER, 1, 0, 0};
+    img = viz_render_image(s, &o);
+    white = count_color(img, centre, KEY_WHITE, 0.01);
+    CHECK_MSG(white > a_centre * 0.7, "compare + help: white card over the middle (%d of %.0f)", white, a_centre);
+    cairo_surface_destroy(img);
+    cairo_surface_destroy(base);
+    viz_source_free(other);
+    viz_source_free(s);
+    evt_strtab_free(strs);
+}
+
+int main(void)
+{
+    test_pull_and_push();
+    test_overlays();
+    cairo_debug_reset_static_data();   /* font caches, so LeakSanitizer sees only ours */
+    if (FcFini) FcFini();
+    return CHECK_DONE();
+}
