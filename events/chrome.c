@@ -17,11 +17,11 @@
 #include "events/event.h"
 
 enum cls { C_PULL, C_PUSH, C_FLOW, C_COMPUTE, C_BARRIER, C_SSP, C_TASK_PID, C_DEV_PID,
-           C_THREAD };
+           C_THREAD, C_PACED };
 
 /* thread groups; lanes of a group are tids group * 1000 + lane */
 enum grp { G_EVENTS = 1, G_PULLS = 2, G_PUSHES = 3, G_WAIT = 10, G_SEND = 20, G_APPLY = 30,
-           G_COMPUTE = 40 };
+           G_COMPUTE = 40, G_PACED = 50 };
 
 #define MARK_NS 1000            /* width of send / apply marker slices */
 
@@ -459,6 +459,10 @@ static void on_event(cx *c, const evt_record *e)
     case EVT_SSP_RELEASE:
         on_span(c, e, C_SSP, e->kind == EVT_SSP_RELEASE, task_pid(c, e->job, e->task), G_WAIT);
         break;
+    case EVT_PACED_BEGIN:
+    case EVT_PACED_END:
+        on_span(c, e, C_PACED, e->kind == EVT_PACED_END, task_pid(c, e->job, e->task), G_PACED);
+        break;
     case EVT_GLOBAL_STEP:
         counter(c, 1, e->t, "global_step", (double)e->step);
         break;
@@ -505,6 +509,7 @@ static const char *grp_name(int grp)
     case G_WAIT: return "waits";
     case G_SEND: return "sends";
     case G_APPLY: return "applies";
+    case G_PACED: return "paced";
     default: return "compute";
     }
 }
@@ -518,6 +523,8 @@ static const char *slice_name(const slice *s)
     case EVT_BARRIER_RELEASE: return "barrier_wait";
     case EVT_SSP_WAIT:
     case EVT_SSP_RELEASE: return "ssp_wait";
+    case EVT_PACED_BEGIN:
+    case EVT_PACED_END: return "paced";
     case EVT_PUSH_BEGIN: return "send";
     case EVT_DROP: return "drop";
     default: return "apply";
@@ -596,10 +603,12 @@ static void close_open(cx *c)
             uint32_t pid = task_pid(c, en->k.job, en->k.task);
             async_ev(c, "e", en->k.cls == C_PUSH, pid, end, en->v, NULL);
             en->dead = 1;
-        } else if (en->k.cls == C_COMPUTE || en->k.cls == C_BARRIER || en->k.cls == C_SSP) {
+        } else if (en->k.cls == C_COMPUTE || en->k.cls == C_BARRIER || en->k.cls == C_SSP ||
+                   en->k.cls == C_PACED) {
             evt_record e;
             evt_init(&e, en->k.cls == C_COMPUTE ? EVT_COMPUTE_END
-                         : en->k.cls == C_BARRIER ? EVT_BARRIER_RELEASE : EVT_SSP_RELEASE,
+                         : en->k.cls == C_BARRIER ? EVT_BARRIER_RELEASE
+                         : en->k.cls == C_SSP ? EVT_SSP_RELEASE : EVT_PACED_END,
                      en->k.job, en->k.task);
             e.step = (int64_t)en->k.a;
             add_slice(c, en->t, end - en->t, (uint32_t)en->v, (int)en->var, &e);

@@ -4,7 +4,8 @@
  *     ("/job:worker/replica:0/task:1/device:GPU:0 Compute"), named by process_name /
  *     thread_name metadata ("M");
  *   - compute as complete slices ("X" with "dur") on the device's process; barrier and
- *     SSP waits as X slices on the task; short "send" X slices mark each push and
+ *     SSP waits as X slices on the task; --pace waits as X slices named "paced" on the
+ *     task's "paced" thread; short "send" X slices mark each push and
  *     "apply"/"drop" X slices each gradient on the ps. X slices that would partially
  *     overlap on one thread are spread over extra lanes ("compute #2", ...), so no two
  *     X slices on one tid ever partially overlap (Perfetto drops those);

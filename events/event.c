@@ -47,6 +47,8 @@ static const char *const kind_names[EVT_KIND_COUNT] = {
     [EVT_LOG] = "log",
     [EVT_EVENTS_DROPPED] = "events_dropped",
     [EVT_CLOCK_SYNC] = "clock_sync",
+    [EVT_PACED_BEGIN] = "paced_begin",
+    [EVT_PACED_END] = "paced_end",
 };
 
 void evt_init(evt_record *e, evt_kind kind, int job, int task)

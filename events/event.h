@@ -33,6 +33,9 @@ enum evt_job { EVT_JOB_PS = 0, EVT_JOB_WORKER = 1, EVT_JOB_CLIENT = 2, EVT_JOB_H
  *   LOG             str=text, value=level
  *   EVENTS_DROPPED  bytes=number of events this task dropped so far (cumulative)
  *   CLOCK_SYNC      value=estimated offset ns (hub-side bookkeeping)
+ *   PACED_BEGIN/END worker, device, step (BEGIN: value=--pace in seconds; END: dur):
+ *                   the wait --pace adds after compute, before the push (appended last,
+ *                   so the kinds above keep their numbers in existing traces)
  */
 typedef enum evt_kind {
     EVT_CLUSTER_START = 1, EVT_CLUSTER_STOP, EVT_TASK_START, EVT_TASK_STOP, EVT_DEVICE,
@@ -42,6 +45,7 @@ typedef enum evt_kind {
     EVT_BARRIER_WAIT, EVT_BARRIER_RELEASE, EVT_SSP_WAIT, EVT_SSP_RELEASE,
     EVT_GLOBAL_STEP, EVT_EVAL, EVT_CHECKPOINT_WRITE, EVT_CHECKPOINT_RESTORE,
     EVT_FAILURE, EVT_RECOVERY, EVT_LOG, EVT_EVENTS_DROPPED, EVT_CLOCK_SYNC,
+    EVT_PACED_BEGIN, EVT_PACED_END,
     EVT_KIND_COUNT
 } evt_kind;
 

@@ -13,6 +13,7 @@
 
 static const char *const phase_names[EVT_PHASE_COUNT] = {
     "idle", "pulling", "computing", "pushing", "barrier", "ssp_blocked", "dead", "stopped",
+    "paced",
 };
 
 const char *evt_phase_name(int phase)
@@ -94,6 +95,7 @@ static int task_equal(const evt_task_state *a, const evt_task_state *b)
            a->phase == b->phase && a->phase_since == b->phase_since &&
            a->pulls_in_flight == b->pulls_in_flight &&
            a->pushes_in_flight == b->pushes_in_flight && a->computing == b->computing &&
+           a->paced == b->paced &&
            a->in_barrier == b->in_barrier && a->in_ssp == b->in_ssp &&
            a->dead == b->dead && a->stopped == b->stopped && a->step == b->step &&
            a->steps_done == b->steps_done && same_double(a->loss, b->loss) &&
@@ -286,6 +288,7 @@ static int derive_phase(const evt_task_state *tk)
     if (tk->stopped) return EVT_PHASE_STOPPED;
     if (tk->in_barrier) return EVT_PHASE_BARRIER;
     if (tk->in_ssp) return EVT_PHASE_SSP;
+    if (tk->paced) return EVT_PHASE_PACED;
     if (tk->computing) return EVT_PHASE_COMPUTING;
     if (tk->pushes_in_flight) return EVT_PHASE_PUSHING;
     if (tk->pulls_in_flight) return EVT_PHASE_PULLING;
@@ -294,7 +297,7 @@ static int derive_phase(const evt_task_state *tk)
 
 static void clear_activity(evt_task_state *tk)
 {
-    tk->pulls_in_flight = tk->pushes_in_flight = tk->computing = 0;
+    tk->pulls_in_flight = tk->pushes_in_flight = tk->computing = tk->paced = 0;
     tk->in_barrier = tk->in_ssp = 0;
 }
 
@@ -427,6 +430,15 @@ void evt_state_apply(evt_state *st, const evt_record *e)
     case EVT_COMPUTE_END:
         if (tk) dec(&tk->computing);
         if ((d = device_slot(st, tk, e->job, e->task, e->device))) dec(&d->busy);
+        break;
+    case EVT_PACED_BEGIN:
+        if (tk) {
+            tk->paced++;
+            tk->step = e->step;
+        }
+        break;
+    case EVT_PACED_END:
+        if (tk) dec(&tk->paced);
         break;
     case EVT_STEP_END:
         if (tk) {

@@ -23,15 +23,16 @@
 #include "events/trace.h"
 
 /* What a task is doing. Precedence when several apply: dead > stopped > barrier >
- * ssp-blocked > computing > pushing > pulling > idle. */
+ * ssp-blocked > paced > computing > pushing > pulling > idle. PACED (a worker holding
+ * its step for --pace) comes last in the enum so the older phases keep their numbers. */
 typedef enum evt_phase {
     EVT_PHASE_IDLE = 0, EVT_PHASE_PULLING, EVT_PHASE_COMPUTING, EVT_PHASE_PUSHING,
-    EVT_PHASE_BARRIER, EVT_PHASE_SSP, EVT_PHASE_DEAD, EVT_PHASE_STOPPED,
+    EVT_PHASE_BARRIER, EVT_PHASE_SSP, EVT_PHASE_DEAD, EVT_PHASE_STOPPED, EVT_PHASE_PACED,
     EVT_PHASE_COUNT
 } evt_phase;
 
 /* "idle", "pulling", "computing", "pushing", "barrier", "ssp_blocked", "dead",
- * "stopped"; "unknown" out of range. */
+ * "stopped", "paced"; "unknown" out of range. */
 const char *evt_phase_name(int phase);
 
 /* Largest task index the state tracks; events naming a larger (or negative) index
@@ -50,6 +51,7 @@ typedef struct evt_task_state {
     int pulls_in_flight;     /* PULL_BEGIN minus PULL_END (never below 0) */
     int pushes_in_flight;
     int computing;           /* COMPUTE_BEGIN without its END */
+    int paced;               /* PACED_BEGIN without its END */
     int in_barrier, in_ssp, dead, stopped;
     int64_t step;            /* worker: last local step seen; ps: last global step applied */
     int64_t steps_done;      /* worker: STEP_END count */

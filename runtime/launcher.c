@@ -4,6 +4,7 @@
 #include "runtime/launcher.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -303,6 +304,7 @@ static void print_summary(launcher *l, double wall_s)
     const rt_config *cfg = l->cfg;
     double samples = 0, train_s = 0, pulled = 0, pushed = 0, loss_sum = 0, mean_step = 0;
     double stale_n = 0, stale_sum = 0, stale_max = 0, drops = 0, gs = 0, acc = -1, var_min = -1;
+    double paced_max = 0, unpaced_s = 0;   /* --pace: largest paced_s, largest train_s - paced_s */
     int n_loss = 0;
     for (int i = 0; i < l->n_kids; i++) {
         child *c = &l->kids[i];
@@ -313,6 +315,9 @@ static void print_summary(launcher *l, double wall_s)
             if (jnum(s, "train_s") > train_s) train_s = jnum(s, "train_s");
             pulled += jnum(s, "bytes_pulled");
             pushed += jnum(s, "bytes_pushed");
+            double paced = jnum(s, "paced_s"), unpaced = jnum(s, "train_s") - paced;
+            if (paced > paced_max) paced_max = paced;
+            if (unpaced > unpaced_s) unpaced_s = unpaced;
             json_t *fl = json_object_get(s, "final_loss");
             if (fl && json_is_number(fl) && jnum(s, "local_steps") > 0) {
                 loss_sum += json_number_value(fl);
@@ -334,32 +339,24 @@ static void print_summary(launcher *l, double wall_s)
             if (jnum(s, "holds_step") != 0) mean_step = jnum(s, "mean_step_s");
         }
     }
-    json_t *o = json_object();
-    json_object_set_new(o, "engine", json_string("real"));
-    json_object_set_new(o, "mode", json_string(update_mode_name(cfg->mode)));
-    json_object_set_new(o, "ps", json_integer(cfg->n_ps));
-    json_object_set_new(o, "workers", json_integer(cfg->n_workers));
-    json_object_set_new(o, "steps", json_integer(cfg->steps));
-    json_object_set_new(o, "global_step", json_integer((json_int_t)gs));
-    json_object_set_new(o, "wall_s", json_real(wall_s));
-    json_object_set_new(o, "mean_step_s", json_real(mean_step));
-    json_object_set_new(o, "samples_per_s", json_real(train_s > 0 ? samples / train_s : 0));
-    json_object_set_new(o, "final_loss", n_loss ? json_real(loss_sum / n_loss) : json_null());
-    json_object_set_new(o, "test_accuracy", acc >= 0 ? json_real(acc) : json_null());
-    json_object_set_new(o, "mean_staleness", json_real(stale_n > 0 ? stale_sum / stale_n : 0));
-    json_object_set_new(o, "max_staleness", json_integer((json_int_t)stale_max));
-    json_object_set_new(o, "dropped_gradients", json_integer((json_int_t)drops));
-    json_object_set_new(o, "min_variable_step", json_integer((json_int_t)var_min));
-    json_object_set_new(o, "bytes_pulled", json_integer((json_int_t)pulled));
-    json_object_set_new(o, "bytes_pushed", json_integer((json_int_t)pushed));
-    json_object_set_new(o, "events", json_integer((json_int_t)l->events));
-    json_object_set_new(o, "events_dropped", json_integer((json_int_t)l->events_dropped));
-    json_object_set_new(o, "trace", cfg->trace[0] ? json_string(cfg->trace) : json_null());
-    json_object_set_new(o, "model", json_string(model_name(cfg->model)));
-    json_object_set_new(o, "optimizer", json_string(optim_name(cfg->optimizer)));
-    json_object_set_new(o, "batch", json_integer(cfg->batch));
-    json_object_set_new(o, "backup_workers", json_integer(cfg->backup_workers));
-    if (cfg->mode == MODE_SSP) json_object_set_new(o, "staleness_bound", json_integer(cfg->staleness));
+    run_result rr = {
+        .engine = "real", .global_step = (int64_t)gs, .wall_s = wall_s, .mean_step_s = mean_step,
+        .samples_per_s = train_s > 0 ? samples / train_s : 0,
+        .final_loss = n_loss ? loss_sum / n_loss : NAN, .test_accuracy = acc >= 0 ? acc : NAN,
+        .mean_staleness = stale_n > 0 ? stale_sum / stale_n : 0, .max_staleness = (int64_t)stale_max,
+        .dropped_gradients = (int64_t)drops, .min_variable_step = (int64_t)var_min,
+        .bytes_pulled = (int64_t)pulled, .bytes_pushed = (int64_t)pushed, .events = l->events,
+        .events_dropped = l->events_dropped, .trace = cfg->trace,
+    };
+    json_t *o = run_summary_json(&cfg->run, &rr);
+    if (cfg->pace_s > 0) {
+        /* samples_per_s above is what happened, the pace included; this is the run with
+         * every worker's paced wait taken out, combined as samples_per_s is (all samples
+         * over the slowest worker's time). paced_s: the most any one worker waited. */
+        json_object_set_new(o, "pace_s", json_real(cfg->pace_s));
+        json_object_set_new(o, "paced_s", json_real(paced_max));
+        json_object_set_new(o, "samples_per_s_unpaced", json_real(unpaced_s > 0 ? samples / unpaced_s : 0));
+    }
     char *line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
     printf("%s\n", line);
     fflush(stdout);

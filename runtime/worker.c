@@ -481,10 +481,10 @@ static void sleep_ns(uint64_t ns)
 }
 
 /* --pace: holds the step that began (its first pull) at step_t0 until pace_s has passed,
- * after its compute and before its push — the gradients are ready and wait to be sent, as
- * a throttled input pipeline would make a TensorFlow worker wait. The wait is interrupted
- * by a stop request, as every sleep here is. Returns the ns waited (0: pacing off, or the
- * step was already long enough: then no event and no wait). */
+ * after its compute and before its push: the gradients are in hand and wait to be applied
+ * (docs/runtime.md). The wait is interrupted by a stop request, as every sleep here is.
+ * Returns the ns waited (0: pacing off, or the step was already long enough: then no
+ * event and no wait). */
 static uint64_t pace_step(worker *wk, uint64_t step_t0)
 {
     if (wk->cfg->pace_s <= 0) return 0;
@@ -493,10 +493,10 @@ static uint64_t pace_step(worker *wk, uint64_t step_t0)
     int64_t pt0 = rt_instr_now(wk->in);
     emit_step(wk, EVT_PACED_BEGIN, pt0, 0, wk->cfg->pace_s, 0);
     sleep_ns(step_t0 + pace - w0);
-    uint64_t w1 = dp_now_ns();
-    int64_t pt1 = rt_instr_now(wk->in);
-    emit_step(wk, EVT_PACED_END, pt1, pt1 - pt0, 0, 0);
-    return w1 - w0;
+    uint64_t waited = dp_now_ns() - w0;
+    /* The span in the trace is the very wait counted in paced_s. */
+    emit_step(wk, EVT_PACED_END, pt0 + (int64_t)waited, (int64_t)waited, 0, 0);
+    return waited;
 }
 
 static int load_data(worker *wk, dataset *train, dataset *test, char *err)

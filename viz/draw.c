@@ -425,8 +425,9 @@ static void draw_dense(viz_ctx *c, const int *count)
     cairo_restore(cr);
     cairo_surface_destroy(img);
     /* caption: counts per phase with swatches */
-    static const int order[] = {EVT_PHASE_PULLING, EVT_PHASE_COMPUTING, EVT_PHASE_PUSHING,
-                                EVT_PHASE_BARRIER, EVT_PHASE_SSP, EVT_PHASE_DEAD, EVT_PHASE_IDLE};
+    static const int order[] = {EVT_PHASE_PULLING, EVT_PHASE_COMPUTING, EVT_PHASE_PACED,
+                                EVT_PHASE_PUSHING, EVT_PHASE_BARRIER, EVT_PHASE_SSP,
+                                EVT_PHASE_DEAD, EVT_PHASE_IDLE};
     char buf[64];
     double x = l->grid.x, y = l->grid.y - l->font * 0.45;
     viz_font(cr, l->font_small, 1);
@@ -435,7 +436,10 @@ static void draw_dense(viz_ctx *c, const int *count)
     x += viz_text(cr, x, y, buf, 0, 0) + 8 * s;
     viz_font(cr, l->font_small, 0);
     for (size_t i = 0; i < DP_ARRAY_LEN(order); i++) {
-        if (!count[order[i]] && order[i] != EVT_PHASE_COMPUTING) continue;
+        /* computing always has its entry; paced has one whenever the run is paced */
+        if (!count[order[i]] && order[i] != EVT_PHASE_COMPUTING &&
+            !(order[i] == EVT_PHASE_PACED && c->src->m.has_paced))
+            continue;
         viz_set(cr, viz_phase_color(order[i]));
         cairo_rectangle(cr, x, y - l->font_small * 0.8, l->font_small * 0.9, l->font_small * 0.9);
         cairo_fill(cr);

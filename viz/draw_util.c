@@ -24,6 +24,8 @@ static const viz_rgb phase_colors[EVT_PHASE_COUNT] = {
     RGB(0xCC79A7), /* ssp blocked: reddish purple */
     RGB(0xD55E00), /* dead: vermillion */
     RGB(0x8C8C8C), /* stopped */
+    RGB(0x7E76B6), /* paced (--pace): muted lavender, away from sky blue and purple for
+                    * protan/deutan eyes too */
 };
 
 static const viz_rgb var_colors[] = {
@@ -54,7 +56,8 @@ viz_rgb viz_device_color(int i)
 viz_rgb viz_act_color(int act)
 {
     static const int phase_of[VIZ_N_ACT] = {EVT_PHASE_PULLING, EVT_PHASE_COMPUTING,
-                                            EVT_PHASE_PUSHING, EVT_PHASE_BARRIER};
+                                            EVT_PHASE_PUSHING, EVT_PHASE_BARRIER,
+                                            EVT_PHASE_PACED};
     return viz_phase_color(phase_of[act]);
 }
 

@@ -25,7 +25,8 @@ int viz_stale_bin(double staleness);
 #define VIZ_MAX_OPS 20000       /* placement rows kept */
 #define VIZ_MAX_MARKS 8192
 
-enum { VIZ_ACT_PULL, VIZ_ACT_COMPUTE, VIZ_ACT_PUSH, VIZ_ACT_WAIT, VIZ_N_ACT };
+/* Timeline activities; PACED (--pace) is last, and a lane with none of it draws as before. */
+enum { VIZ_ACT_PULL, VIZ_ACT_COMPUTE, VIZ_ACT_PUSH, VIZ_ACT_WAIT, VIZ_ACT_PACED, VIZ_N_ACT };
 
 typedef struct viz_mark { int64_t t; int kind; int job, task; double value; } viz_mark;
 typedef struct viz_eval { int64_t t; double acc, loss; int64_t step; } viz_eval;
@@ -54,6 +55,7 @@ typedef struct viz_model {
     viz_taskdev *devs; int n_devs, cap_devs;
     int n_ps, n_workers;      /* largest task index + 1 seen */
     int chief;                /* worker index of the chief (0) */
+    int has_paced;            /* a PACED_BEGIN was seen: the paced legend entries show */
     int lane_job[VIZ_MAX_LANES], lane_task[VIZ_MAX_LANES], n_lanes;
     int16_t *lane_of[2];      /* [job][task] -> lane + 1 (0 = none), job ps/worker */
     viz_act *act[2]; int act_len[2];

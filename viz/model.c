@@ -361,6 +361,11 @@ void viz_model_add(viz_model *m, const evt_record *e, const char *(*str)(const v
     case EVT_COMPUTE_END:
         activity(m, e->job, e->task, VIZ_ACT_COMPUTE, e->kind == EVT_COMPUTE_BEGIN, t);
         break;
+    case EVT_PACED_BEGIN:
+    case EVT_PACED_END:
+        if (e->kind == EVT_PACED_BEGIN) m->has_paced = 1;
+        activity(m, e->job, e->task, VIZ_ACT_PACED, e->kind == EVT_PACED_BEGIN, t);
+        break;
     case EVT_BARRIER_WAIT:
     case EVT_SSP_WAIT:
         activity(m, e->job, e->task, VIZ_ACT_WAIT, 1, t);

@@ -415,6 +415,18 @@ static void blit_row(cairo_t *cr, cairo_surface_t *img, int row, int width, viz_
     cairo_restore(cr);
 }
 
+/* One timeline legend entry (swatch, name) with its baseline-left at (x, y); returns its
+ * width. */
+static double legend_entry(cairo_t *cr, int act, double x, double y, double fs)
+{
+    static const char *names[VIZ_N_ACT] = {"pull", "compute", "push", "wait", "paced"};
+    viz_set(cr, viz_act_color(act));
+    cairo_rectangle(cr, x, y - fs * 0.8, fs * 0.8, fs * 0.8);
+    cairo_fill(cr);
+    viz_set(cr, VIZ_INK);
+    return fs + viz_text(cr, x + fs, y, names[act], 0, 0);
+}
+
 void viz_draw_timeline(viz_ctx *c)
 {
     cairo_t *cr = c->cr;
@@ -524,15 +536,21 @@ void viz_draw_timeline(viz_ctx *c)
     viz_text(cr, sc.x + sc.w, sc.y + sc.h + l->font_small * 1.0, buf, 2, 0);
     viz_text(cr, sc.x, sc.y + sc.h + l->font_small * 1.0, "0", 0, 0);
     /* legend in the label column of the scrubber row */
-    static const char *names[VIZ_N_ACT] = {"pull", "compute", "push", "wait"};
     double lx = l->timeline.x + 8 * s, ly = sc.y + sc.h * 0.2, fs = l->font_small * 0.8;
     viz_font(cr, fs, 0);
-    for (int a = 0; a < VIZ_N_ACT; a++) {
-        double cx = lx + (a % 2) * (l->lanes.x - l->timeline.x) * 0.45, cy = ly + (a / 2) * fs * 1.25;
-        viz_set(cr, viz_act_color(a));
-        cairo_rectangle(cr, cx, cy - fs * 0.8, fs * 0.8, fs * 0.8);
-        cairo_fill(cr);
-        viz_set(cr, VIZ_INK);
-        viz_text(cr, cx + fs, cy, names[a], 0, 0);
+    if (!m->has_paced) {
+        for (int a = 0; a < VIZ_ACT_PACED; a++)
+            legend_entry(cr, a, lx + (a % 2) * (l->lanes.x - l->timeline.x) * 0.45,
+                         ly + (a / 2) * fs * 1.25, fs);
+        return;
+    }
+    /* A paced run has a fifth entry; two rows still hold them, each entry as wide as its
+     * name: transfers and waits, then the worker's own time (compute, paced). */
+    static const int rows[2][3] = {{VIZ_ACT_PULL, VIZ_ACT_PUSH, VIZ_ACT_WAIT},
+                                   {VIZ_ACT_COMPUTE, VIZ_ACT_PACED, -1}};
+    for (int r = 0; r < 2; r++) {
+        double cx = lx;
+        for (int i = 0; i < 3 && rows[r][i] >= 0; i++)
+            cx += legend_entry(cr, rows[r][i], cx, ly + r * fs * 1.25, fs) + fs * 0.6;
     }
 }
