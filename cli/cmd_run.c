@@ -134,11 +134,15 @@ int cmd_compare(int argc, char **argv)
 int cmd_keys(int argc, char **argv)
 {
     if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: downpour keys\n\n"
+        printf("usage: downpour keys [--json]\n\n"
                "Prints the run description's key table: every key of scenario files (with its\n"
                "[section]) and every flag of cluster, task and sim, with defaults, ranges, the\n"
                "engines that use it, and help. A key is spelt with underscores in files\n"
                "(backup_workers) and with dashes as a flag (--backup-workers).\n");
+        return 0;
+    }
+    if (argc == 2 && !strcmp(argv[1], "--json")) {
+        run_print_keys_json(stdout);
         return 0;
     }
     if (argc > 1) {

@@ -572,3 +572,42 @@ void run_print_keys(FILE *f)
                 k[i].alias ? "; alias --" : "", k[i].alias ? k[i].alias : "");
     }
 }
+
+void run_print_keys_json(FILE *f)
+{
+    static const char *const types[] = {"int", "real", "enum", "time", "bytes", "bandwidth",
+                                        "straggler", "text", "bool"};
+    size_t n;
+    const run_key *k = run_keys(&n);
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_object();
+        int e = run_key_engines(&k[i]);
+        char flag[64];
+        run_key_flag(&k[i], flag, sizeof flag);
+        json_object_set_new(o, "name", json_string(k[i].name));
+        json_object_set_new(o, "flag", json_string(flag));
+        json_object_set_new(o, "section", k[i].section ? json_string(k[i].section) : json_null());
+        json_object_set_new(o, "type", json_string(types[k[i].type]));
+        json_object_set_new(o, "default", k[i].def ? json_string(k[i].def) : json_null());
+        json_object_set_new(o, "default_sim", json_string(run_key_default(&k[i], RUN_SIM) ? run_key_default(&k[i], RUN_SIM) : ""));
+        json_object_set_new(o, "min", json_real(k[i].min));
+        json_object_set_new(o, "max", json_real(k[i].max));
+        json_object_set_new(o, "choices", k[i].choices ? json_string(k[i].choices) : json_null());
+        json_t *eng = json_array(), *cmds = json_array();
+        if (e & RUN_REAL) json_array_append_new(eng, json_string("real"));
+        if (e & RUN_SIM) json_array_append_new(eng, json_string("sim"));
+        if (k[i].cmds & RUN_CMD_CLUSTER) json_array_append_new(cmds, json_string("cluster"));
+        if (k[i].cmds & RUN_CMD_TASK) json_array_append_new(cmds, json_string("task"));
+        if (k[i].cmds & RUN_CMD_SIM) json_array_append_new(cmds, json_string("sim"));
+        json_object_set_new(o, "engines", eng);
+        json_object_set_new(o, "commands", cmds);
+        json_object_set_new(o, "alias", k[i].alias ? json_string(k[i].alias) : json_null());
+        json_object_set_new(o, "help", json_string(k[i].help));
+        json_array_append_new(a, o);
+    }
+    char *s = json_dumps(a, JSON_INDENT(1));
+    fprintf(f, "%s\n", s);
+    free(s);
+    json_decref(a);
+}

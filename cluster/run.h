@@ -143,6 +143,9 @@ void run_usage(FILE *f, int cmd);
 
 /* Prints the key table: key, INI section, defaults, range, engines, help (`downpour keys`). */
 void run_print_keys(FILE *f);
+/* The same table as a JSON array of objects (name, flag, section, type, default,
+ * default_sim, min, max, choices, engines, commands, alias, help), for tools and tests. */
+void run_print_keys_json(FILE *f);
 
 /* Formats the value of a shared key of d as text a parser reads back ("200ms" as
  * "0.2s"); returns 0, or 1 when k is not a shared key. */

@@ -15,6 +15,7 @@ typedef struct parse_ctx {
     scenario *s;
     const char *text, *pos;
     int line;                       /* of the line handed to inih last */
+    int section_line;               /* of the last [section] line */
     int line_indented;              /* that line starts with blanks (a continuation) */
     char last_section[64], last_key[64];
     int have_scenario, have_engine;
@@ -35,13 +36,17 @@ static char *reader(char *str, int num, void *stream)
     p->line_indented = (*p->pos == ' ' || *p->pos == '\t');
     p->pos += len;
     p->line++;
+    const char *c = str;
+    while (*c == ' ' || *c == '\t') c++;
+    if (*c == '[') p->section_line = p->line;
     return str;
 }
 
 static int fail(parse_ctx *p, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Records the first error; returns 1 so that inih's own result stays about syntax. */
 static int fail(parse_ctx *p, int line, const char *fmt, ...)
 {
-    if (p->failed) return 0;
+    if (p->failed) return 1;
     p->failed = 1;
     p->failed_line = line;
     char msg[DP_ERRLEN];
@@ -50,7 +55,7 @@ static int fail(parse_ctx *p, int line, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     dp_fail(p->err, DP_EINVAL, "%s:%d: %s", p->s->path, line, msg);
-    return 0;
+    return 1;
 }
 
 static int known_section(const char *name)
@@ -156,7 +161,7 @@ static int handler(void *user, const char *section, const char *name, const char
         size_t o = 0;
         for (int i = 0; run_sections[i]; i++) o += (size_t)snprintf(all + o, sizeof all - o, "[%s] ", run_sections[i]);
         snprintf(all + o, sizeof all - o, "[compare]");
-        return fail(p, p->line, "unknown section [%s]; valid sections: %s", section, all);
+        return fail(p, p->section_line, "unknown section [%s]; valid sections: %s", section, all);
     }
     if (!strcmp(section, "scenario") && !strcmp(name, "description") && cont) {
         size_t l = strlen(s->description);
@@ -257,7 +262,7 @@ int scenario_parse(scenario *s, const char *path, const char *text, char *err)
     if (blank) return dp_fail(err, DP_EINVAL, "%s:1: empty file (a scenario starts with [scenario])", path);
     parse_ctx p = {.s = s, .text = text, .pos = text, .err = err};
     int rc = ini_parse_stream(reader, &p, handler, &p);
-    if (rc > 0 && (!p.failed || rc <= p.failed_line))
+    if (rc > 0 && (!p.failed || rc < p.failed_line))
         return dp_fail(err, DP_EINVAL, "%s:%d: not INI: expected [section] or key = value", path, rc);
     if (p.failed) return DP_EINVAL;
     if (rc < 0) return dp_fail(err, DP_EINVAL, "%s: cannot be parsed (%d)", path, rc);

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# it_scenario.sh — scenario files and the key table: every shipped scenario passes
+# `run --check`; malformed files get the right "file:line: ..." errors; the key table is
+# the single source of every flag of cluster, task and sim (accepted, listed in --help,
+# refused by the commands it does not name) and of every INI key (accepted in its
+# section only); a run configured by a file and by flags gives the same summary.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+
+# --- every shipped scenario is valid ----------------------------------------------------
+n=0
+for f in scenarios/*.ini scenarios/lessons/*.ini; do
+    [ -f "$f" ] || continue
+    n=$((n + 1))
+    check "run --check $f" "$DOWNPOUR" run --check "$f"
+done
+check "scenarios/ ships at least 3 scenarios ($n)" test "$n" -ge 3
+
+# --- malformed files: exact messages with file:line ------------------------------------
+# bad_file NAME 'expected message' LINE...: writes $TMP/NAME.ini from the lines, checks that
+# run --check exits 1 with exactly "downpour: run --check: $TMP/NAME.ini:MESSAGE".
+bad_file() {
+    local name=$1 want=$2; shift 2
+    printf '%s\n' "$@" >"$TMP/$name.ini"
+    "$DOWNPOUR" run --check "$TMP/$name.ini" >/dev/null 2>"$TMP/$name.err"
+    local rc=$? got
+    got=$(cat "$TMP/$name.err")
+    if [ $rc -eq 1 ] && [ "$got" = "downpour: run --check: $TMP/$name.ini:$want" ]; then
+        ok "$name: $want"
+    else
+        bad "$name: want \"$want\", rc $rc: $got"
+    fi
+}
+H=('[scenario]' 'title = t' 'engine = real')
+bad_file unknown-key '5: unknown key "wokers" in [cluster] (did you mean "workers"?); valid keys: ps, workers, compute' \
+    "${H[@]}" '[cluster]' 'wokers = 3'
+bad_file wrong-section '5: key "mode" belongs in [training], not [cluster]' "${H[@]}" '[cluster]' 'mode = sync'
+bad_file other-section-suggestion '5: unknown key "stalenes" in [cluster] (did you mean "staleness" in [training]?); valid keys: ps, workers, compute' \
+    "${H[@]}" '[cluster]' 'stalenes = 2'
+bad_file out-of-range '5: workers: 0 is outside 1..65536' "${H[@]}" '[cluster]' 'workers = 0'
+bad_file not-a-number '5: lr: "fast" is not a number' "${H[@]}" '[training]' 'lr = fast'
+bad_file bad-enum '5: mode: "fastest" is not one of sync, async or ssp' "${H[@]}" '[training]' 'mode = fastest'
+bad_file bad-time '5: pace: "soon" is not a time (e.g. 50us, 100ms, 2s)' "${H[@]}" '[pace]' 'pace = soon'
+bad_file duplicate '6: duplicate key "workers" in [cluster] (first at line 5)' "${H[@]}" '[cluster]' 'workers = 2' 'workers = 3'
+bad_file missing-scenario '2: the file must start with [scenario] (title, engine = real | sim)' '[cluster]' 'workers = 2'
+bad_file key-before-section '1: "ps" comes before any section; the file must start with [scenario]' 'ps = 1'
+bad_file no-title '1: [scenario] needs a title' '[scenario]' 'engine = real'
+bad_file empty '1: empty file (a scenario starts with [scenario])' '' ''
+bad_file vary-syntax '5: vary "mode sync async" is not KEY: V1, V2, ... (e.g. vary = mode: sync, async)' \
+    "${H[@]}" '[compare]' 'vary = mode sync async'
+bad_file vary-one-value '5: vary: "mode: sync" needs at least two values to compare' "${H[@]}" '[compare]' 'vary = mode: sync'
+bad_file vary-unknown '5: vary: unknown key "wrokers" (did you mean "workers"?)' "${H[@]}" '[compare]' 'vary = wrokers: 1, 2'
+bad_file vary-bad-value '5: vary mode: "fast" is not one of sync, async or ssp' "${H[@]}" '[compare]' 'vary = mode: sync, fast'
+bad_file engine-key '5: "bandwidth" is used by the simulator only, and this scenario'"'"'s engine is real' \
+    "${H[@]}" '[network]' 'bandwidth = 1Gbit'
+bad_file unknown-section '4: unknown section [bogus]; valid sections: [scenario] [cluster] [training] [placement] [network] [faults] [pace] [compare]' \
+    "${H[@]}" '[bogus]' 'x = 1'
+bad_file bad-engine '3: engine: "quantum" is not real or sim' '[scenario]' 'title = t' 'engine = quantum'
+bad_file not-ini '4: not INI: expected [section] or key = value' "${H[@]}" '[cluster' 'ps = 1'
+bad_file dash-spelling '5: unknown key "backup-workers" in [training] (did you mean "backup_workers"?); valid keys: mode, backup_workers, staleness, steps, batch, lr, optimizer, model, hidden, model_bytes, data, synthetic_samples, eval_every, nqm_dims' \
+    "${H[@]}" '[training]' 'backup-workers = 1'
+bad_file across-keys '5: backup_workers: 2 leaves no replica to aggregate with 2 workers' "${H[@]}" '[training]' 'backup_workers = 2'
+bad_file bad-straggler '5: straggler: "worker:9" is not worker:IxF (e.g. worker:3x4)' "${H[@]}" '[faults]' 'straggler = worker:9'
+"$DOWNPOUR" run --check "$TMP/none.ini" >/dev/null 2>"$TMP/none.err"
+check "a missing file is named with its reason" grep -qx "downpour: run --check: $TMP/none.ini: No such file or directory" "$TMP/none.err"
+"$DOWNPOUR" run --check scenarios/sync-vs-async.ini "$TMP/duplicate.ini" >/dev/null 2>&1
+check "run --check exits 1 when any file is invalid" test $? -eq 1
+
+# --- the key table is the single source ------------------------------------------------
+"$DOWNPOUR" keys --json >"$TMP/keys.json"
+for c in cluster task sim; do "$DOWNPOUR" $c --help >"$TMP/help-$c.txt" 2>&1; done
+python3 - "$DOWNPOUR" "$TMP" <<'PY' >"$TMP/keys.out"
+import json, subprocess, sys
+D, T = sys.argv[1], sys.argv[2]
+keys = json.load(open(T + '/keys.json'))
+examples = {'bytes': '10MB', 'bandwidth': '1Gbit', 'time': '1s', 'straggler': 'worker:1x2',
+            'int': None, 'real': None, 'enum': None, 'bool': None}
+text = {'fail': 'worker:0@step=5', 'trace': T + '/x.dptrace', 'summary': T + '/s.json',
+        'hub': '127.0.0.1:1', 'checkpoint_dir': T + '/ck', 'calibrate_from': T + '/none.trace',
+        'data': 'synthetic', 'compute': 'constant:mean=10ms', 'trace_level': 'full'}
+def value(k):
+    if k['type'] == 'bool': return None
+    if k['name'] in text: return text[k['name']]
+    if k['name'] == 'partition': return '2'
+    if k['default'] not in (None, '-'): return k['default']
+    return examples[k['type']] or str(int(k['min']) + 1)
+def line(ok, what): print(('ok   ' if ok else 'FAIL ') + what)
+for k in keys:
+    v = value(k)
+    flag = [k['flag']] + ([v] if v is not None else [])
+    for cmd in ('cluster', 'task', 'sim'):
+        rc = subprocess.run([D, cmd] + flag + ['--help'], capture_output=True).returncode
+        help_has = (' ' + k['flag'] + ' ') in open(T + '/help-' + cmd + '.txt').read()
+        if cmd in k['commands']:
+            line(rc == 0, '%s %s is accepted (rc %d)' % (cmd, ' '.join(flag), rc))
+            line(help_has, '%s --help lists %s' % (cmd, k['flag']))
+        else:
+            line(rc == 2, '%s refuses %s, not one of its flags (rc %d)' % (cmd, k['flag'], rc))
+            line(not help_has, '%s --help does not list %s' % (cmd, k['flag']))
+    if k['section'] is None: continue
+    for eng in k['engines']:
+        sec = k['section']
+        body = '[scenario]\ntitle = t\nengine = %s\n' % eng
+        if sec == 'scenario': body += '%s = %s\n' % (k['name'], v)
+        else: body += '[%s]\n%s = %s\n' % (sec, k['name'], v if v is not None else 'true')
+        path = '%s/key-%s-%s.ini' % (T, k['name'], eng)
+        open(path, 'w').write(body)
+        r = subprocess.run([D, 'run', '--check', path], capture_output=True, text=True)
+        line(r.returncode == 0, '[%s] %s = %s is accepted by the %s engine %s' % (sec, k['name'], v, eng, r.stderr.strip()))
+        other = 'training' if sec != 'training' else 'cluster'
+        open(path, 'w').write('[scenario]\ntitle = t\nengine = %s\n[%s]\n%s = %s\n' % (eng, other, k['name'], v))
+        r = subprocess.run([D, 'run', '--check', path], capture_output=True, text=True)
+        line(r.returncode == 1 and ('belongs in [%s]' % sec) in r.stderr,
+             '%s in [%s] is refused: it belongs in [%s]' % (k['name'], other, sec))
+PY
+while IFS= read -r l; do
+    case "$l" in "ok   "*) ok "${l#ok   }";; *) bad "${l#FAIL }";; esac
+done <"$TMP/keys.out"
+check "the key table has every DESIGN.md key" python3 -c "
+import json; names = {k['name'] for k in json.load(open('$TMP/keys.json'))}
+need = {'ps','workers','mode','backup_workers','staleness','steps','batch','lr','optimizer','model','hidden',
+        'data','placement','seed','partition','eval_every','trace','hub','view','log_device_placement',
+        'checkpoint_dir','pace','summary'}
+assert need <= names, need - names"
+
+# --- a file and flags configure the same run -------------------------------------------
+same_summary() { # same_summary A.json B.json KEY...: the keys not listed are equal
+    python3 - "$@" <<'PY'
+import json, sys
+a, b = [json.loads([l for l in open(p) if l.startswith('{')][-1]) for p in sys.argv[1:3]]
+skip = set(sys.argv[3:])
+diff = {k: (a.get(k), b.get(k)) for k in set(a) | set(b) if k not in skip and a.get(k) != b.get(k)}
+assert not diff, diff
+assert len(set(a) - skip) >= 18, sorted(a)
+PY
+}
+printf '%s\n' '[scenario]' 'title = small sync' 'engine = real' 'seed = 7' '[cluster]' 'ps = 2' 'workers = 2' \
+    '[training]' 'steps = 40' 'data = synthetic' 'model = mlp' 'hidden = 32' 'optimizer = momentum' \
+    '[placement]' 'partition = 2' >"$TMP/real.ini"
+"$DOWNPOUR" run "$TMP/real.ini" --no-view --out "$TMP/real-file" >"$TMP/real-file.out" 2>"$TMP/real-file.err"
+check "run of a real scenario exits 0" test $? -eq 0
+for f in trace.dptrace summary.json sheet.png; do check "run wrote $f" test -s "$TMP/real-file/$f"; done
+"$DOWNPOUR" cluster --seed 7 --ps 2 --workers 2 --steps 40 --data synthetic --model mlp --hidden 32 \
+    --optimizer momentum --partition 2 --quiet --trace "$TMP/real-flags.dptrace" >"$TMP/real-flags.out" 2>/dev/null
+check "a real sync run by file and by flags: same summary (but times, trace path, event count)" \
+    same_summary "$TMP/real-file.out" "$TMP/real-flags.out" wall_s mean_step_s samples_per_s trace events
+check "summary.json is the printed summary" same_summary "$TMP/real-file.out" "$TMP/real-file/summary.json"
+printf '%s\n' '[scenario]' 'title = small sim' 'engine = sim' 'seed = 3' '[cluster]' 'ps = 2' 'workers = 16' \
+    'compute = lognormal:mean=20ms,sigma=0.3' '[training]' 'mode = async' 'steps = 50' 'model_bytes = 4MB' \
+    '[network]' 'bandwidth = 1Gbit' 'latency = 100us' '[faults]' 'straggler = worker:3x4' >"$TMP/sim.ini"
+"$DOWNPOUR" run "$TMP/sim.ini" --no-view --out "$TMP/sim-file" >"$TMP/sim-file.out" 2>/dev/null
+check "run of a sim scenario exits 0" test $? -eq 0
+"$DOWNPOUR" sim --seed 3 --ps 2 --workers 16 --compute 'lognormal:mean=20ms,sigma=0.3' --mode async \
+    --steps 50 --model-bytes 4MB --bandwidth 1Gbit --latency 100us --straggler worker:3x4 \
+    --trace "$TMP/sim-flags.dptrace" --quiet >"$TMP/sim-flags.out" 2>/dev/null
+check "a sim run by file and by flags: same summary (but wall time, trace path, memory)" \
+    same_summary "$TMP/sim-file.out" "$TMP/sim-flags.out" wall_s events_per_s peak_rss_mb trace
+"$DOWNPOUR" run "$TMP/real.ini" --engine sim --no-view --out "$TMP/scaled" --set workers=64 >"$TMP/scaled.out" 2>"$TMP/scaled.err"
+check "a real scenario runs in the simulator (--engine sim --set workers=64)" \
+    test "$(json "$TMP/scaled.out" engine)" = sim -a "$(json "$TMP/scaled.out" workers)" = 64
+check "the simulator names the real runtime's keys it ignores" grep -q "ignores the real runtime's keys: data" "$TMP/scaled.err"
+"$DOWNPOUR" run "$TMP/real.ini" --no-view --set wrokers=3 >/dev/null 2>"$TMP/set.err"
+check "--set with an unknown key suggests one" grep -q 'unknown key "wrokers" (did you mean "workers"?)' "$TMP/set.err"
+"$DOWNPOUR" run "$TMP/real.ini" --no-view --set workers=0 >/dev/null 2>"$TMP/set.err"
+check "--set values get the same checks" grep -q -- '--set workers: 0 is outside 1..65536' "$TMP/set.err"
+check "zero compute is a valid pure-network experiment" "$DOWNPOUR" sim --compute constant:mean=0ms --steps 5 --quiet
+done_tests
