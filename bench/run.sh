@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # run.sh — `make bench`: every benchmark as a ratio against a baseline measured in the
-# same run (these machines are shared and noisy), written to bench/RESULTS.md.
+# same run (these machines are shared and noisy), written to bench/RESULTS.md. A ratio
+# compares the same statistic on both sides: best of 3 runs each, the runs of the two
+# sides interleaved, or one run each for the simulator (bench_sim).
 set -u
 BUILD=${BUILD:-build}
 D="$PWD/$BUILD/downpour"
@@ -11,80 +13,124 @@ OUT=bench/RESULTS.md
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 STEPS=${BENCH_STEPS:-2000}
+ENVS=""
+[ -n "${BENCH_STEPS:-}" ] && ENVS="BENCH_STEPS=$STEPS "
+if [ -n "${MAKELEVEL:-}" ]; then CMD="\`${ENVS}make bench\` (bench/run.sh)"
+else CMD="\`${ENVS}BUILD=$BUILD ./bench/run.sh\` (what \`make bench\` runs)"; fi
 row() { printf '| %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4" >>"$TMP/rows"; echo "  $1: $2 ($3)"; }
 ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
+max() { python3 -c "print(max($1, $2))"; }
 sps() { python3 -c "import json,sys; print([json.loads(l) for l in open('$1') if l.startswith('{')][-1]['samples_per_s'])"; }
-best() { # best of N runs of a cluster command: prints samples/s
-    local best=0
-    for i in 1 2 3; do
-        "$D" cluster "$@" --quiet --eval-every 0 >"$TMP/r.json" 2>/dev/null || { echo 0; return; }
-        best=$(python3 -c "print(max($best, $(sps "$TMP/r.json")))")
+cluster() { # one cluster run (args: output json, cluster flags...)
+    local out=$1; shift
+    "$D" cluster "$@" --data "$DATA" --quiet --eval-every 0 >"$out" 2>/dev/null
+}
+# pair NAME_A NAME_B FLAGS_A -- FLAGS_B: 3 rounds of one run each, interleaved, the order
+# alternating (A B, B A, A B) so that drift favours neither; best of 3 each -> $PAIR_A
+# $PAIR_B. PRE_A/POST_A, PRE_B/POST_B: commands run before/after each run of that side.
+pair() {
+    PAIR_A=0; PAIR_B=0
+    local fa=() fb=() side=a
+    for x in "${@:3}"; do
+        if [ "$x" = "--" ]; then side=b; elif [ $side = a ]; then fa+=("$x"); else fb+=("$x"); fi
     done
-    echo "$best"
+    for i in 1 2 3; do
+        for s in $([ $i = 2 ] && echo "b a" || echo "a b"); do
+            if [ $s = a ]; then
+                [ -n "${PRE_A:-}" ] && eval "$PRE_A"
+                cluster "$TMP/$1.json" "${fa[@]}" && PAIR_A=$(max "$PAIR_A" "$(sps "$TMP/$1.json")")
+                [ -n "${POST_A:-}" ] && eval "$POST_A"
+            else
+                [ -n "${PRE_B:-}" ] && eval "$PRE_B"
+                cluster "$TMP/$2.json" "${fb[@]}" && PAIR_B=$(max "$PAIR_B" "$(sps "$TMP/$2.json")")
+                [ -n "${POST_B:-}" ] && eval "$POST_B"
+            fi
+        done
+    done
 }
 : >"$TMP/rows"
-echo "training throughput (MLP 784-128-10, batch 64/worker, $STEPS steps, data: $DATA)"
-base=$("$B/bench_train" "$DATA" mlp 128 64 "$STEPS" | awk '/samples_per_s/{print $2}')
-row "in-process training, no ps (baseline)" "$base samples/s" "1.00" "goal: reference"
-# One worker: async is plain sequential SGD through the ps (the distribution overhead
-# alone); sync adds the step token's round trip (SyncReplicasOptimizer's barrier).
-one=$(best --ps 1 --workers 1 --mode async --steps "$STEPS" --data "$DATA")
-row "1 ps + 1 worker (async: no barrier)" "$one samples/s" "$(ratio "$one" "$base") of baseline" "goal: >= 0.85 (overhead <= 15%)"
-one_sync=$(best --ps 1 --workers 1 --mode sync --steps "$STEPS" --data "$DATA")
-row "1 ps + 1 worker, sync" "$one_sync samples/s" "$(ratio "$one_sync" "$base") of baseline" "+ the step token's round trip"
-for w in 2 4; do
-    for m in sync async; do
-        v=$(best --ps 1 --workers $w --mode $m --steps "$STEPS" --data "$DATA")
-        row "1 ps + $w workers, $m" "$v samples/s" "$(ratio "$v" "$base") of baseline" "2 cores shared by all tasks"
+
+echo "training throughput (MLP 784-128-10, batch 64/worker, $STEPS steps, data: $DATA, best of 3 each, interleaved)"
+# Three rounds, each running the baseline and then every cluster case once, so that a
+# change in the machine's load over the section reaches every row alike; best of 3 each.
+CASES=("1 async" "1 sync" "2 sync" "2 async" "4 sync" "4 async")
+declare -A BEST
+for i in 1 2 3; do
+    v=$("$B/bench_train" "$DATA" mlp 128 64 "$STEPS" | awk '/samples_per_s/{print $2}')
+    BEST[base]=$(max "${BEST[base]:-0}" "${v:-0}")
+    for c in "${CASES[@]}"; do
+        read -r nw mode <<<"$c"
+        cluster "$TMP/r.json" --ps 1 --workers "$nw" --mode "$mode" --steps "$STEPS" &&
+            BEST[$c]=$(max "${BEST[$c]:-0}" "$(sps "$TMP/r.json")")
     done
 done
-echo "pull/push of a 4 MiB variable vs raw TCP loopback (same request/answer pattern)"
-"$B/bench_net" "$D" 200 >"$TMP/net" 2>/dev/null
-raw=$(awk '/raw_mib_s/{print $2}' "$TMP/net"); ps=$(awk '/ps_mib_s/{print $2}' "$TMP/net")
-row "raw TCP loopback, 4 MiB each way (baseline)" "$raw MiB/s" "1.00" "goal: reference"
-row "ps pull + push of a 4 MiB variable" "$ps MiB/s" "$(ratio "$ps" "$raw") of raw" "goal: >= 0.70"
+base=${BEST[base]}
+row "in-process training, no ps, best of 3 (baseline)" "$base samples/s" "1.00" "goal: reference"
+# One worker: async is plain sequential SGD through the ps (the distribution overhead
+# alone); sync adds the step token's round trip (SyncReplicasOptimizer's barrier).
+one=${BEST[1 async]:-0}
+row "1 ps + 1 worker (async: no barrier), best of 3" "$one samples/s" "$(ratio "$one" "$base") of baseline" "goal: >= 0.85 (overhead <= 15%)"
+v=${BEST[1 sync]:-0}
+row "1 ps + 1 worker, sync, best of 3" "$v samples/s" "$(ratio "$v" "$base") of baseline" "+ the step token's round trip"
+for c in "2 sync" "2 async" "4 sync" "4 async"; do
+    v=${BEST[$c]:-0}
+    row "1 ps + ${c% *} workers, ${c#* }, best of 3" "$v samples/s" "$(ratio "$v" "$base") of baseline" "2 cores shared by all tasks"
+done
+
+echo "pull/push of a 4 MiB variable vs raw TCP loopback (same request/answer pattern, best of 3 each)"
+raw=0; ps=0
+for i in 1 2 3; do   # each bench_net run measures raw, then ps: interleaved
+    "$B/bench_net" "$D" 200 >"$TMP/net" 2>/dev/null
+    raw=$(max "$raw" "$(awk '/raw_mib_s/{print $2}' "$TMP/net")"); ps=$(max "$ps" "$(awk '/ps_mib_s/{print $2}' "$TMP/net")")
+done
+row "raw TCP loopback, 4 MiB each way, best of 3 (baseline)" "$raw MiB/s" "1.00" "goal: reference"
+row "ps pull + push of a 4 MiB variable, best of 3" "$ps MiB/s" "$(ratio "$ps" "$raw") of raw" "goal: >= 0.70"
 # What the 1 ps + 1 worker figure can be at best without overlapping transfer and compute:
 # a step moves the model both ways (407 KB each for MLP-128) at the raw loopback rate.
 bound=$(python3 -c "
 step = 64.0 / $base; xfer = 2 * 101770 * 4 / ($raw * 1048576)
 print('%.2f' % (step / (step + xfer)))")
 row "1 ps + 1 worker, bound set by loopback transfer" "$bound of baseline" "achieved $(ratio "$one" "$base") = $(python3 -c "print('%.0f%%' % (100 * $one / $base / $bound))") of bound" "pull, compute, push are sequential per step"
-echo "instrumentation overhead (1 ps + 2 workers sync, softmax, best of 3 each, interleaved)"
-off=0; on=0
-for i in 1 2 3; do
-    "$D" cluster --ps 1 --workers 2 --steps "$STEPS" --data "$DATA" --quiet --eval-every 0 >"$TMP/off.json" 2>/dev/null
-    off=$(python3 -c "print(max($off, $(sps "$TMP/off.json")))")
-    "$D" cluster --ps 1 --workers 2 --steps "$STEPS" --data "$DATA" --quiet --eval-every 0 --trace "$TMP/t.dptrace" >"$TMP/on.json" 2>/dev/null
-    on=$(python3 -c "print(max($on, $(sps "$TMP/on.json")))")
-done
-row "events off (baseline)" "$off samples/s" "1.00" "goal: reference"
-row "events on (--trace, hub recording)" "$on samples/s" "$(ratio "$on" "$off") of off" "goal: >= 0.97"
+
+echo "instrumentation overhead (1 ps + 2 workers sync, MLP, best of 3 each, interleaved)"
+pair off on --ps 1 --workers 2 --steps "$STEPS" -- --ps 1 --workers 2 --steps "$STEPS" --trace "$TMP/t.dptrace"
+off=$PAIR_A; on=$PAIR_B
+row "events off, best of 3 (baseline)" "$off samples/s" "1.00" "goal: reference"
+row "events on (--trace, hub recording), best of 3" "$on samples/s" "$(ratio "$on" "$off") of off" "goal: >= 0.97"
 ev=$(python3 -c "import json; print(json.load(open('$TMP/on.json'))['events'])")
 size=$(stat -c %s "$TMP/t.dptrace")
 row "trace size" "$(python3 -c "print('%.2f' % ($size / $ev))") bytes/event" "$ev events, $size bytes" "zstd blocks"
-echo "a stalled live viewer (subscribed, never reading) vs none: the run's speed"
+
+echo "a stalled live viewer (subscribed, never reading) vs none: the run's speed (best of 3 each, interleaved)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$D" hub --listen "127.0.0.1:$port" --quiet >/dev/null 2>&1 &
+HUB="127.0.0.1:$port"
+"$D" hub --listen "$HUB" >/dev/null 2>"$TMP/hub.log" &
 HUBPID=$!
 sleep 0.5
-free_run=0; stall_run=0
-for i in 1 2; do
-    "$D" cluster --ps 1 --workers 2 --steps "$STEPS" --data "$DATA" --quiet --eval-every 0 --hub "127.0.0.1:$port" >"$TMP/h1.json" 2>/dev/null
-    free_run=$(python3 -c "print(max($free_run, $(sps "$TMP/h1.json")))")
-    "$BUILD/tests/tool_sub" "127.0.0.1:$port" --stall 120 & STALL=$!
-    sleep 0.3
-    "$D" cluster --ps 1 --workers 2 --steps "$STEPS" --data "$DATA" --quiet --eval-every 0 --hub "127.0.0.1:$port" >"$TMP/h2.json" 2>/dev/null
-    stall_run=$(python3 -c "print(max($stall_run, $(sps "$TMP/h2.json")))")
-    kill $STALL 2>/dev/null; wait $STALL 2>/dev/null
-done
+# B: before the run a subscriber connects and then never reads (tool_sub --stall: a 4 KiB
+# receive buffer, asleep); it is killed after the run. A: the same run, no subscriber.
+PRE_B='"$PWD/$BUILD/tests/tool_sub" "$HUB" --stall 600 & STALL=$!; sleep 0.3'
+POST_B='kill $STALL 2>/dev/null; wait $STALL 2>/dev/null'
+pair free stall --ps 1 --workers 2 --steps "$STEPS" --hub "$HUB" -- --ps 1 --workers 2 --steps "$STEPS" --hub "$HUB"
+unset PRE_B POST_B
+free_run=$PAIR_A; stall_run=$PAIR_B
 kill -INT $HUBPID; wait $HUBPID 2>/dev/null
-row "streaming to a hub, no viewer (baseline)" "$free_run samples/s" "1.00" "goal: reference"
-row "streaming to a hub with a stalled viewer" "$stall_run samples/s" "$(ratio "$stall_run" "$free_run") of no viewer" "goal: unaffected (~1.00)"
-echo "hub throughput (2 emitter threads flooding one in-process hub)"
-"$B/bench_hub" 500000 2 "$TMP/hub.dptrace" >"$TMP/hub" 2>/dev/null
-nf=$(awk '/hub_nofile_events_s/{print $2}' "$TMP/hub"); tf=$(awk '/hub_trace_events_s/{print $2}' "$TMP/hub")
-row "hub, merge + fan-out, no trace file (baseline)" "$nf events/s" "1.00" "goal: reference"
-row "hub, merge + record to trace" "$tf events/s" "$(ratio "$tf" "$nf") of no-file" "zstd blocks, CRC, index"
+attached=$(grep -c 'subscriber .* attached' "$TMP/hub.log")
+sub_dropped=$(sed -n 's/.*stopped: .* \([0-9][0-9]*\) dropped for viewers.*/\1/p' "$TMP/hub.log" | tail -n1)
+run_ev=$(python3 -c "import json; print(json.load(open('$TMP/stall.json'))['events'])")
+row "1 ps + 2 workers sync streaming to \`downpour hub\`, no subscriber, best of 3 (baseline)" "$free_run samples/s" "1.00" "goal: reference"
+row "the same with a stalled viewer (one subscriber that never reads), best of 3" "$stall_run samples/s" "$(ratio "$stall_run" "$free_run") of no subscriber" \
+    "goal: ~1.00; it attached in $attached of 3 runs; ~$run_ev events a run, ${sub_dropped:-?} dropped for it in all (its 8 MiB hub queue was $([ "${sub_dropped:-0}" = 0 ] && echo "never full" || echo "full at times"))"
+
+echo "hub throughput (2 emitter threads flooding one in-process hub, best of 3 each)"
+nf=0; tf=0
+for i in 1 2 3; do   # each bench_hub run measures no-file, then trace: interleaved
+    "$B/bench_hub" 500000 2 "$TMP/hub.dptrace" >"$TMP/hub" 2>/dev/null
+    nf=$(max "$nf" "$(awk '/hub_nofile_events_s/{print $2}' "$TMP/hub")"); tf=$(max "$tf" "$(awk '/hub_trace_events_s/{print $2}' "$TMP/hub")")
+done
+row "hub, merge + fan-out, no trace file, best of 3 (baseline)" "$nf events/s" "1.00" "goal: reference"
+row "hub, merge + record to trace, best of 3" "$tf events/s" "$(ratio "$tf" "$nf") of no-file" "zstd blocks, CRC, index"
+
 for extra in bench_viz bench_sim; do
     if [ -x "$B/$extra" ]; then
         echo "$extra"
@@ -92,21 +138,28 @@ for extra in bench_viz bench_sim; do
         sed 's/^/  /' "$TMP/$extra.md"
     fi
 done
+rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || rev="$rev + uncommitted changes"
 {
     echo "# Benchmarks"
     echo
-    echo "Produced by \`make bench\` (bench/run.sh) on $(date -u +%Y-%m-%d), $(nproc) cores,"
-    echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'). Figures are ratios against a"
-    echo "baseline measured in the same run; absolute numbers vary with the machine's load."
+    echo "Produced by $CMD on $(date -u +%Y-%m-%d), commit $rev,"
+    echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); training data: $DATA,"
+    echo "$STEPS steps a run. Figures are ratios against a baseline measured in the same run,"
+    echo "with the same statistic on both sides; absolute numbers vary with the machine's load."
     echo
     echo "| measurement | value | ratio | note |"
     echo "| --- | --- | --- | --- |"
     cat "$TMP/rows"
     if [ -s "$TMP/bench_viz.md" ]; then
         echo
-        echo "### viewer (\`downpour view\` / \`render\`)"
+        echo "### viewer (\`downpour view\` / \`render\`), \`bench/bench_viz.c\`"
         echo
-        echo "| part | measurement | value | goal |"
+        echo "Baseline: the mean frame at 1280x720 of the synthetic 2 ps + 8 worker run, measured"
+        echo "first; a frame row is the best of 3 passes over the middle half of its trace. The"
+        echo "goals are absolute frame budgets (8 ms, 16 ms: 60 fps with room to spare)."
+        echo
+        echo "| measurement | value | ratio | goal |"
         echo "| --- | --- | --- | --- |"
         cat "$TMP/bench_viz.md"
     fi
