@@ -26,7 +26,7 @@ TOOL_BIN := $(TOOL_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB      := $(BUILD)/libdownpour.a
 
-.PHONY: all test asan bench demo deps clean check-deps
+.PHONY: all test asan bench demo deps clean check-deps recordings install
 # Keep the objects of tests, tools and benches (make would delete them as intermediates).
 .SECONDARY:
 all: $(BUILD)/downpour $(TEST_BIN) $(TOOL_BIN) $(BENCH_BIN)
@@ -73,6 +73,16 @@ bench: check-deps
 demo: check-deps
 	@$(MAKE) --no-print-directory $(BUILD)/downpour
 	@BUILD=$(BUILD) ./scripts/demo.sh
+
+# recordings: scenarios/recorded/, a trace of every variant of each shipped scenario.
+recordings: $(BUILD)/downpour
+	@BUILD=$(BUILD) ./scripts/recordings.sh
+
+# install: the downpour binary into $(PREFIX)/bin (default /usr/local).
+PREFIX ?= /usr/local
+install: $(BUILD)/downpour
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD)/downpour $(DESTDIR)$(PREFIX)/bin/downpour
 
 clean:
 	rm -rf build build-asan

@@ -54,6 +54,8 @@ static const run_key keys[] = {
      "size of the synthetic training set"},
     {"eval_every", "training", RUN_T_INT, "N", "500", NULL, 0, 1e9, 0, NULL, CT, 0, NULL,
      "chief evaluates every N global steps (0: only at the end)"},
+    {"max_sim_time", "training", RUN_T_TIME, "T", NULL, NULL, 0, 1e9, 0, NULL, S, 0, NULL,
+     "stop after this much simulated time (whatever the global step)"},
     {"nqm_dims", "training", RUN_T_INT, "N", "32", NULL, 0, 4096, 0, NULL, S, 0, NULL,
      "dimensions of the simulator's surrogate loss"},
     {"seed", "scenario", RUN_T_INT, "N", "1", NULL, 0, 9e18, 0, NULL, CTS, 0, NULL,
@@ -96,8 +98,7 @@ static const run_key keys[] = {
      "full | sample[:K] | steps | auto (full up to 64 workers, else 16 sampled)"},
     {"calibrate_from", NULL, RUN_T_TEXT, "TRACE", NULL, NULL, 0, 0, 0, NULL, S, 0, NULL,
      "fit compute, bandwidth and latency from a recorded run; explicit flags win"},
-    {"max_sim_time", NULL, RUN_T_TIME, "T", NULL, NULL, 0, 1e9, 0, NULL, S, 0, NULL,
-     "stop after this much simulated time"},
+
     {"quiet", NULL, RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, CTS, 0, NULL, "fewer progress lines"},
 };
 

@@ -67,7 +67,8 @@ static const char *const col_names[COLS] = {
     "time_to_common_step_s", "final_loss", "test_accuracy", "mean_staleness", "max_staleness",
     "dropped_gradients", "bytes_pulled_per_ps", "bytes_pushed_per_ps", "trace"};
 
-static void row_cells(const variant *v, int64_t common, char cells[COLS][1200])
+/* report.md shows bytes in MB; summary.csv keeps them exact */
+static void row_cells(const variant *v, int64_t common, int mb, char cells[COLS][1200])
 {
     json_t *s = v->summary;
     double ps = jnum(s, "ps");
@@ -84,8 +85,9 @@ static void row_cells(const variant *v, int64_t common, char cells[COLS][1200])
     fmt(cells[10], 1200, "%.2f", jnum(s, "mean_staleness"));
     fmt(cells[11], 1200, "%.0f", jnum(s, "max_staleness"));
     fmt(cells[12], 1200, "%.0f", jnum(s, "dropped_gradients"));
-    fmt(cells[13], 1200, "%.0f", jnum(s, "bytes_pulled") / ps);
-    fmt(cells[14], 1200, "%.0f", jnum(s, "bytes_pushed") / ps);
+    double unit = mb ? 1e6 : 1;
+    fmt(cells[13], 1200, mb ? "%.1f" : "%.0f", jnum(s, "bytes_pulled") / ps / unit);
+    fmt(cells[14], 1200, mb ? "%.1f" : "%.0f", jnum(s, "bytes_pushed") / ps / unit);
     snprintf(cells[15], 1200, "%s/trace.dptrace", v->dir);
 }
 
@@ -97,7 +99,7 @@ static int write_csv(const char *path, const variant *v, int n, int64_t common, 
     fputc('\n', f);
     static char cells[COLS][1200];
     for (int i = 0; i < n; i++) {
-        row_cells(&v[i], common, cells);
+        row_cells(&v[i], common, 0, cells);
         for (int c = 0; c < COLS; c++) fprintf(f, "%s%s", c ? "," : "", cells[c]);
         fputc('\n', f);
     }
@@ -127,7 +129,7 @@ static int write_report(const char *path, const scenario *s, int engine, const v
     static const char *const head[COLS - 1] = {
         "variant", "engine", "mode", "workers", "wall s", "global steps", "samples/s",
         "time to step %lld (s)", "final loss", "test accuracy", "mean staleness", "max staleness",
-        "dropped gradients", "bytes pulled per ps", "bytes pushed per ps"};
+        "dropped gradients", "MB pulled per ps", "MB pushed per ps"};
     fputc('|', f);
     for (int c = 0; c < COLS - 1; c++) {
         fputc(' ', f);
@@ -139,7 +141,7 @@ static int write_report(const char *path, const scenario *s, int engine, const v
     fputc('\n', f);
     static char cells[COLS][1200];
     for (int i = 0; i < n; i++) {
-        row_cells(&v[i], common, cells);
+        row_cells(&v[i], common, 1, cells);
         fputc('|', f);
         for (int c = 0; c < COLS - 1; c++) fprintf(f, " %s |", cells[c]);
         fputc('\n', f);

@@ -2,7 +2,8 @@
  * loss by global step and by time, accuracy by time, the staleness histogram, bytes per
  * ps, and when the global step first reached a given value. Losses are the workers'
  * step_end losses averaged over at most LAB_BUCKETS equal buckets of global step (or of
- * time); a bucket with no step is left out. The rules are written here once, and
+ * time), from 0 to the largest of the points; a bucket with no step is left out. Times
+ * are seconds since the trace's first event. The rules are written here once, and
  * tests/it_compare.sh recomputes the same points from the trace to check the report. */
 #include "lab/series.h"
 
@@ -64,7 +65,7 @@ int lab_series_read(const char *trace, lab_series *s, char *err)
     int64_t t0 = trace_reader_t0(r);
     raw_list by_step = {0}, by_time = {0};
     size_t steps_cap = 0;
-    double max_gs = 0, max_t = 0;
+    double max_gs = 0, max_t = 0, max_step_t = 0;
     evt_record e;
     int rc;
     while ((rc = trace_reader_next(r, &e)) == 1) {
@@ -76,6 +77,7 @@ int lab_series_read(const char *trace, lab_series *s, char *err)
                 raw_add(&by_step, e.value2, e.value);
                 raw_add(&by_time, t, e.value);
                 if (e.value2 > max_gs) max_gs = e.value2;
+                if (t > max_step_t) max_step_t = t;
             }
             break;
         case EVT_EVAL:
@@ -120,7 +122,7 @@ int lab_series_read(const char *trace, lab_series *s, char *err)
     trace_reader_close(r);
     s->duration_s = max_t;
     bucket(&by_step, max_gs, LAB_BUCKETS, &s->loss_by_step);
-    bucket(&by_time, max_t, LAB_BUCKETS, &s->loss_by_time);
+    bucket(&by_time, max_step_t, LAB_BUCKETS, &s->loss_by_time);
     free(by_step.p);
     free(by_time.p);
     if (rc < 0) return dp_fail(err, DP_ECORRUPT, "%s: cannot be read to its end", trace);

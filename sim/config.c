@@ -149,6 +149,7 @@ char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
     json_object_set_new(j, "net_solves", json_integer((json_int_t)r->net_solves));
     json_object_set_new(j, "peak_rss_mb", json_real((double)ru.ru_maxrss / 1024.0));
     json_object_set_new(j, "stalled", json_boolean(r->stalled));
+    json_object_set_new(j, "stopped_by_max_sim_time", json_boolean(r->timed_out));
     char *line = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
     json_decref(j);
     return line;

@@ -304,7 +304,7 @@ int sim_run(const sim_config *c, sim_result *res, char *err)
     res->initial_loss = sim_nqm_loss(w, w->theta);
     sim_world_start(w);
     int64_t max_ns = c->max_sim_s > 0 ? (int64_t)llround(c->max_sim_s * 1e9) : INT64_MAX;
-    int stuck = 0;
+    int stuck = 0, timed_out = 0;
     for (;;) {
         sim_event ev;
         if (sim_heap_top_time(&w->heap) <= w->now) {
@@ -321,7 +321,10 @@ int sim_run(const sim_config *c, sim_result *res, char *err)
         int64_t th = sim_heap_top_time(&w->heap);
         if (tn_ns == INT64_MAX && th == INT64_MAX) break;
         int64_t next = tn_ns <= th ? tn_ns : th;
-        if (next > max_ns) break;
+        if (next > max_ns) {
+            timed_out = 1;
+            break;
+        }
         if (tn_ns <= th) {
             int before = sim_net_active(w->net);
             w->now = tn_ns;
@@ -357,7 +360,9 @@ int sim_run(const sim_config *c, sim_result *res, char *err)
     res->bytes_pushed = w->bytes_pushed;
     res->sim_events = w->events;
     res->net_solves = sim_net_solves(w->net);
-    res->stalled = gs < c->steps;
+    /* stopped by --max-sim-time is not stalled */
+    res->stalled = gs < c->steps && !timed_out;
+    res->timed_out = timed_out;
     res->min_variable_step = res->max_variable_step = -1;
     for (int v = 0; v < w->nv; v++) {
         if (!w->cat.v[v].trainable) continue;

@@ -128,6 +128,7 @@ typedef struct sim_result {
     uint64_t trace_events;   /* events written to the trace */
     uint64_t net_solves;     /* max-min recomputations */
     int stalled;             /* the run could not reach --steps (a failure without restart) */
+    int timed_out;           /* stopped by --max-sim-time before --steps */
     int64_t min_variable_step, max_variable_step;  /* trainable variables at the end (sync
                              * step or async version); in sync both are the global step */
     int64_t gs_ahead;        /* sync: global-step advances that found a variable behind (0) */

@@ -57,7 +57,7 @@ bad_file unknown-section '4: unknown section [bogus]; valid sections: [scenario]
     "${H[@]}" '[bogus]' 'x = 1'
 bad_file bad-engine '3: engine: "quantum" is not real or sim' '[scenario]' 'title = t' 'engine = quantum'
 bad_file not-ini '4: not INI: expected [section] or key = value' "${H[@]}" '[cluster' 'ps = 1'
-bad_file dash-spelling '5: unknown key "backup-workers" in [training] (did you mean "backup_workers"?); valid keys: mode, backup_workers, staleness, steps, batch, lr, optimizer, model, hidden, model_bytes, data, synthetic_samples, eval_every, nqm_dims' \
+bad_file dash-spelling '5: unknown key "backup-workers" in [training] (did you mean "backup_workers"?); valid keys: mode, backup_workers, staleness, steps, batch, lr, optimizer, model, hidden, model_bytes, data, synthetic_samples, eval_every, max_sim_time, nqm_dims' \
     "${H[@]}" '[training]' 'backup-workers = 1'
 bad_file across-keys '5: backup_workers: 2 leaves no replica to aggregate with 2 workers' "${H[@]}" '[training]' 'backup_workers = 2'
 bad_file bad-straggler '5: straggler: "worker:9" is not worker:IxF (e.g. worker:3x4)' "${H[@]}" '[faults]' 'straggler = worker:9'
@@ -122,6 +122,10 @@ need = {'ps','workers','mode','backup_workers','staleness','steps','batch','lr',
         'data','placement','seed','partition','eval_every','trace','hub','view','log_device_placement',
         'checkpoint_dir','pace','summary'}
 assert need <= names, need - names"
+
+"$DOWNPOUR" keys >"$TMP/keys.txt"
+check "docs/scenarios.md holds the key table as downpour keys prints it" \
+    python3 -c "import sys; sys.exit(0 if open('$TMP/keys.txt').read() in open('docs/scenarios.md').read() else 1)"
 
 # --- a file and flags configure the same run -------------------------------------------
 same_summary() { # same_summary A.json B.json KEY...: the keys not listed are equal

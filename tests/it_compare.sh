@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# it_compare.sh — `downpour compare` end to end on two small scenarios (simulated, and
+# real on synthetic data): every file of the report folder is written, the table's rows
+# are the variants' summaries, and the plotted points (the CSV beside each PNG) are
+# recomputed here from each variant's trace (Chrome export) by the documented rule:
+# loss curves are means of step_end losses over 200 equal buckets of global step or time.
+# Then the recordings in scenarios/recorded/ validate and render.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+
+verify() { # verify DIR: the report folder's files, rows and points
+    python3 - "$DOWNPOUR" "$1" <<'PY'
+import csv, json, math, os, subprocess, sys
+D, out = sys.argv[1], sys.argv[2]
+def line(ok, what): print(('ok   ' if ok else 'FAIL ') + what)
+files = ['report.md', 'summary.csv'] + [p + ext for p in ('loss_vs_step', 'loss_vs_time', 'accuracy_vs_time',
+         'throughput', 'staleness', 'ps_traffic') for ext in ('.png', '.csv')]
+for f in files:
+    p = os.path.join(out, f)
+    line(os.path.getsize(p) > 0 if os.path.exists(p) else False, 'compare wrote %s' % f)
+    if f.endswith('.png'):
+        line(open(p, 'rb').read(8) == b'\x89PNG\r\n\x1a\n', '%s is a PNG' % f)
+rows = list(csv.DictReader(open(os.path.join(out, 'summary.csv'))))
+variants = sorted(os.listdir(os.path.join(out, 'variants')))
+line(sorted(r['variant'] for r in rows) == variants and len(rows) >= 2,
+     'summary.csv has one row per variant folder (%s)' % ', '.join(variants))
+report = open(os.path.join(out, 'report.md')).read()
+def points(name):
+    res = {}
+    for r in csv.DictReader(open(os.path.join(out, name))):
+        res.setdefault(r['series'], []).append(r)
+    return res
+loss_step, loss_time, stale, thr = (points(n) for n in ('loss_vs_step.csv', 'loss_vs_time.csv', 'staleness.csv', 'throughput.csv'))
+def close(a, b): return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+for r in rows:
+    v = r['variant']
+    d = os.path.join(out, 'variants', v)
+    summ = json.loads(open(os.path.join(d, 'summary.json')).read())
+    line(int(r['global_step']) == summ['global_step'] and r['mode'] == summ['mode'] and r['engine'] == summ['engine'],
+         '%s: table row = its summary (global step %s, mode %s)' % (v, r['global_step'], r['mode']))
+    line(('| %s | %s | %s |' % (v, summ['engine'], summ['mode'])) in report, '%s: report.md has its row' % v)
+    line(abs(float(r['samples_per_s']) - summ['samples_per_s']) <= 0.5, '%s: samples/s in the table' % v)
+    tp = {p['category']: float(p['value']) for p in thr[v]}
+    line(close(tp['samples/s'], summ['samples_per_s']), '%s: throughput bar = summary samples_per_s' % v)
+    chrome = os.path.join(os.environ.get('TMP', '/tmp'), v + '.json')
+    subprocess.run([D, 'trace', 'export', '--chrome', chrome, os.path.join(d, 'trace.dptrace')],
+                   check=True, capture_output=True)
+    doc = json.load(open(chrome))
+    ev = doc['traceEvents'] if isinstance(doc, dict) else doc
+    real = [e for e in ev if e.get('ph') != 'M']
+    t0 = min(e['ts'] for e in real)
+    steps = [((e['ts'] - t0) / 1e6, e['args']['value2'], e['args']['value']) for e in ev if e.get('name') == 'step_end']
+    def buckets(xs, ys):
+        top = max(xs) if xs else 0
+        acc = {}
+        for x, y in zip(xs, ys):
+            b = min(199, int(math.floor(x / top * 200))) if top > 0 else 0
+            acc.setdefault(b, []).append((x, y))
+        return [(sum(p[0] for p in acc[b]) / len(acc[b]), sum(p[1] for p in acc[b]) / len(acc[b])) for b in sorted(acc)]
+    want = buckets([s[1] for s in steps], [s[2] for s in steps])
+    got = [(float(p['x']), float(p['y'])) for p in loss_step.get(v, [])]
+    line(len(want) > 5 and len(got) == len(want) and all(close(a[0], b[0]) and abs(a[1] - b[1]) <= 1e-5 * max(1, abs(a[1]))
+         for a, b in zip(want, got)), '%s: loss_vs_step.csv = the trace\'s step_end losses by global step (%d points)' % (v, len(got)))
+    want = buckets([s[0] for s in steps], [s[2] for s in steps])
+    got = [(float(p['x']), float(p['y'])) for p in loss_time.get(v, [])]
+    line(len(got) == len(want) and all(abs(a[0] - b[0]) <= 2e-6 and abs(a[1] - b[1]) <= 1e-5 * max(1, abs(a[1]))
+         for a, b in zip(want, got)), '%s: loss_vs_time.csv = the trace\'s step_end losses by time (%d points)' % (v, len(got)))
+    applies = [e['args']['staleness'] for e in ev if e.get('name') == 'apply']
+    hist = {str(k): 0 for k in range(8)}; hist['8+'] = 0
+    for s_ in applies: hist[str(int(s_)) if s_ < 8 else '8+'] += 1
+    hist['dropped'] = sum(1 for e in ev if e.get('name') == 'drop')
+    got = {p['category']: float(p['value']) for p in stale[v]}
+    line(all(got.get(k, 0) == hist[k] for k in hist), '%s: staleness.csv = the trace\'s applies by staleness (%d applies)' % (v, len(applies)))
+PY
+}
+
+# A simulated comparison: sync vs async, 32 workers.
+printf '%s\n' '[scenario]' 'title = small sim compare' 'engine = sim' '[cluster]' 'ps = 2' 'workers = 32' \
+    'compute = exponential:mean=20ms' '[training]' 'steps = 60' 'model_bytes = 2MB' '[compare]' \
+    'vary = mode: sync, async' >"$TMP/sim.ini"
+"$DOWNPOUR" compare "$TMP/sim.ini" --out "$TMP/simrep" >"$TMP/sim.out" 2>"$TMP/sim.err"
+check "compare of a sim scenario exits 0" test $? -eq 0
+check "compare says which variant of how many" grep -q "variant 2 of 2: mode-async" "$TMP/sim.err"
+verify "$TMP/simrep" >"$TMP/v1.out" 2>&1 || echo "FAIL verify crashed: $(tail -3 "$TMP/v1.out")" >>"$TMP/v1.out"
+# A real comparison on synthetic data: backup workers 0 and 1, one straggler.
+printf '%s\n' '[scenario]' 'title = small real compare' 'engine = real' '[cluster]' 'ps = 1' 'workers = 3' \
+    '[training]' 'steps = 40' 'data = synthetic' 'model = mlp' 'hidden = 32' '[faults]' 'straggler = worker:2x3' \
+    '[compare]' 'vary = backup_workers: 0, 1' 'label = backups' >"$TMP/real.ini"
+"$DOWNPOUR" compare "$TMP/real.ini" --out "$TMP/realrep" >"$TMP/real.out" 2>"$TMP/real.err"
+check "compare of a real scenario exits 0" test $? -eq 0
+verify "$TMP/realrep" >"$TMP/v2.out" 2>&1 || echo "FAIL verify crashed: $(tail -3 "$TMP/v2.out")" >>"$TMP/v2.out"
+while IFS= read -r l; do
+    case "$l" in "ok   "*) ok "${l#ok   }";; "FAIL "*) bad "${l#FAIL }";; esac
+done < <(cat "$TMP/v1.out" "$TMP/v2.out")
+check "the report names the command that opens the traces side by side" \
+    grep -q "downpour view $TMP/realrep/variants/backup_workers-0/trace.dptrace --compare $TMP/realrep/variants/backup_workers-1/trace.dptrace" "$TMP/realrep/report.md"
+"$DOWNPOUR" compare scenarios/sync-vs-async.ini --set wrokers=2 >/dev/null 2>"$TMP/e.err"
+check "compare checks --set before running anything" grep -q 'unknown key "wrokers"' "$TMP/e.err"
+printf '%s\n' '[scenario]' 'title = nothing to compare' '[cluster]' 'ps = 1' >"$TMP/novary.ini"
+"$DOWNPOUR" compare "$TMP/novary.ini" >/dev/null 2>"$TMP/e.err"
+check "compare without [compare] says so" grep -q "no \[compare\] section" "$TMP/e.err"
+
+# The recordings: each validates and renders.
+n=0
+for t in scenarios/recorded/*.dptrace; do
+    [ -f "$t" ] || continue
+    n=$((n + 1))
+    check "recording $(basename "$t") validates" "$DOWNPOUR" trace validate "$t"
+    check "recording $(basename "$t") renders" "$DOWNPOUR" render "$t" --out "$TMP/rec-$n.png"
+    check "recording $(basename "$t") is at most 8 MB" test "$(stat -c %s "$t")" -le 8000000
+done
+check "scenarios/recorded/ holds a recording of each shipped scenario's variants ($n)" test "$n" -ge 6
+done_tests
