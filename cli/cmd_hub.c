@@ -2,8 +2,7 @@
  * and viewer subscriptions on one port, records a trace, runs until SIGINT/SIGTERM (or,
  * with --exit-when-idle, until its tasks have come and gone). The bound address goes to
  * stdout as "hub listening on HOST:PORT" so launchers can pass port 0; progress and
- * statistics go to stderr. */
-#include <signal.h>
+ * statistics go to stderr. Flag parsing only; the hub is events/hub.c. */
 #include <stdio.h>
 #include <string.h>
 
@@ -73,27 +72,8 @@ int cmd_hub(int argc, char **argv)
         if (bad) return 2;
     }
 
-    signal(SIGPIPE, SIG_IGN);
     char err[DP_ERRLEN];
-    evt_hub *h = evt_hub_new(&opt, err);
-    if (!h) {
-        fprintf(stderr, "downpour: hub: %s\n", err);
-        return 1;
-    }
-    printf("hub listening on %s\n", evt_hub_address(h));
-    fflush(stdout);
-    if (opt.trace_path) fprintf(stderr, "hub: recording to %s\n", opt.trace_path);
-    int rc = evt_hub_run(h, err);
-    evt_hub_stats st;
-    evt_hub_get_stats(h, &st);
-    fprintf(stderr, "hub: done: %llu tasks, %llu viewers, %llu events merged, %llu late, "
-            "%llu dropped for viewers, %llu dropped by tasks, %llu bad connections\n",
-            (unsigned long long)st.tasks_total, (unsigned long long)st.subs_total,
-            (unsigned long long)st.events_out, (unsigned long long)st.events_late,
-            (unsigned long long)st.sub_dropped, (unsigned long long)st.task_dropped,
-            (unsigned long long)st.bad_conns);
-    evt_hub_free(h);
-    if (rc) {
+    if (evt_hub_serve(&opt, stdout, err)) {
         fprintf(stderr, "downpour: hub: %s\n", err);
         return 1;
     }

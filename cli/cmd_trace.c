@@ -4,20 +4,14 @@
  *                               naming the file and the offset of the first damage
  *   export --chrome OUT FILE    Chrome / Perfetto JSON (TensorFlow timeline convention)
  * Exit status: 0 ok, 1 failure (unreadable or, for validate, damaged), 2 usage error.
- * Called by cli/main.c as cmd_trace(argc - 1, argv + 1): argv[0] is "trace". */
-#include <jansson.h>
+ * Called by cli/main.c as cmd_trace(argc - 1, argv + 1): argv[0] is "trace".
+ * Argument parsing and usage only; the work is events/trace_tool.c. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cmds.h"
 #include "common/dp.h"
-#include "events/chrome.h"
-#include "events/event.h"
-#include "events/state.h"
-#include "events/trace.h"
-
-
+#include "events/trace_tool.h"
 
 static const char usage_trace[] =
     "usage: downpour trace <command> [options] TRACE\n"
@@ -79,79 +73,6 @@ static int usage_error(const char *cmd, const char *usage, const char *fmt, cons
     return 2;
 }
 
-static trace_reader *open_or_complain(const char *cmd, const char *path)
-{
-    char err[DP_ERRLEN];
-    trace_reader *r = trace_reader_open(path, err);
-    if (!r) fprintf(stderr, "downpour: trace %s: %s\n", cmd, err);
-    return r;
-}
-
-/* Replays the whole trace into st. */
-static void replay(trace_reader *r, evt_state *st)
-{
-    evt_record e;
-    trace_reader_rewind(r);
-    while (trace_reader_next(r, &e) == 1) evt_state_apply(st, &e);
-}
-
-static double duration_s(const trace_reader *r)
-{
-    return trace_reader_count(r) ? (double)(trace_reader_t1(r) - trace_reader_t0(r)) / 1e9 : 0.0;
-}
-
-static int info_json(trace_reader *r, const evt_state *st, const char *path)
-{
-    json_t *o = json_object();
-    json_error_t jerr;
-    const char *meta = trace_reader_metadata(r);
-    json_t *m = json_loads(meta, JSON_DECODE_ANY, &jerr);
-    json_t *file = json_string(path);      /* NULL when the name is not UTF-8 */
-    json_object_set_new(o, "file", file ? file : json_null());
-    if (!m) m = json_string(meta);
-    json_object_set_new(o, "metadata", m ? m : json_null());
-    json_object_set_new(o, "duration_s", json_real(duration_s(r)));
-    json_object_set_new(o, "events", json_integer((json_int_t)st->events));
-    json_object_set_new(o, "dropped", json_integer((json_int_t)st->events_dropped));
-    json_t *counts = json_object();
-    for (int k = 1; k < EVT_KIND_COUNT; k++)
-        json_object_set_new(counts, evt_kind_name(k), json_integer((json_int_t)st->counts[k]));
-    if (st->counts[0]) json_object_set_new(counts, "unknown", json_integer((json_int_t)st->counts[0]));
-    json_object_set_new(o, "counts", counts);
-    json_object_set_new(o, "blocks", json_integer((json_int_t)trace_reader_block_count(r)));
-    json_object_set_new(o, "ps", json_integer(st->n_ps));
-    json_object_set_new(o, "workers", json_integer(st->n_workers));
-    json_object_set_new(o, "global_step", json_integer((json_int_t)st->global_step));
-    const char *dmg = trace_reader_damage(r);
-    json_object_set_new(o, "damage", dmg ? json_string(dmg) : json_null());
-    char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-    json_decref(o);
-    if (!s) {
-        fprintf(stderr, "downpour: trace info: cannot format JSON\n");
-        return 1;
-    }
-    puts(s);
-    free(s);
-    return 0;
-}
-
-static void info_text(trace_reader *r, const evt_state *st, const char *path)
-{
-    printf("trace:     %s (%zu blocks)\n", path, trace_reader_block_count(r));
-    printf("metadata:  %s\n", trace_reader_metadata(r));
-    printf("duration:  %.3f s\n", duration_s(r));
-    printf("events:    %llu\n", (unsigned long long)st->events);
-    printf("dropped:   %lld (reported by tasks)\n", (long long)st->events_dropped);
-    printf("cluster:   %d ps, %d workers; global step %lld\n", st->n_ps, st->n_workers,
-           (long long)st->global_step);
-    if (trace_reader_damage(r)) printf("damage:    %s\n", trace_reader_damage(r));
-    printf("counts:\n");
-    for (int k = 1; k < EVT_KIND_COUNT; k++)
-        if (st->counts[k])
-            printf("  %-20s %llu\n", evt_kind_name(k), (unsigned long long)st->counts[k]);
-    if (st->counts[0]) printf("  %-20s %llu\n", "unknown", (unsigned long long)st->counts[0]);
-}
-
 static int cmd_info(int argc, char **argv)
 {
     int json = 0;
@@ -171,19 +92,16 @@ static int cmd_info(int argc, char **argv)
         }
     }
     if (!path) return usage_error("info", usage_info, "%s", "missing TRACE");
-    trace_reader *r = open_or_complain("info", path);
-    if (!r) return 1;
-    evt_state st;
-    evt_state_init(&st);
-    replay(r, &st);
-    int rc = 0;
-    if (json) rc = info_json(r, &st, path);
-    else info_text(r, &st, path);
-    if (trace_reader_damage(r) && !json)
-        fprintf(stderr, "downpour: trace info: %s: damaged: %s\n", path, trace_reader_damage(r));
-    evt_state_release(&st);
-    trace_reader_close(r);
-    return rc;
+    char err[DP_ERRLEN];
+    trace_tool_report rep;
+    if (trace_tool_info(stdout, path, json, &rep, err)) {
+        fprintf(stderr, "downpour: trace info: %s\n", err);
+        return 1;
+    }
+    /* --json carries the damage in its object; the text summary also warns on stderr */
+    if (rep.damage[0] && !json)
+        fprintf(stderr, "downpour: trace info: %s: damaged: %s\n", path, rep.damage);
+    return 0;
 }
 
 static int cmd_validate(int argc, char **argv)
@@ -202,23 +120,11 @@ static int cmd_validate(int argc, char **argv)
         }
     }
     if (!path) return usage_error("validate", usage_validate, "%s", "missing TRACE");
-    trace_reader *r = open_or_complain("validate", path);
-    if (!r) return 1;
-    /* decode every block: checksums were verified at open, this catches the rest */
-    evt_record e;
-    uint64_t n = 0;
-    int rc;
-    while ((rc = trace_reader_next(r, &e)) == 1) n++;
-    const char *dmg = trace_reader_damage(r);
-    if (dmg || rc < 0) {
-        fprintf(stderr, "downpour: trace validate: %s: %s\n", path,
-                dmg ? dmg : "read error");
-        trace_reader_close(r);
+    char err[DP_ERRLEN];
+    if (trace_tool_validate(stdout, path, NULL, err)) {
+        fprintf(stderr, "downpour: trace validate: %s\n", err);
         return 1;
     }
-    printf("%s: ok, %llu events in %zu blocks, %.3f s\n", path, (unsigned long long)n,
-           trace_reader_block_count(r), duration_s(r));
-    trace_reader_close(r);
     return 0;
 }
 
@@ -246,17 +152,15 @@ static int cmd_export(int argc, char **argv)
     if (!out || !*out)
         return usage_error("export", usage_export, "%s", "missing --chrome OUT.json");
     if (!path) return usage_error("export", usage_export, "%s", "missing TRACE");
-    trace_reader *r = open_or_complain("export", path);
-    if (!r) return 1;
     char err[DP_ERRLEN];
-    int rc = chrome_export_file(r, out, err);
+    trace_tool_report rep;
+    int rc = trace_tool_export_chrome(path, out, &rep, err);
     if (rc) fprintf(stderr, "downpour: trace export: %s\n", err);
     else if (strcmp(out, "-") != 0)
         fprintf(stderr, "downpour: trace export: wrote %s (%llu events)\n", out,
-                (unsigned long long)trace_reader_count(r));
-    if (trace_reader_damage(r))
-        fprintf(stderr, "downpour: trace export: %s: damaged: %s\n", path, trace_reader_damage(r));
-    trace_reader_close(r);
+                (unsigned long long)rep.events);
+    if (rep.damage[0])
+        fprintf(stderr, "downpour: trace export: %s: damaged: %s\n", path, rep.damage);
     return rc ? 1 : 0;
 }
 

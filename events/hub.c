@@ -635,3 +635,24 @@ void evt_hub_set_final_metadata(evt_hub *h, const char *json)
     h->final_meta = json ? xstrdup(json) : NULL;
     pthread_mutex_unlock(&h->mu);
 }
+
+int evt_hub_serve(const evt_hub_options *opt, FILE *out, char *err)
+{
+    signal(SIGPIPE, SIG_IGN);
+    evt_hub *h = evt_hub_new(opt, err);
+    if (!h) return DP_ERR;
+    fprintf(out, "hub listening on %s\n", evt_hub_address(h));
+    fflush(out);
+    if (opt->trace_path) fprintf(stderr, "hub: recording to %s\n", opt->trace_path);
+    int rc = evt_hub_run(h, err);
+    evt_hub_stats st;
+    evt_hub_get_stats(h, &st);
+    fprintf(stderr, "hub: done: %llu tasks, %llu viewers, %llu events merged, %llu late, "
+            "%llu dropped for viewers, %llu dropped by tasks, %llu bad connections\n",
+            (unsigned long long)st.tasks_total, (unsigned long long)st.subs_total,
+            (unsigned long long)st.events_out, (unsigned long long)st.events_late,
+            (unsigned long long)st.sub_dropped, (unsigned long long)st.task_dropped,
+            (unsigned long long)st.bad_conns);
+    evt_hub_free(h);
+    return rc;
+}

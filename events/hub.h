@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define EVT_HUB_DEFAULT_ADDR "127.0.0.1:7411"
 
@@ -86,5 +87,15 @@ int evt_hub_task_offset(evt_hub *h, int job, int task, int64_t *offset_ns, int64
 
 /* Replaces the metadata written in the trace footer at close (copied). */
 void evt_hub_set_final_metadata(evt_hub *h, const char *json);
+
+/* `downpour hub` in one call, on the calling thread: ignores SIGPIPE (process-wide: a
+ * peer that goes away must not kill the hub), creates the hub from opt, prints "hub
+ * listening on HOST:PORT" on out and flushes it (launchers read the port from it), notes
+ * "hub: recording to FILE" on stderr, runs it (evt_hub_run) until it stops, prints the
+ * closing statistics on stderr ("hub: done: N tasks, N viewers, ...") and frees it.
+ * Returns 0, or a dp_err with err filled: the hub could not start (nothing printed), or
+ * the trace could not be closed (reported after the statistics). opt and out are
+ * borrowed for the call. */
+int evt_hub_serve(const evt_hub_options *opt, FILE *out, char *err);
 
 #endif

@@ -2,6 +2,7 @@
 #include "runtime/ckpt.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,4 +206,76 @@ int ckpt_load(const char *path, int64_t *global_step, const ckpt_tensor *t, int 
 out:
     ckpt_free_loaded(&l);
     return rc;
+}
+
+/* ---- inspection: `downpour checkpoint info|diff` ------------------------------------ */
+
+int ckpt_read_any(const char *path_or_dir, ckpt_loaded *out, char *err)
+{
+    char path[1024];
+    int rc = ckpt_latest(path_or_dir, path, err);
+    if (rc < 0) return rc;
+    return ckpt_read(rc == 1 ? path : path_or_dir, out, err);
+}
+
+int ckpt_info(FILE *out, const char *path_or_dir, char *err)
+{
+    ckpt_loaded l;
+    int rc = ckpt_read_any(path_or_dir, &l, err);
+    if (rc) return rc;
+    fprintf(out, "global_step: %lld\n", (long long)l.global_step);
+    for (int i = 0; i < l.n; i++) {
+        double s = 0, mn = INFINITY, mx = -INFINITY;
+        for (size_t k = 0; k < l.count[i]; k++) {
+            s += l.data[i][k];
+            if (l.data[i][k] < mn) mn = l.data[i][k];
+            if (l.data[i][k] > mx) mx = l.data[i][k];
+        }
+        fprintf(out, "tensor_name: %-18s floats: %8zu  sum: %.6g  min: %.6g  max: %.6g\n",
+                l.names[i], l.count[i], s, mn, mx);
+    }
+    ckpt_free_loaded(&l);
+    return 0;
+}
+
+/* Largest |x - y| over n floats; a NaN difference counts as infinite. */
+static double max_abs_diff(const float *x, const float *y, size_t n)
+{
+    double md = 0;
+    for (size_t k = 0; k < n; k++) {
+        double d = fabs((double)x[k] - (double)y[k]);
+        if (d > md || isnan(d)) md = isnan(d) ? INFINITY : d;
+    }
+    return md;
+}
+
+int ckpt_diff(FILE *out, const char *a_path, const char *b_path, double tol, int *match, char *err)
+{
+    ckpt_loaded a, b;
+    int rc = ckpt_read_any(a_path, &a, err);
+    if (rc) return rc;
+    rc = ckpt_read_any(b_path, &b, err);
+    if (rc) {
+        ckpt_free_loaded(&a);
+        return rc;
+    }
+    int same = a.n == b.n && a.global_step == b.global_step;
+    if (a.global_step != b.global_step)
+        fprintf(out, "global_step differs: %lld vs %lld\n", (long long)a.global_step,
+                (long long)b.global_step);
+    for (int i = 0; i < a.n && i < b.n; i++) {
+        if (strcmp(a.names[i], b.names[i]) || a.count[i] != b.count[i]) {
+            fprintf(out, "%s: shape or name differs from %s\n", a.names[i], b.names[i]);
+            same = 0;
+            continue;
+        }
+        double md = max_abs_diff(a.data[i], b.data[i], a.count[i]);
+        fprintf(out, "%-18s max |diff| %.3g%s\n", a.names[i], md, md > tol ? "  (over tolerance)" : "");
+        if (md > tol) same = 0;
+    }
+    fprintf(out, "%s\n", same ? "checkpoints match" : "checkpoints differ");
+    ckpt_free_loaded(&a);
+    ckpt_free_loaded(&b);
+    *match = same;
+    return 0;
 }

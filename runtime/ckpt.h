@@ -2,12 +2,14 @@
  * TensorFlow's Saver does: DIR/model.ckpt-<step> plus DIR/checkpoint naming the latest.
  * Written atomically (temporary file, fsync, rename) so a crash never leaves a torn
  * checkpoint. File: "DPCKPT01", u32 version, i64 global step, u32 tensor count, then per
- * tensor u16 name length, name, u64 float count, floats; then a CRC32 of all before. */
+ * tensor u16 name length, name, u64 float count, floats; then a CRC32 of all before.
+ * ckpt_info() and ckpt_diff() are `downpour checkpoint info|diff` (inspect_checkpoint). */
 #ifndef RUNTIME_CKPT_H
 #define RUNTIME_CKPT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CKPT_MAX_TENSORS 64
 
@@ -39,5 +41,24 @@ typedef struct ckpt_loaded {
 } ckpt_loaded;
 int ckpt_read(const char *path, ckpt_loaded *out, char *err);
 void ckpt_free_loaded(ckpt_loaded *l);
+
+/* As ckpt_read, where path_or_dir may also be a checkpoint directory: one with a
+ * "checkpoint" file is read through it (its latest checkpoint); anything else is read as
+ * a file. Returns 0 (free *out with ckpt_free_loaded) or a dp_err with err filled. */
+int ckpt_read_any(const char *path_or_dir, ckpt_loaded *out, char *err);
+
+/* Prints the checkpoint at path_or_dir (see ckpt_read_any) on out: "global_step: N",
+ * then per tensor its name, float count, sum, min and max. Returns 0 or a dp_err with
+ * err filled (unreadable; nothing printed). out is borrowed for the call. */
+int ckpt_info(FILE *out, const char *path_or_dir, char *err);
+
+/* Compares checkpoints a and b (each a file or directory, see ckpt_read_any) and prints
+ * on out a line when the global steps differ, per tensor pair the largest absolute
+ * difference (marked "(over tolerance)" above tol; NaN counts as infinite) or that name
+ * or size differ, then "checkpoints match" or "checkpoints differ". *match is 1 when
+ * the global steps, tensor count, names and sizes agree and every difference is <= tol,
+ * else 0. Returns 0, or a dp_err with err filled when a or b is unreadable (nothing
+ * printed, *match untouched). out is borrowed for the call. */
+int ckpt_diff(FILE *out, const char *a, const char *b, double tol, int *match, char *err);
 
 #endif

@@ -1,40 +1,62 @@
-/* test_cmd_trace.c — `downpour trace info|validate|export` through cmd_trace() itself
- * (the source is included, so no built binary is needed): exit codes, the --json object
- * of info (keys and counts), validate's one-line message naming file and offset (also
- * for a flipped byte in each field of a block header, which only the header CRC32 can
- * tell), the export file, usage errors and --help. */
-#include "cli/cmd_trace.c"
-
+/* test_cmd_trace.c — `downpour trace info|validate|export`, twice over: the library calls
+ * behind it (events/trace_tool.h: the report, the --json object of info, validate's
+ * DP_ECORRUPT and "PATH: DAMAGE" message, the export file) and the built command run as
+ * a subprocess (exit codes, the --json object of info (keys and counts), validate's
+ * one-line message naming file and offset — also for a flipped byte in each field of a
+ * block header, which only the header CRC32 can tell — the export file, usage errors and
+ * --help). The binary is $DOWNPOUR (tests/run.sh sets it), else build/downpour. */
+#include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/dp.h"
+#include "events/event.h"
+#include "events/trace.h"
+#include "events/trace_tool.h"
 #include "tests/check.h"
 #include "tests/trace_hdr.h"
 #include "tests/evgen.h"
 
+extern char **environ;
+
 static char dir[] = "/tmp/dp_test_cmd_trace.XXXXXX";
 static char out_path[512], err_path[512];
+static const char *bin;
 
-/* Runs cmd_trace with stdout and stderr captured to files. */
+/* Runs `downpour ARGV...` (argv[0] is the subcommand, "trace") with stdout and stderr
+ * redirected to out_path and err_path; returns its exit status, or -1 when it could not
+ * be started or died of a signal (reported on stderr). */
 static int run(int argc, const char **argv)
 {
-    fflush(stdout);
-    fflush(stderr);
-    int so = dup(1), se = dup(2);
-    int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(fo, 1);
-    dup2(fe, 2);
-    int rc = cmd_trace(argc, (char **)argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(so, 1);
-    dup2(se, 2);
-    close(fo);
-    close(fe);
-    close(so);
-    close(se);
-    return rc;
+    char **args = xcalloc((size_t)argc + 2, sizeof *args);
+    args[0] = (char *)bin;
+    for (int i = 0; i < argc; i++) args[i + 1] = (char *)argv[i];
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid;
+    int rc = posix_spawn(&pid, bin, &fa, NULL, args, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    free(args);
+    if (rc) {
+        fprintf(stderr, "cannot start %s: %s\n", bin, strerror(rc));
+        return -1;
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    fprintf(stderr, "%s %s %s died of signal %d\n", bin, argv[0], argc > 1 ? argv[1] : "",
+            WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    return -1;
 }
 
 static char *slurp(const char *path)
@@ -79,14 +101,33 @@ static int err_has(const char *needle)
     return ok;
 }
 
+/* What a library call printed on f since the last drain: read back, and f rewound for
+ * the next call (caller frees the text). */
+static char *drain(FILE *f)
+{
+    fflush(f);
+    long n = ftell(f);
+    rewind(f);
+    char *s = xmalloc((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = '\0';
+    rewind(f);
+    return s;
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) return 1;
-    char tpath[600], jpath[600], bad[600];
+    const char *env_bin = getenv("DOWNPOUR");
+    bin = env_bin && *env_bin ? env_bin : "build/downpour";
+    CHECK_MSG(access(bin, X_OK) == 0, "no downpour binary at %s: build it (make all) or set "
+              "DOWNPOUR", bin);
+    char tpath[600], jpath[600], ljpath[600], bad[600];
     snprintf(out_path, sizeof out_path, "%s/out", dir);
     snprintf(err_path, sizeof err_path, "%s/err", dir);
     snprintf(tpath, sizeof tpath, "%s/run.dptrace", dir);
     snprintf(jpath, sizeof jpath, "%s/run.json", dir);
+    snprintf(ljpath, sizeof ljpath, "%s/lib.json", dir);
     snprintf(bad, sizeof bad, "%s/bad.dptrace", dir);
 
     /* a 1 ps + 2 worker run, 2 variables, 40 steps */
@@ -109,11 +150,68 @@ int main(void)
     e.bytes = 17;
     trace_writer_add(w, &e);
     CHECK(trace_writer_close(w, err) == 0);
+    const size_t n_events = g.n + 1;          /* evgen's run and the EVENTS_DROPPED */
 
+    /* ---- the library: events/trace_tool.h -------------------------------------------- */
+    trace_tool_report rep;
+    FILE *lo = tmpfile();
+    int lrc = trace_tool_info(lo, tpath, 1, &rep, err);
+    char *lib_json = drain(lo);
+    CHECK_MSG(lrc == 0, "trace_tool_info --json: %d %s", lrc, err);
+    CHECK_MSG(rep.events == n_events && rep.blocks >= 1 && rep.damage[0] == '\0',
+              "report of an intact trace: %llu events (want %zu), %zu blocks, damage \"%s\"",
+              (unsigned long long)rep.events, n_events, rep.blocks, rep.damage);
+    CHECK_NEAR(rep.duration_s, (double)(g.ev[g.n - 1].t - g.ev[0].t) / 1e9, 1e-9);
+    json_error_t jerr;
+    json_t *lj = json_loads(lib_json, 0, &jerr);
+    CHECK_MSG(lj && json_integer_value(json_object_get(lj, "events")) == (json_int_t)n_events &&
+                  json_integer_value(json_object_get(lj, "dropped")) == 17 &&
+                  !strcmp(json_string_value(json_object_get(lj, "file")), tpath),
+              "trace_tool_info's JSON lacks events %zu, dropped 17 or file %s: %s", n_events,
+              tpath, lib_json);
+    json_decref(lj);
+    lrc = trace_tool_info(lo, tpath, 0, &rep, err);
+    char *lib_text = drain(lo);
+    char want_ev[64];
+    snprintf(want_ev, sizeof want_ev, "\nevents:    %zu\n", n_events);
+    CHECK_MSG(lrc == 0 && strstr(lib_text, want_ev) &&
+                  strstr(lib_text, "\ndropped:   17 (reported by tasks)\n") &&
+                  strstr(lib_text, "\ncluster:   1 ps, 2 workers; global step "),
+              "trace_tool_info's text lacks events %zu, dropped 17, 1 ps, 2 workers:\n%s",
+              n_events, lib_text);
+    lrc = trace_tool_validate(lo, tpath, &rep, err);
+    char *lib_ok = drain(lo);
+    char want_ok[700];
+    snprintf(want_ok, sizeof want_ok, "%s: ok, %zu events in ", tpath, n_events);
+    CHECK_MSG(lrc == 0 && !strncmp(lib_ok, want_ok, strlen(want_ok)),
+              "trace_tool_validate: %d, printed \"%s\", want \"%s...\"", lrc, lib_ok, want_ok);
+    free(lib_ok);
+    lrc = trace_tool_export_chrome(tpath, ljpath, &rep, err);
+    json_t *lexp = json_load_file(ljpath, 0, &jerr);
+    CHECK_MSG(lrc == 0 && rep.events == n_events && lexp &&
+                  json_is_array(json_object_get(lexp, "traceEvents")),
+              "trace_tool_export_chrome: %d %s", lrc, err);
+    json_decref(lexp);
+    lrc = trace_tool_export_chrome(tpath, "/nonexistent/dir/x.json", &rep, err);
+    CHECK_MSG(lrc < 0 && strstr(err, "/nonexistent/dir/x.json") && rep.events == n_events,
+              "export to a missing folder: %d \"%s\", %llu events", lrc, err,
+              (unsigned long long)rep.events);
+    char want_exp_err[DP_ERRLEN + 64];
+    snprintf(want_exp_err, sizeof want_exp_err, "downpour: trace export: %s\n", err);
+    lrc = trace_tool_info(lo, "/nonexistent/x.dptrace", 0, &rep, err);
+    CHECK_MSG(lrc < 0 && strstr(err, "/nonexistent/x.dptrace") && rep.events == 0 &&
+                  rep.blocks == 0 && !rep.damage[0],
+              "info of a missing file: %d \"%s\"", lrc, err);
+    CHECK(trace_tool_validate(lo, "/nonexistent/x.dptrace", &rep, err) < 0 &&
+          trace_tool_export_chrome("/nonexistent/x.dptrace", ljpath, &rep, err) < 0);
+
+    /* ---- the command, as a subprocess ------------------------------------------------ */
     const char *info_json[] = {"trace", "info", "--json", tpath};
     CHECK(run(4, info_json) == 0);
     char *s = slurp(out_path);
-    json_error_t jerr;
+    CHECK_MSG(!strcmp(s, lib_json), "info --json printed \"%s\", trace_tool_info \"%s\"", s,
+              lib_json);
+    free(lib_json);
     json_t *o = json_loads(s, 0, &jerr);
     CHECK_MSG(o != NULL, "info --json printed invalid JSON: %s", jerr.text);
     CHECK(strchr(s, '\n') == s + strlen(s) - 1);               /* one line */
@@ -141,6 +239,10 @@ int main(void)
 
     const char *info[] = {"trace", "info", tpath};
     CHECK(run(3, info) == 0 && out_has("step_end") && out_has("\"engine\":\"real\""));
+    s = slurp(out_path);
+    CHECK_MSG(!strcmp(s, lib_text), "info printed \"%s\", trace_tool_info \"%s\"", s, lib_text);
+    free(s);
+    free(lib_text);
 
     const char *validate[] = {"trace", "validate", tpath};
     CHECK(run(3, validate) == 0 && out_has("ok"));
@@ -149,6 +251,12 @@ int main(void)
     CHECK(run(5, exp) == 0);
     json_t *j = json_load_file(jpath, 0, &jerr);
     CHECK(j && json_is_array(json_object_get(j, "traceEvents")));
+    char *cmd_exp = slurp(jpath), *lib_exp = slurp(ljpath);
+    CHECK_MSG(*cmd_exp && !strcmp(cmd_exp, lib_exp),
+              "export's file differs from trace_tool_export_chrome's (%zu vs %zu bytes)",
+              strlen(cmd_exp), strlen(lib_exp));
+    free(cmd_exp);
+    free(lib_exp);
     /* ts in microseconds: the events' ts run from the first event's time to the last's
      * (cluster_start, events_dropped: instants at their own time), both / 1000 */
     double ts_min = INFINITY, ts_max = -INFINITY;
@@ -172,6 +280,8 @@ int main(void)
     snprintf(eq, sizeof eq, "--chrome=%s", jpath);
     const char *exp2[] = {"trace", "export", eq, tpath};
     CHECK(run(4, exp2) == 0);
+    const char *exp_nodir[] = {"trace", "export", "--chrome", "/nonexistent/dir/x.json", tpath};
+    CHECK(run(5, exp_nodir) == 1 && err_is(want_exp_err));
 
     /* damage: a flipped byte inside the (only) block */
     trace_reader *r = trace_reader_open(tpath, err);
@@ -191,6 +301,14 @@ int main(void)
     char want[64];
     snprintf(want, sizeof want, "offset %llu", (unsigned long long)bi.offset);
     CHECK(run(3, vbad) == 1 && err_has("bad.dptrace") && err_has(want));
+    lrc = trace_tool_validate(lo, bad, &rep, err);
+    CHECK_MSG(lrc == DP_ECORRUPT && !strncmp(err, bad, strlen(bad)) && strstr(err, want) &&
+                  !strncmp(rep.damage, "block at offset ", 16),
+              "trace_tool_validate of a flipped block byte: %d \"%s\", damage \"%s\"", lrc, err,
+              rep.damage);
+    lrc = trace_tool_info(lo, bad, 1, &rep, err);
+    CHECK_MSG(lrc == 0 && strstr(rep.damage, want), "trace_tool_info of a damaged trace: %d, "
+              "damage \"%s\"", lrc, rep.damage);
     const char *ibad[] = {"trace", "info", "--json", bad};
     CHECK(run(4, ibad) == 0 && out_has("\"damage\":\"block at offset"));
     /* truncated: validate fails and names the offset */
@@ -211,9 +329,9 @@ int main(void)
                             (uint32_t)u[15] << 24) + 4;
     CHECK_MSG(blk0 == (long)bi.offset, "first block at %ld by the format, %llu by the reader",
               blk0, (unsigned long long)bi.offset);
-    char line[1200];
-    snprintf(line, sizeof line, "downpour: trace validate: %s: block at offset %ld: bad block "
-             "header; skipped\n", bad, blk0);
+    char line[1200], dline[200];
+    snprintf(dline, sizeof dline, "block at offset %ld: bad block header; skipped", blk0);
+    snprintf(line, sizeof line, "downpour: trace validate: %s: %s\n", bad, dline);
     for (size_t i = 0; i < DP_ARRAY_LEN(hdr_fields); i++) {
         u[blk0 + hdr_fields[i].at] ^= hdr_fields[i].mask;
         f = fopen(bad, "wb");
@@ -225,6 +343,11 @@ int main(void)
                   hdr_fields[i].name, hdr_fields[i].at);
         CHECK_MSG(err_is(line), "validate's stderr with the %s flipped is not: %s",
                   hdr_fields[i].name, line);
+        lrc = trace_tool_validate(lo, bad, &rep, err);
+        CHECK_MSG(lrc == DP_ECORRUPT && !strcmp(rep.damage, dline) &&
+                      !strncmp(err, bad, strlen(bad)) && !strcmp(err + strlen(bad) + 2, dline),
+                  "trace_tool_validate with the %s flipped (+%d): %d, \"%s\", want \"%s: %s\"",
+                  hdr_fields[i].name, hdr_fields[i].at, lrc, err, bad, dline);
     }
     free(all);
 
@@ -254,9 +377,11 @@ int main(void)
     const char *missing[] = {"trace", "info", "/nonexistent/x.dptrace"};
     CHECK(run(3, missing) == 1 && err_has("/nonexistent/x.dptrace"));
 
+    fclose(lo);
     evgen_free(&g);
     unlink(tpath);
     unlink(jpath);
+    unlink(ljpath);
     unlink(bad);
     unlink(out_path);
     unlink(err_path);

@@ -1,0 +1,56 @@
+/* trace_tool.h — looking inside a recorded trace, as `downpour trace info|validate|export`
+ * does: replay it into a state and summarise it (text, or one JSON object), check every
+ * block, write it as Chrome trace-event JSON. Each call opens the trace, does its work,
+ * closes it, and describes what it read in a trace_tool_report (events, blocks,
+ * duration, the reader's damage line), so the caller decides how to warn about damage.
+ * Results go to the caller's stream; failures return a dp_err with err filled.
+ * No state between calls; calls on different traces may run on different threads. */
+#ifndef EVENTS_TRACE_TOOL_H
+#define EVENTS_TRACE_TOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/dp.h"
+
+/* Room for any trace_reader_damage() line (the first problem in DP_ERRLEN bytes plus
+ * " (and N more problems)"). */
+#define TRACE_TOOL_DAMAGE_LEN (DP_ERRLEN + 64)
+
+/* What a trace_tool_* call read. Embedded by the caller; every call zeroes it first, and
+ * leaves it zeroed when the trace could not be opened. */
+typedef struct trace_tool_report {
+    uint64_t events;        /* events in the readable part (trace_reader_count) */
+    size_t blocks;          /* readable blocks */
+    double duration_s;      /* last event time minus first, 0 for an empty trace */
+    char damage[TRACE_TOOL_DAMAGE_LEN];  /* "" when intact, else trace_reader_damage() */
+} trace_tool_report;
+
+/* Summarises the trace at path on out: with json, one line holding one JSON object
+ * {"file", "metadata", "duration_s", "events", "dropped", "counts": {kind: n, ...},
+ * "blocks", "ps", "workers", "global_step", "damage"} (counts keyed by evt_kind_name,
+ * plus "unknown" when there are such events); without, the text summary (trace, metadata,
+ * duration, events, dropped, cluster, damage when damaged, non-zero counts per kind). A
+ * damaged trace is summarised from its readable part and still returns 0 (rep->damage
+ * says what is wrong). Returns 0, or a dp_err with err filled: the trace is unreadable
+ * ("PATH: reason") or the JSON could not be formatted. path and out are borrowed for
+ * the call; rep may be NULL. */
+int trace_tool_info(FILE *out, const char *path, int json, trace_tool_report *rep, char *err);
+
+/* Reads and decodes every block of the trace at path (header, checksums, compression,
+ * every record, the index). Intact: prints "PATH: ok, N events in B blocks, D.DDD s" on
+ * out and returns 0. Damaged: prints nothing and returns DP_ECORRUPT with "PATH: DAMAGE"
+ * in err (the reader's damage line, or "read error"); unreadable: a dp_err with the
+ * reader's "PATH: reason". path and out are borrowed for the call; rep may be NULL. */
+int trace_tool_validate(FILE *out, const char *path, trace_tool_report *rep, char *err);
+
+/* Writes the trace at path as Chrome / Perfetto trace-event JSON (events/chrome.h) to
+ * out_path, "-" for standard output. Damaged blocks are skipped; rep->damage says so.
+ * Returns 0, or a dp_err with err filled: the trace is unreadable (rep stays zeroed) or
+ * the output could not be written (rep describes the trace). Borrows its strings for the
+ * call; rep may be NULL. */
+int trace_tool_export_chrome(const char *path, const char *out_path, trace_tool_report *rep,
+                             char *err);
+
+#endif
