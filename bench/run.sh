@@ -122,6 +122,20 @@ row "1 ps + 2 workers sync streaming to \`downpour hub\`, no subscriber, best of
 row "the same with a stalled viewer (one subscriber that never reads), best of 3" "$stall_run samples/s" "$(ratio "$stall_run" "$free_run") of no subscriber" \
     "goal: ~1.00; it attached in $attached of 3 runs; ~$run_ev events a run, ${sub_dropped:-?} dropped for it in all (its 8 MiB hub queue was $([ "${sub_dropped:-0}" = 0 ] && echo "never full" || echo "full at times"))"
 
+echo "--pace 0 vs no --pace (1 ps + 2 workers sync, best of 3 each, interleaved)"
+pair nopace pace0 --ps 1 --workers 2 --steps "$STEPS" -- --ps 1 --workers 2 --steps "$STEPS" --pace 0
+row "no --pace (baseline)" "$PAIR_A samples/s" "1.00" "goal: reference"
+row "--pace 0 (pacing off)" "$PAIR_B samples/s" "$(ratio "$PAIR_B" "$PAIR_A") of no --pace" "goal: ~1.00 (one clock read per step)"
+echo "shipped scenarios: downpour compare FILE (every variant, one after another), wall s"
+for f in scenarios/*.ini; do
+    t0=$(date +%s.%N)
+    "$D" compare "$f" --out "$TMP/scn" >/dev/null 2>&1 || echo "  $f failed"
+    t1=$(date +%s.%N)
+    nv=$(ls "$TMP/scn/variants" | wc -l)
+    row "scenario $(basename "$f"): compare, $nv variants" "$(python3 -c "print('%.1f s' % ($t1 - $t0))")" \
+        "$(python3 -c "print('%.2f of the goal' % (($t1 - $t0) / 120))")" "goal: <= 120 s on 2 cores (absolute)"
+    rm -rf "$TMP/scn"
+done
 echo "hub throughput (2 emitter threads flooding one in-process hub, best of 3 each)"
 nf=0; tf=0
 for i in 1 2 3; do   # each bench_hub run measures no-file, then trace: interleaved

@@ -612,3 +612,24 @@ void run_print_keys_json(FILE *f)
     free(s);
     json_decref(a);
 }
+
+void *run_desc_json(const run_desc *d, const char *engine)
+{
+    size_t n;
+    const run_key *k = run_keys(&n);
+    json_t *o = json_object();
+    json_object_set_new(o, "engine", json_string(engine));
+    for (size_t i = 0; i < n; i++) {
+        char buf[2048];
+        if (run_format(d, &k[i], buf, sizeof buf)) continue;   /* an engine's extra */
+        json_t *v;
+        switch (k[i].type) {
+        case RUN_T_INT: v = json_integer((json_int_t)strtoll(buf, NULL, 10)); break;
+        case RUN_T_REAL: v = json_real(strtod(buf, NULL)); break;
+        case RUN_T_TIME: v = json_real(strtod(buf, NULL)); break;   /* seconds */
+        default: v = json_string(buf); break;
+        }
+        json_object_set_new(o, k[i].name, v);
+    }
+    return o;
+}

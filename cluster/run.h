@@ -151,6 +151,12 @@ void run_print_keys_json(FILE *f);
  * "0.2s"); returns 0, or 1 when k is not a shared key. */
 int run_format(const run_desc *d, const run_key *k, char *buf, size_t n);
 
+/* Every shared key of d under its table name ("backup_workers": 1, "mode": "sync",
+ * "pace": 0.2 seconds, "straggler": "worker:3x4"), and "engine": the common part of a
+ * trace's metadata ("config") for every engine. jansson's json_t as void *; caller frees
+ * with json_decref. */
+void *run_desc_json(const run_desc *d, const char *engine);
+
 /* What every engine reports at the end of a run (the common part of the summary). */
 typedef struct run_result {
     const char *engine;              /* "real", "local", "sim" */

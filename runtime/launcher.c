@@ -276,23 +276,8 @@ static char *hosts_list(int n, const int *ports)
 /* The run's configuration as JSON: the trace's metadata and CLUSTER_START's text. */
 static char *config_json(const rt_config *cfg)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "engine", json_string("real"));
-    json_object_set_new(o, "mode", json_string(update_mode_name(cfg->mode)));
-    json_object_set_new(o, "ps", json_integer(cfg->n_ps));
-    json_object_set_new(o, "workers", json_integer(cfg->n_workers));
-    json_object_set_new(o, "backup_workers", json_integer(cfg->backup_workers));
-    json_object_set_new(o, "staleness", json_integer(cfg->staleness));
-    json_object_set_new(o, "steps", json_integer(cfg->steps));
-    json_object_set_new(o, "batch", json_integer(cfg->batch));
-    json_object_set_new(o, "lr", json_real(cfg->lr));
-    json_object_set_new(o, "optimizer", json_string(optim_name(cfg->optimizer)));
-    json_object_set_new(o, "model", json_string(model_name(cfg->model)));
-    json_object_set_new(o, "hidden", json_integer(cfg->hidden));
+    json_t *o = run_desc_json(&cfg->run, "real");
     json_object_set_new(o, "data", json_string(cfg->data));
-    json_object_set_new(o, "placement", json_string(placement_name(cfg->placement)));
-    json_object_set_new(o, "partition", json_integer(cfg->partition));
-    json_object_set_new(o, "seed", json_integer(cfg->seed));
     json_object_set_new(o, "start_unix_ns", json_integer((json_int_t)dp_wall_ns()));
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);

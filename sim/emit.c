@@ -6,8 +6,12 @@
  * every worker's step_end; every ps event about a sampled worker; global steps and
  * failures), steps (step_end, global_step, failures). Events
  * are only ever emitted at the current virtual time, so the trace is time-ordered. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "cluster/spec.h"
 #include "sim/world.h"
@@ -82,24 +86,28 @@ void sim_emit_ps(sim_world *w, int kind, int ps, int wk, int var, int64_t step, 
     sim_emit(w, &e);
 }
 
-/* The run's configuration as JSON (no creation time: it goes in the metadata only). */
-static void config_json(const sim_world *w, char *buf, size_t n)
+/* The run's configuration as JSON (no creation time: it goes in the metadata only): the
+ * run description's keys (cluster/run.c), then the simulator's own. Caller frees. */
+static char *config_json(const sim_world *w)
 {
     const sim_config *c = w->cfg;
     char dist[128];
     sim_dist_format(&c->compute, dist, sizeof dist);
-    snprintf(buf, n,
-             "{\"engine\":\"sim\",\"ps\":%d,\"workers\":%d,\"mode\":\"%s\",\"backup_workers\":%d,"
-             "\"staleness\":%d,\"steps\":%lld,\"model\":\"%s\",\"hidden\":%d,\"partition\":%d,"
-             "\"placement\":\"%s\",\"model_bytes\":%.0f,\"ps_bandwidth_Bps\":%.6g,"
-             "\"worker_bandwidth_Bps\":%.6g,\"latency_s\":%.9g,\"compute\":\"%s\",\"seed\":%llu,"
-             "\"batch\":%d,\"optimizer\":\"%s\",\"lr\":%.6g,\"loss\":\"noisy quadratic surrogate\","
-             "\"nqm_dims\":%d,\"stragglers\":%d,\"failures\":%d}",
-             c->n_ps, c->n_workers, update_mode_name(c->mode), c->backup_workers, c->staleness,
-             (long long)c->steps, model_name(w->cat.model), w->cat.hidden,
-             w->partition, placement_name(c->placement), w->model_bytes,
-             c->ps_bw, c->worker_bw, c->latency, dist, (unsigned long long)c->seed, c->batch,
-             optim_name(c->optimizer), c->lr, c->nqm_dims, c->n_stragglers, c->n_failures);
+    json_t *o = run_desc_json(&c->run, "sim");
+    /* what the model came out as (model_bytes picks the hidden width and the parts) */
+    json_object_set_new(o, "hidden", json_integer(w->cat.hidden));
+    json_object_set_new(o, "partition", json_integer(w->partition));
+    json_object_set_new(o, "model_bytes", json_real(w->model_bytes));
+    json_object_set_new(o, "ps_bandwidth_Bps", json_real(c->ps_bw));
+    json_object_set_new(o, "worker_bandwidth_Bps", json_real(c->worker_bw));
+    json_object_set_new(o, "latency_s", json_real(c->latency));
+    json_object_set_new(o, "compute", json_string(dist));
+    json_object_set_new(o, "loss", json_string("noisy quadratic surrogate"));
+    json_object_set_new(o, "nqm_dims", json_integer(c->nqm_dims));
+    json_object_set_new(o, "failures", json_integer(c->n_failures));
+    char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(o);
+    return s;
 }
 
 int sim_emit_open(sim_world *w, char *err)
@@ -118,20 +126,26 @@ int sim_emit_open(sim_world *w, char *err)
     w->aggregate = level == SIM_TRACE_SAMPLE;
     w->per_msg = c->trace[0] && (level == SIM_TRACE_FULL || level == SIM_TRACE_SAMPLE);
     if (!c->trace[0]) return DP_OK;
-    char cfg[2048], meta[2600];
-    config_json(w, cfg, sizeof cfg);
-    snprintf(meta, sizeof meta,
+    char *cfg = config_json(w);
+    size_t mlen = strlen(cfg) + 512;
+    char *meta = xmalloc(mlen);
+    snprintf(meta, mlen,
              "{\"engine\":\"sim\",\"format\":\"downpour-sim/1\",\"config\":%s,\"seed\":%llu,"
              "\"cluster\":{\"ps\":%d,\"workers\":%d},\"trace_level\":\"%s\",\"created_ns\":%llu}",
              cfg, (unsigned long long)c->seed, w->P, w->W,
              level == SIM_TRACE_FULL ? "full" : level == SIM_TRACE_SAMPLE ? "sample" : "steps",
              (unsigned long long)dp_wall_ns());
     w->tw = trace_writer_open(c->trace, meta, err);
-    if (!w->tw) return DP_EIO;
+    free(meta);
+    if (!w->tw) {
+        free(cfg);
+        return DP_EIO;
+    }
     char name[160];
     evt_record e;
     evt_init(&e, EVT_CLUSTER_START, EVT_JOB_CLIENT, 0);
     e.str = trace_writer_intern(w->tw, cfg);
+    free(cfg);
     sim_emit(w, &e);
     for (int j = 0; j < 2; j++) {
         int n = j ? w->W : w->P;
@@ -188,15 +202,29 @@ int sim_emit_close(sim_world *w, const sim_result *res, char *err)
     e.t = w->now;
     e.value = res->sim_s;
     sim_emit(w, &e);
-    char cfg[2048], meta[3200];
-    config_json(w, cfg, sizeof cfg);
-    snprintf(meta, sizeof meta,
-             "{\"engine\":\"sim\",\"format\":\"downpour-sim/1\",\"config\":%s,\"seed\":%llu,"
-             "\"cluster\":{\"ps\":%d,\"workers\":%d},\"final\":{\"global_step\":%lld,"
-             "\"sim_time_s\":%.9g,\"mean_step_s\":%.9g,\"final_loss\":%.9g,\"stalled\":%d}}",
-             cfg, (unsigned long long)w->cfg->seed, w->P, w->W, (long long)res->global_step,
-             res->sim_s, res->mean_step_s, res->final_loss, res->stalled);
+    char *cfg = config_json(w);
+    json_t *m = json_object();
+    json_object_set_new(m, "engine", json_string("sim"));
+    json_object_set_new(m, "format", json_string("downpour-sim/1"));
+    json_object_set_new(m, "config", json_loads(cfg, 0, NULL));
+    json_object_set_new(m, "seed", json_integer((json_int_t)w->cfg->seed));
+    json_t *cl = json_object();
+    json_object_set_new(cl, "ps", json_integer(w->P));
+    json_object_set_new(cl, "workers", json_integer(w->W));
+    json_object_set_new(m, "cluster", cl);
+    json_t *fin = json_object();
+    json_object_set_new(fin, "global_step", json_integer((json_int_t)res->global_step));
+    json_object_set_new(fin, "sim_time_s", json_real(res->sim_s));
+    json_object_set_new(fin, "mean_step_s", json_real(res->mean_step_s));
+    /* a diverged surrogate has no finite loss: null, never "nan" (not JSON) */
+    json_object_set_new(fin, "final_loss", isfinite(res->final_loss) ? json_real(res->final_loss) : json_null());
+    json_object_set_new(fin, "stalled", json_integer(res->stalled));
+    json_object_set_new(m, "final", fin);
+    char *meta = json_dumps(m, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(m);
+    free(cfg);
     trace_writer_set_final_metadata(w->tw, meta);
+    free(meta);
     w->trace_events = trace_writer_events(w->tw);
     int failed = w->trace_err;
     char e2[DP_ERRLEN];
