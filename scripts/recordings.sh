@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# recordings.sh — `make recordings`: runs every variant of each shipped scenario and
-# keeps its trace in scenarios/recorded/NAME--LABEL.dptrace, so that a class can replay
+# recordings.sh — `make recordings`: runs each shipped scenario (every variant of one with
+# [compare]) and keeps its trace in scenarios/recorded/NAME--LABEL.dptrace (LABEL "run"
+# without [compare]), so that a class can replay
 # one at once (`downpour view scenarios/recorded/sync-vs-async--mode-sync.dptrace`) with
 # no training. Large simulated runs are recorded with sampled workers (trace_level) to
 # stay a few MB. Runs one scenario after another; takes a few minutes.
@@ -16,7 +17,11 @@ for f in scenarios/*.ini; do
     extra=()
     grep -q '^engine = sim' "$f" && extra=(--set trace_level=sample:16)
     echo "recordings: $name"
-    "$D" compare "$f" --out "$TMP/$name" "${extra[@]}" >/dev/null
+    if grep -q '^\[compare\]' "$f"; then
+        "$D" compare "$f" --out "$TMP/$name" "${extra[@]}" >/dev/null
+    else
+        "$D" run "$f" --no-view --out "$TMP/$name/variants/run" "${extra[@]}" >/dev/null
+    fi
     for v in "$TMP/$name"/variants/*/; do
         label=$(basename "$v")
         cp "$v/trace.dptrace" "$REC/$name--$label.dptrace"
