@@ -30,15 +30,6 @@ static const uint32_t okabe_ito[8] = {0x0072B2, 0xE69F00, 0x009E73, 0xD55E00,
 
 static char dir[256];
 
-static const char *scratch(const char *name)
-{
-    static char path[4][400];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(path[k], sizeof path[k], "%s/%s", dir, name);
-    return path[k];
-}
-
 /* ---- pixels --------------------------------------------------------------------- */
 
 typedef struct img { cairo_surface_t *s; int w, h; } img;
@@ -88,25 +79,16 @@ static int count_rect(const img *m, viz_rect r, uint32_t colour, int tol)
     return count_in(m, r.x, r.y, r.x + r.w, r.y + r.h, colour, tol);
 }
 
-/* Mean row of the pixels of colour in the rectangle; -1 when there are none. */
-static double mean_row(const img *m, viz_rect r, uint32_t colour, int tol)
+/* Mean position (column x, row y) of the pixels of colour in the rectangle; {-1, -1} when
+ * there are none. */
+static viz_point centroid(const img *m, viz_rect r, uint32_t colour, int tol)
 {
-    double sum = 0;
+    double sx = 0, sy = 0;
     int n = 0;
     for (int y = (int)r.y; y < (int)(r.y + r.h); y++)
         for (int x = (int)r.x; x < (int)(r.x + r.w); x++)
-            if (close_to(px(m, x, y), colour, tol)) sum += y, n++;
-    return n ? sum / n : -1;
-}
-
-static double mean_col(const img *m, viz_rect r, uint32_t colour, int tol)
-{
-    double sum = 0;
-    int n = 0;
-    for (int y = (int)r.y; y < (int)(r.y + r.h); y++)
-        for (int x = (int)r.x; x < (int)(r.x + r.w); x++)
-            if (close_to(px(m, x, y), colour, tol)) sum += x, n++;
-    return n ? sum / n : -1;
+            if (close_to(px(m, x, y), colour, tol)) sx += x, sy += y, n++;
+    return n ? (viz_point){sx / n, sy / n} : (viz_point){-1, -1};
 }
 
 /* Pixel position of data (x, y) from the chart's reported axis ranges (linear axes). */
@@ -123,7 +105,7 @@ static double to_px_y(const plot_geom *g, double y)
 static img render(plot_chart *c, const char *name, plot_geom *g)
 {
     char err[DP_ERRLEN] = "";
-    const char *path = scratch(name);
+    const char *path = check_path(dir, name);
     int rc = plot_write_png(c, path, W, H, err);
     CHECK_MSG(rc == 0, "%s: %s", name, err);
     plot_geometry(c, W, H, g);
@@ -246,7 +228,7 @@ static void test_csv_lines(void)
     plot_add_line(c, "plain", xb, yb, 2);
     plot_add_line(c, "empty", NULL, NULL, 0);
     char err[DP_ERRLEN] = "";
-    const char *png = scratch("lines.png");
+    const char *png = check_path(dir, "lines.png");
     CHECK_MSG(plot_write_png(c, png, W, H, err) == 0, "%s", err);
     plot_free(c);
     csv t;
@@ -268,7 +250,7 @@ static void test_csv_lines(void)
     c = plot_new("log", "x", "y");
     plot_set_log_y(c, 1);
     plot_add_line(c, "l", (double[]){1, 2, 3, 4}, (double[]){10, 0, -1, 1000}, 4);
-    png = scratch("log.png");
+    png = check_path(dir, "log.png");
     CHECK_MSG(plot_write_png(c, png, W, H, err) == 0, "%s", err);
     plot_free(c);
     CHECK(read_csv(csv_of(png), &t) == 0);
@@ -282,7 +264,7 @@ static void test_csv_bars_hist(void)
     const char *cats[] = {"sync", "async, 4 workers", "ssp"};
     plot_add_bars(c, "v1", cats, (double[]){100, 250.5, 75}, 3);
     plot_add_bars(c, "v2", (const char *[]){"ssp", "sync"}, (double[]){NAN, 3}, 2);
-    const char *png = scratch("bars.png");
+    const char *png = check_path(dir, "bars.png");
     char err[DP_ERRLEN] = "";
     CHECK_MSG(plot_write_png(c, png, W, H, err) == 0, "%s", err);
     plot_free(c);
@@ -296,7 +278,7 @@ static void test_csv_bars_hist(void)
 
     c = plot_new("hist", "staleness (steps)", "applies");
     plot_add_histogram(c, "h", (double[]){0, 1, 2, 5}, (double[]){1, 2, 2, 9}, (double[]){4, 7.5, 1, 2}, 4);
-    png = scratch("hist.out");   /* no .png: .csv is appended */
+    png = check_path(dir, "hist.out");   /* no .png: .csv is appended */
     CHECK_MSG(plot_write_png(c, png, W, H, err) == 0, "%s", err);
     plot_free(c);
     char path[420];
@@ -309,7 +291,7 @@ static void test_csv_bars_hist(void)
               t.rows);
 
     c = plot_new("nothing", NULL, NULL);
-    png = scratch("none.png");
+    png = check_path(dir, "none.png");
     CHECK_MSG(plot_write_png(c, png, W, H, err) == 0, "%s", err);
     plot_free(c);
     CHECK_MSG(read_csv(csv_of(png), &t) == 0 && t.rows == 1, "a chart with no series writes the header only");
@@ -467,7 +449,7 @@ static void test_bars(void)
     int ok = 1;
     for (int k = 0; k < 3; k++) {
         viz_rect slot = {to_px_x(&g, k), g.area.y, to_px_x(&g, k + 1) - to_px_x(&g, k), g.area.h};
-        double bx = mean_col(&m, slot, BLUE, 30), ox = mean_col(&m, slot, ORANGE, 30);
+        double bx = centroid(&m, slot, BLUE, 30).x, ox = centroid(&m, slot, ORANGE, 30).x;
         if (k < 2) ok &= bx > 0 && ox > bx;
         else ok &= bx > 0 && ox < 0;
     }
@@ -489,9 +471,9 @@ static void test_bars(void)
     plot_set_log_y(c, 1);
     plot_add_line(c, "l", (double[]){0, 1, 2}, (double[]){1, 10, 100}, 3);
     m = render(c, "logline.png", &g);
-    double r0 = mean_row(&m, (viz_rect){to_px_x(&g, 0) - 2, g.area.y, 5, g.area.h}, BLUE, 30);
-    double r1 = mean_row(&m, (viz_rect){to_px_x(&g, 1) - 2, g.area.y, 5, g.area.h}, BLUE, 30);
-    double r2 = mean_row(&m, (viz_rect){to_px_x(&g, 2) - 2, g.area.y, 5, g.area.h}, BLUE, 30);
+    double r0 = centroid(&m, (viz_rect){to_px_x(&g, 0) - 2, g.area.y, 5, g.area.h}, BLUE, 30).y;
+    double r1 = centroid(&m, (viz_rect){to_px_x(&g, 1) - 2, g.area.y, 5, g.area.h}, BLUE, 30).y;
+    double r2 = centroid(&m, (viz_rect){to_px_x(&g, 2) - 2, g.area.y, 5, g.area.h}, BLUE, 30).y;
     CHECK_MSG(r0 > 0 && r1 > 0 && r2 > 0 && fabs(r1 - (r0 + r2) / 2) <= 3 && r0 - r2 > 200,
               "log y: 10 drawn halfway between 1 and 100 (rows %.1f, %.1f, %.1f)", r0, r1, r2);
     cairo_surface_destroy(m.s);
@@ -616,18 +598,18 @@ static void test_errors(void)
     snprintf(blocked, sizeof blocked, "%s/blocked.csv", dir);
     mkdir(blocked, 0700);   /* a folder where the CSV should go */
     err[0] = 0;
-    rc = plot_write_png(c, scratch("blocked.png"), W, H, err);
+    rc = plot_write_png(c, check_path(dir, "blocked.png"), W, H, err);
     CHECK_MSG(rc == DP_EIO && strstr(err, blocked), "unwritable CSV path: DP_EIO naming it (rc %d, \"%s\")", rc, err);
 
-    rc = plot_write_png(c, scratch("size.png"), 0, H, err);
+    rc = plot_write_png(c, check_path(dir, "size.png"), 0, H, err);
     CHECK_MSG(rc == DP_EINVAL && strstr(err, "0x700"), "0x700 image: DP_EINVAL (\"%s\")", err);
     plot_free(c);
 
     c = plot_new("nine variants", "x", "y");
     for (int i = 0; i < 8; i++) plot_add_line(c, "v", (double[]){0, 1}, (double[]){0, 1}, 2);
-    CHECK_MSG(plot_write_png(c, scratch("eight_ok.png"), W, H, err) == 0, "8 series write: %s", err);
+    CHECK_MSG(plot_write_png(c, check_path(dir, "eight_ok.png"), W, H, err) == 0, "8 series write: %s", err);
     plot_add_line(c, "v9", (double[]){0, 1}, (double[]){0, 1}, 2);
-    rc = plot_write_png(c, scratch("nine.png"), W, H, err);
+    rc = plot_write_png(c, check_path(dir, "nine.png"), W, H, err);
     CHECK_MSG(rc == DP_EINVAL && strstr(err, "nine variants") && strstr(err, "9 series"),
               "a 9th series: DP_EINVAL naming the chart (\"%s\")", err);
     plot_free(c);

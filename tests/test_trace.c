@@ -21,15 +21,6 @@
 
 static char dir[256];
 
-static const char *tmp_path(const char *name)
-{
-    static char p[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
-    return p[k];
-}
-
 static int same_record(const evt_record *a, const evt_record *b)
 {
     return a->t == b->t && a->kind == b->kind && a->job == b->job &&
@@ -123,7 +114,7 @@ static evt_record *written;
 static void test_round_trip(void)
 {
     evgen_run(&gen, 2, 4, 6, RT_STEPS, 1, 1);
-    const char *path = tmp_path("rt.dptrace");
+    const char *path = check_path(dir, "rt.dptrace");
     write_gen(path, &gen, &written, "{\"engine\":\"sim\",\"final_loss\":0.3}");
     char err[DP_ERRLEN];
     trace_reader *r = trace_reader_open(path, err);
@@ -175,7 +166,7 @@ static void test_round_trip(void)
     CHECK(trace_writer_close(NULL, err) == 0);
 
     /* an empty trace, metadata NULL -> "{}" */
-    path = tmp_path("empty.dptrace");
+    path = check_path(dir, "empty.dptrace");
     trace_writer *w = trace_writer_open(path, NULL, err);
     CHECK(w && trace_writer_close(w, err) == 0);
     r = trace_reader_open(path, err);
@@ -191,7 +182,7 @@ static void test_round_trip(void)
 /* Slightly late events are accepted and read back ordered by (t, arrival). */
 static void test_out_of_order(void)
 {
-    const char *path = tmp_path("ooo.dptrace");
+    const char *path = check_path(dir, "ooo.dptrace");
     char err[DP_ERRLEN];
     trace_writer *w = trace_writer_open(path, "{}", err);
     int64_t ts[] = {100, 200, 150, 300, 300, 250, 400, 90};
@@ -239,7 +230,7 @@ static size_t big_lower_bound(int64_t t)
 
 static void test_seek_big(void)
 {
-    const char *path = tmp_path("big.dptrace");
+    const char *path = check_path(dir, "big.dptrace");
     char err[DP_ERRLEN];
     trace_writer *w = trace_writer_open(path, "{\"engine\":\"sim\"}", err);
     evt_record e, x;
@@ -345,7 +336,7 @@ static int reads_without(const char *path, const blocks *bl, size_t skip_from, s
 
 static void test_truncated(void)
 {
-    const char *src = tmp_path("rt.dptrace"), *dst = tmp_path("cut.dptrace");
+    const char *src = check_path(dir, "rt.dptrace"), *dst = check_path(dir, "cut.dptrace");
     blocks bl = get_blocks(src);
     long size = file_size(src);
     char err[DP_ERRLEN];
@@ -409,7 +400,7 @@ static void test_truncated(void)
 
 static void test_flipped(void)
 {
-    const char *src = tmp_path("rt.dptrace"), *dst = tmp_path("flip.dptrace");
+    const char *src = check_path(dir, "rt.dptrace"), *dst = check_path(dir, "flip.dptrace");
     blocks bl = get_blocks(src);
     long size = file_size(src);
     char err[DP_ERRLEN], want[128];
@@ -537,7 +528,7 @@ static int walk_format(const uint8_t *f, size_t size, blocks *bl, uint64_t *inde
  * the index, and without it while scanning) and only that block's events are lost. */
 static void test_block_header_crc(void)
 {
-    const char *src = tmp_path("rt.dptrace"), *dst = tmp_path("flip.dptrace");
+    const char *src = check_path(dir, "rt.dptrace"), *dst = check_path(dir, "flip.dptrace");
     size_t size;
     uint8_t *img = slurp_file(src, &size);
     blocks fmt;
@@ -606,8 +597,8 @@ static void write_raw(const char *path, const void *p, size_t n)
 static void test_bad_files(void)
 {
     char err[DP_ERRLEN];
-    CHECK(trace_reader_open(tmp_path("missing"), err) == NULL && strstr(err, "missing"));
-    const char *p = tmp_path("bad.dptrace");
+    CHECK(trace_reader_open(check_path(dir, "missing"), err) == NULL && strstr(err, "missing"));
+    const char *p = check_path(dir, "bad.dptrace");
     write_raw(p, "", 0);
     CHECK(trace_reader_open(p, err) == NULL && strstr(err, "not a Downpour trace"));
     write_raw(p, "hello world, this is not a trace at all", 39);
@@ -627,7 +618,7 @@ static void test_fuzz(void)
     evgen small;
     evgen_run(&small, 1, 2, 2, 200, 0, 3);
     evt_record *ev;
-    const char *src = tmp_path("small.dptrace"), *dst = tmp_path("fuzz.dptrace");
+    const char *src = check_path(dir, "small.dptrace"), *dst = check_path(dir, "fuzz.dptrace");
     write_gen(src, &small, &ev, NULL);
     free(ev);
     long size = file_size(src);
@@ -680,7 +671,7 @@ static void replay_to(trace_reader *r, int64_t t, evt_state *st)
 static void test_state_at(void)
 {
     char err[DP_ERRLEN];
-    trace_reader *r = trace_reader_open(tmp_path("rt.dptrace"), err);
+    trace_reader *r = trace_reader_open(check_path(dir, "rt.dptrace"), err);
     if (!r) return;
     CHECK(trace_reader_block_count(r) > 2 * TRACE_STATE_SNAPSHOT_BLOCKS);
     evt_state a, b;
@@ -824,7 +815,7 @@ int main(void)
     evgen_free(&gen);
     const char *names[] = {"rt.dptrace", "empty.dptrace", "ooo.dptrace", "cut.dptrace",
                            "flip.dptrace", "bad.dptrace", "small.dptrace", "fuzz.dptrace"};
-    for (size_t i = 0; i < DP_ARRAY_LEN(names); i++) unlink(tmp_path(names[i]));
+    for (size_t i = 0; i < DP_ARRAY_LEN(names); i++) unlink(check_path(dir, names[i]));
     rmdir(dir);
     return CHECK_DONE();
 }

@@ -2,7 +2,7 @@
  * invariants (boxes inside their areas, no overlaps, readable fonts, dense grid), then a
  * small synthetic trace rendered at fixed times with region / pixel checks that every
  * task box, variable bar and an in-flight packet sit where the layout says in the colour
- * key's literal RGB, byte-identical re-renders (PNG, PDF), a golden image
+ * key's literal RGB (vizpix.h), byte-identical re-renders (PNG, PDF), a golden image
  * (tests/golden/viz_small.png, VIZ_UPDATE_GOLDEN=1 rewrites it: the whole frame with a
  * tolerance for text, packets / bars / phase bands to within a few pixels), placement
  * view, dense mode, in-memory sources, navigation, hit tests and a damaged trace; many ps
@@ -17,56 +17,13 @@
 #include "evgen.h"
 #include "viz/internal.h"
 #include "viz/synth.h"
+#include "vizpix.h"
 
 /* fontconfig's cleanup, when the process has it (through cairo); weak so that the
  * test links without -lfontconfig. */
 extern void FcFini(void) __attribute__((weak));
 
 static char dir[256];
-
-static viz_rgb pixel(cairo_surface_t *img, double x, double y)
-{
-    int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
-    int ix = (int)x, iy = (int)y;
-    if (ix < 0 || iy < 0 || ix >= w || iy >= h) return (viz_rgb){-1, -1, -1};
-    const unsigned char *d = cairo_image_surface_get_data(img);
-    uint32_t p = ((const uint32_t *)(const void *)(d + (size_t)iy * (size_t)cairo_image_surface_get_stride(img)))[ix];
-    return (viz_rgb){(p >> 16 & 255) / 255.0, (p >> 8 & 255) / 255.0, (p & 255) / 255.0};
-}
-
-static int near(viz_rgb a, viz_rgb b, double tol)
-{
-    return fabs(a.r - b.r) <= tol && fabs(a.g - b.g) <= tol && fabs(a.b - b.b) <= tol;
-}
-
-/* The colour key as literal RGB, never read from the palette under test: docs/viewer.md
- * names the sets (phases Okabe-Ito, variables Paul Tol's muted set in the viewer's order,
- * devices Tol's light set; ink on white panels and an off-white page) and these are their
- * published values. The greys for idle (named only) and stopped (not in the docs) are the
- * viewer's; a phase not listed is 0 (black), so a frame showing one fails until it is. */
-#define HEX(h) ((viz_rgb){((h) >> 16 & 255) / 255.0, ((h) >> 8 & 255) / 255.0, ((h) & 255) / 255.0})
-static const unsigned key_phase[EVT_PHASE_COUNT] = {
-    0xD9D9D9, 0x56B4E9, 0x009E73, 0xE69F00,   /* idle grey, pulling sky blue, computing green, pushing orange */
-    0xF0E442, 0xCC79A7, 0xD55E00, 0x8C8C8C,   /* barrier yellow, ssp purple, dead vermillion, stopped */
-};
-static const unsigned key_var[9] = {0x332288, 0x44AA99, 0xCC6677, 0x117733, 0x882255,
-                                    0x88CCEE, 0x999933, 0xAA4499, 0xDDCC77};
-#define KEY_VAR(i) HEX(key_var[(i) % 9])
-#define KEY_DEVICE0 HEX(0x77AADD)   /* Tol light: light blue */
-#define KEY_INK HEX(0x1E1E24)
-#define KEY_PANEL HEX(0xFFFFFF)
-#define KEY_ACCENT HEX(0x0072B2)    /* Okabe-Ito blue: selection, REPLAY, key names */
-/* Flat fills are drawn exactly; 2.5/255 per channel absorbs rounding, never a changed colour. */
-#define FLAT_TOL 0.01
-
-/* Pixels of r (clipped to both images) where a and b differ by more than tol. */
-static int differing(cairo_surface_t *a, cairo_surface_t *b, viz_rect r, double tol)
-{
-    int n = 0;
-    for (double y = floor(r.y); y < r.y + r.h; y++)
-        for (double x = floor(r.x); x < r.x + r.w; x++) n += !near(pixel(a, x, y), pixel(b, x, y), tol);
-    return n;
-}
 
 static int inside(viz_rect in, viz_rect r)
 {
@@ -253,13 +210,12 @@ static void check_frame(viz_source *s, int64_t t)
     viz_view v;
     viz_view_init(&v);
     v.t = t;
-    cairo_surface_t *img = viz_render_image(s, &v);
     viz_ctx c;
-    viz_ctx_begin(&c, NULL, s, &v, t, v.width, v.height, 1);
+    cairo_surface_t *img = frame_open(s, &v, &c);
     /* every ps box: white inside, ink border, title text */
     for (int p = 0; p < c.lay.n_ps; p++) {
         viz_rect b = c.lay.ps_box[p];
-        CHECK_MSG(near(pixel(img, b.x + 3.5 * c.lay.s, b.y + b.h * 0.5), KEY_PANEL, FLAT_TOL),
+        CHECK_MSG(near(pixel(img, b.x + 3.5 * c.lay.s, b.y + b.h * 0.5), KEY_WHITE, FLAT_TOL),
                   "ps %d white inside", p);
         int border = 0;
         for (double dy = -1; dy <= 1; dy += 0.5) border |= near(pixel(img, b.x + b.w / 2, b.y + dy), KEY_INK, 0.25);
@@ -282,11 +238,10 @@ static void check_frame(viz_source *s, int64_t t)
         const evt_task_state *tk = evt_state_task(c.st, EVT_JOB_WORKER, w);
         int ph = tk && tk->started ? tk->phase : EVT_PHASE_IDLE;
         double lift = ph == EVT_PHASE_BARRIER ? b.y - c.lay.barrier_y : 0;
-        CHECK_MSG(near(pixel(img, b.x + 2.5 * c.lay.s, b.y - lift + b.h / 2), HEX(key_phase[ph]), FLAT_TOL),
+        CHECK_MSG(near(pixel(img, b.x + 2.5 * c.lay.s, b.y - lift + b.h / 2), KEY_PHASE(ph), FLAT_TOL),
                   "worker %d band in the key colour of phase %s", w, evt_phase_name(ph));
     }
-    viz_ctx_end(&c);
-    cairo_surface_destroy(img);
+    frame_close(&c, img);
 }
 
 /* Finds a pull in flight away from everything else and checks its pixel. */
@@ -535,20 +490,18 @@ static void test_dense(void)
     viz_view v;
     viz_view_init(&v);
     v.t = viz_source_t1(s) / 2;
-    cairo_surface_t *img = viz_render_image(s, &v);
     viz_ctx c;
-    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    cairo_surface_t *img = frame_open(s, &v, &c);
     CHECK(c.lay.dense && c.lay.n_workers == 300);
     int ok = 0;
     for (int w = 0; w < 300; w += 7) {
         viz_rect r = viz_layout_cell(&c.lay, w);
         int ph = c.st->workers[w].phase;
-        ok += near(pixel(img, r.x + r.w / 2, r.y + r.h / 2), HEX(key_phase[ph]), FLAT_TOL);
+        ok += near(pixel(img, r.x + r.w / 2, r.y + r.h / 2), KEY_PHASE(ph), FLAT_TOL);
     }
     CHECK_MSG(ok == (300 + 6) / 7, "%d of 43 sampled cells in their phase's key colour", ok);
     CHECK(c.fr.n_pk == 0);   /* no per-worker packets in dense mode */
-    viz_ctx_end(&c);
-    cairo_surface_destroy(img);
+    frame_close(&c, img);
     viz_source_free(s);
 }
 
@@ -561,9 +514,8 @@ static void test_many_ps(void)
     viz_view v;
     viz_view_init(&v);
     v.t = viz_source_t1(s) / 2;
-    cairo_surface_t *img = viz_render_image(s, &v);
     viz_ctx c;
-    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    cairo_surface_t *img = frame_open(s, &v, &c);
     CHECK(c.lay.dense && c.lay.compact_ps && c.lay.n_ps == 100 && c.lay.ps_label_every == 1);
     int no_border = 0, no_label = 0, strip_wrong = 0;
     for (int p = 0; p < 100; p++) {
@@ -589,22 +541,19 @@ static void test_many_ps(void)
     viz_rect b = c.lay.ps_box[57];
     viz_hit(s, &v, b.x + b.w / 2, b.y + b.h / 2, &sel);
     CHECK(sel.kind == VIZ_SEL_TASK && sel.job == EVT_JOB_PS && sel.task == 57);
-    viz_ctx_end(&c);
-    cairo_surface_destroy(img);
+    frame_close(&c, img);
     viz_source_free(s);
     /* 100 ps over a few worker boxes: cells, edges, packets, a selected cell's card */
     s = open_synth("many_ps_few_workers.trace", 100, 8, 100, 2, 1);
     if (!s) return;
     v.t = viz_source_t1(s) / 3;
     v.sel = (viz_selection){VIZ_SEL_TASK, EVT_JOB_PS, 3, 0, 0};
-    img = viz_render_image(s, &v);
-    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    img = frame_open(s, &v, &c);
     CHECK(!c.lay.dense && c.lay.compact_ps);
     b = c.lay.ps_box[3];
     CHECK_MSG(near(pixel(img, b.x + 0.5, b.y + b.h / 2), KEY_ACCENT, 0.1),
               "selected ps cell 3 outlined in accent blue");
-    viz_ctx_end(&c);
-    cairo_surface_destroy(img);
+    frame_close(&c, img);
     viz_source_free(s);
 }
 

@@ -3,9 +3,9 @@
  * other worker computes 2..50 ms. At 40 ms worker 0 must be drawn in the paced colour
  * and the others in the compute colour — worker boxes, the dense grid of 80 workers, and
  * the timeline lanes — with the colours as literal RGB from the documented key
- * (docs/viewer.md), never read from the palette. The timeline legend and the dense
- * caption carry a paced entry only when the trace has paced events, and a run without
- * them shows the paced colour nowhere. */
+ * (docs/viewer.md, written out in vizpix.h), never read from the palette. The timeline
+ * legend and the dense caption carry a paced entry only when the trace has paced events,
+ * and a run without them shows the paced colour nowhere. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,44 +13,15 @@
 #include "check.h"
 #include "common/dp.h"
 #include "viz/internal.h"
+#include "vizpix.h"
 
 /* fontconfig's cleanup, when the process has it (through cairo); weak so that the
  * test links without -lfontconfig. */
 extern void FcFini(void) __attribute__((weak));
 
-#define HEX(h) ((viz_rgb){((h) >> 16 & 255) / 255.0, ((h) >> 8 & 255) / 255.0, ((h) & 255) / 255.0})
-#define KEY_PACED HEX(0x7E76B6)     /* paced: muted lavender (docs/viewer.md) */
-#define KEY_COMPUTE HEX(0x009E73)   /* computing: Okabe-Ito bluish green */
-/* Flat fills are drawn exactly; 2.5/255 per channel absorbs rounding, never a changed colour. */
-#define FLAT_TOL 0.01
-
 #define MS 1000000
 #define T_SHOWN (40 * MS)           /* worker 0 paced, the others computing */
 #define T_AFTER (80 * MS)           /* nobody paced or computing */
-
-static viz_rgb pixel(cairo_surface_t *img, double fx, double fy)
-{
-    int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
-    int x = (int)fx, y = (int)fy;
-    if (x < 0 || y < 0 || x >= w || y >= h) return (viz_rgb){-1, -1, -1};
-    const unsigned char *d = cairo_image_surface_get_data(img);
-    uint32_t p = ((const uint32_t *)(const void *)(d + (size_t)y * (size_t)cairo_image_surface_get_stride(img)))[x];
-    return (viz_rgb){(p >> 16 & 255) / 255.0, (p >> 8 & 255) / 255.0, (p & 255) / 255.0};
-}
-
-static int near(viz_rgb a, viz_rgb b, double tol)
-{
-    return fabs(a.r - b.r) <= tol && fabs(a.g - b.g) <= tol && fabs(a.b - b.b) <= tol;
-}
-
-/* Pixels of r in img within tol of c. */
-static int count_color(cairo_surface_t *img, viz_rect r, viz_rgb c, double tol)
-{
-    int n = 0;
-    for (int y = (int)floor(r.y); y < r.y + r.h; y++)
-        for (int x = (int)floor(r.x); x < r.x + r.w; x++) n += near(pixel(img, x, y), c, tol);
-    return n;
-}
 
 static void add(viz_source *s, int kind, int w, int64_t t, double value)
 {
@@ -109,9 +80,8 @@ static void test_boxes_and_timeline(void)
     viz_view v;
     viz_view_init(&v);
     v.t = T_SHOWN;
-    cairo_surface_t *img = viz_render_image(s, &v);
     viz_ctx c;
-    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    cairo_surface_t *img = frame_open(s, &v, &c);
     CHECK_MSG(c.lay.n_ps == 1 && c.lay.n_workers == 2 && !c.lay.dense && c.lay.n_lanes >= 3,
               "fixture: 1 ps, 2 worker boxes, a lane each (%d, %d, %d lanes)", c.lay.n_ps,
               c.lay.n_workers, c.lay.n_lanes);
@@ -141,19 +111,16 @@ static void test_boxes_and_timeline(void)
     int leg = count_color(img, legend_area(&c.lay), KEY_PACED, FLAT_TOL);
     CHECK_MSG(leg >= (int)(0.6 * sw * sw), "paced run: a paced swatch in the timeline legend (%d pixels, swatch %.0f)",
               leg, sw * sw);
-    viz_ctx_end(&c);
-    cairo_surface_destroy(img);
+    frame_close(&c, img);
     viz_source_free(s);
 
     /* the same run without its paced events: no legend entry, the colour nowhere */
     s = fixture(strs, 2, 0);
-    img = viz_render_image(s, &v);
-    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    img = frame_open(s, &v, &c);
     viz_rect all = {0, 0, v.width, v.height};
     int none = count_color(img, all, KEY_PACED, FLAT_TOL);
     CHECK_MSG(none == 0, "unpaced run: the paced colour nowhere in the frame, legend included (%d pixels)", none);
-    viz_ctx_end(&c);
-    cairo_surface_destroy(img);
+    frame_close(&c, img);
     viz_source_free(s);
     evt_strtab_free(strs);
 }
@@ -165,9 +132,8 @@ static void test_dense(void)
     viz_view v;
     viz_view_init(&v);
     v.t = T_SHOWN;
-    cairo_surface_t *img = viz_render_image(s, &v);
     viz_ctx c;
-    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    cairo_surface_t *img = frame_open(s, &v, &c);
     CHECK_MSG(c.lay.dense, "80 workers: the dense grid");
     viz_rect c0 = viz_layout_cell(&c.lay, 0), c1 = viz_layout_cell(&c.lay, 1);
     viz_rgb p0 = pixel(img, c0.x + c0.w / 2, c0.y + c0.h / 2);
@@ -180,16 +146,13 @@ static void test_dense(void)
     double sw = c.lay.font_small * 0.9;
     int n = count_color(img, cap, KEY_PACED, FLAT_TOL);
     CHECK_MSG(n >= (int)(0.6 * sw * sw), "dense caption at 40 ms: a paced swatch (%d pixels)", n);
-    viz_ctx_end(&c);
-    cairo_surface_destroy(img);
+    frame_close(&c, img);
     /* later, nobody paced: a paced run keeps its legend entry */
     v.t = T_AFTER;
-    img = viz_render_image(s, &v);
-    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    img = frame_open(s, &v, &c);
     n = count_color(img, cap, KEY_PACED, FLAT_TOL);
     CHECK_MSG(n >= (int)(0.6 * sw * sw), "dense caption at 80 ms, none paced now: the paced entry stays (%d pixels)", n);
-    viz_ctx_end(&c);
-    cairo_surface_destroy(img);
+    frame_close(&c, img);
     viz_source_free(s);
 
     s = fixture(strs, 80, 0);

@@ -1,10 +1,11 @@
 /* test_viz_pixels.c — pictures checked against answers known without the drawing code,
  * on a hand-made run: one ps, two workers, worker 0 pulling variable 0 while worker 1
  * pushes variable 1, both half-way at the frame's time. Each packet must be a disc of its
- * variable's colour (literal RGB from the colour key, never from the palette) centred where
- * the layout puts it, ringed by its direction's outline (pull white, push ink) and by no
- * other, its colour nowhere else in the cluster. Each overlay (help, inspector, toast,
- * compare strip) must change the pixels where it draws against the same frame without it. */
+ * variable's colour (literal RGB from the colour key in vizpix.h, never from the palette)
+ * centred where the layout puts it, ringed by its direction's outline (pull white, push
+ * ink) and by no other, its colour nowhere else in the cluster. Each overlay (help,
+ * inspector, toast, compare strip) must change the pixels where it draws against the same
+ * frame without it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,60 +13,17 @@
 #include "check.h"
 #include "common/dp.h"
 #include "viz/internal.h"
+#include "vizpix.h"
 
 /* fontconfig's cleanup, when the process has it (through cairo); weak so that the
  * test links without -lfontconfig. */
 extern void FcFini(void) __attribute__((weak));
-
-#define HEX(h) ((viz_rgb){((h) >> 16 & 255) / 255.0, ((h) >> 8 & 255) / 255.0, ((h) & 255) / 255.0})
-/* Tol muted, the viewer's first two variable colours; outlines: pulls white, pushes ink
- * (the viewer's convention: docs/viewer.md does not name the outline colours). */
-#define KEY_VAR0 HEX(0x332288)   /* indigo */
-#define KEY_VAR1 HEX(0x44AA99)   /* teal */
-#define KEY_WHITE HEX(0xFFFFFF)
-#define KEY_INK HEX(0x1E1E24)
-#define KEY_BLUE HEX(0x0072B2)   /* Okabe-Ito blue: accent, key names, compare A */
-#define KEY_VERMILLION HEX(0xD55E00)   /* compare B */
 
 #define MS 1000000
 #define T_BEGIN (10 * MS)
 #define T_END (30 * MS)
 #define T_SHOWN (20 * MS)         /* both packets half-way */
 #define PACKET_BYTES 250000
-
-/* pixel / near / count_color / differing: the same small readers as test_viz.c's (each
- * test program is one file; the brief for this one allowed no shared header). */
-static viz_rgb pixel(cairo_surface_t *img, int x, int y)
-{
-    int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
-    if (x < 0 || y < 0 || x >= w || y >= h) return (viz_rgb){-1, -1, -1};
-    const unsigned char *d = cairo_image_surface_get_data(img);
-    uint32_t p = ((const uint32_t *)(const void *)(d + (size_t)y * (size_t)cairo_image_surface_get_stride(img)))[x];
-    return (viz_rgb){(p >> 16 & 255) / 255.0, (p >> 8 & 255) / 255.0, (p & 255) / 255.0};
-}
-
-static int near(viz_rgb a, viz_rgb b, double tol)
-{
-    return fabs(a.r - b.r) <= tol && fabs(a.g - b.g) <= tol && fabs(a.b - b.b) <= tol;
-}
-
-/* Pixels of r in img within tol of c. */
-static int count_color(cairo_surface_t *img, viz_rect r, viz_rgb c, double tol)
-{
-    int n = 0;
-    for (int y = (int)floor(r.y); y < r.y + r.h; y++)
-        for (int x = (int)floor(r.x); x < r.x + r.w; x++) n += near(pixel(img, x, y), c, tol);
-    return n;
-}
-
-/* Pixels of r where a and b differ by more than tol. */
-static int differing(cairo_surface_t *a, cairo_surface_t *b, viz_rect r, double tol)
-{
-    int n = 0;
-    for (int y = (int)floor(r.y); y < r.y + r.h; y++)
-        for (int x = (int)floor(r.x); x < r.x + r.w; x++) n += !near(pixel(a, x, y), pixel(b, x, y), tol);
-    return n;
-}
 
 #define FIXTURE_MAX 40
 
@@ -179,29 +137,25 @@ static void test_pull_and_push(void)
     viz_view v;
     viz_view_init(&v);
     v.t = T_SHOWN;
-    cairo_surface_t *img = viz_render_image(s, &v);
     viz_ctx c;
-    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    cairo_surface_t *img = frame_open(s, &v, &c);
     CHECK_MSG(c.lay.n_ps == 1 && c.lay.n_workers == 2 && !c.lay.dense && !c.lay.compact_ps,
               "fixture: 1 ps box and 2 worker boxes (%d, %d)", c.lay.n_ps, c.lay.n_workers);
     viz_point pull = viz_layout_packet_pos(&c.lay, 0, 0, 0, 0.5), push = viz_layout_packet_pos(&c.lay, 0, 1, 1, 0.5);
-    check_one(img, &c.lay, "pull of var 0 by worker 0", pull, KEY_VAR0, KEY_WHITE, KEY_INK);
-    check_one(img, &c.lay, "push of var 1 by worker 1", push, KEY_VAR1, KEY_INK, KEY_WHITE);
-    viz_ctx_end(&c);
-    cairo_surface_destroy(img);
+    check_one(img, &c.lay, "pull of var 0 by worker 0", pull, KEY_VAR(0), KEY_WHITE, KEY_INK);
+    check_one(img, &c.lay, "push of var 1 by worker 1", push, KEY_VAR(1), KEY_INK, KEY_WHITE);
+    frame_close(&c, img);
     /* at their end time both have arrived: neither colour is left on the edges */
     v.t = T_END;
-    img = viz_render_image(s, &v);
-    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    img = frame_open(s, &v, &c);
     long left = 0;
     viz_rect cl = c.lay.cluster, ps = c.lay.ps_box[0];
     for (int y = (int)cl.y; y < cl.y + cl.h; y++)
         for (int x = (int)cl.x; x < cl.x + cl.w; x++)
             if (!viz_rect_contains(ps, x + 0.5, y + 0.5))
-                left += near(pixel(img, x, y), KEY_VAR0, 0.03) || near(pixel(img, x, y), KEY_VAR1, 0.03);
+                left += near(pixel(img, x, y), KEY_VAR(0), 0.03) || near(pixel(img, x, y), KEY_VAR(1), 0.03);
     CHECK_MSG(left == 0, "at the end time, both arrived: no packet colour outside the ps box (%ld pixels)", left);
-    viz_ctx_end(&c);
-    cairo_surface_destroy(img);
+    frame_close(&c, img);
     viz_source_free(s);
     evt_strtab_free(strs);
 }
@@ -238,7 +192,7 @@ static void test_overlays(void)
     CHECK_MSG(white > a_centre * 0.7, "help: white card over the window's middle (%d of %.0f)", white, a_centre);
     CHECK_MSG(changed > a_centre * 0.5, "help: the window's middle differs from the frame without help "
               "(%d of %.0f)", changed, a_centre);
-    int acc = count_color(img, keys, KEY_BLUE, 0.1), acc0 = count_color(base, keys, KEY_BLUE, 0.1);
+    int acc = count_color(img, keys, KEY_ACCENT, 0.1), acc0 = count_color(base, keys, KEY_ACCENT, 0.1);
     CHECK_MSG(acc > acc0 + 150, "help: key names in accent blue in the card's left column (%d vs %d)", acc, acc0);
     cairo_surface_destroy(img);
 
@@ -267,7 +221,7 @@ static void test_overlays(void)
     o = v;
     o.compare = other;
     img = viz_render_image(s, &o);
-    int ca = count_color(img, plot, KEY_BLUE, 0.1), cb = count_color(img, plot, KEY_VERMILLION, 0.1);
+    int ca = count_color(img, plot, KEY_ACCENT, 0.1), cb = count_color(img, plot, KEY_VERMILLION, 0.1);
     int cb0 = count_color(base, plot, KEY_VERMILLION, 0.1);
     CHECK_MSG(ca > 150, "compare: A's loss curve (blue) in the strip: %d pixels", ca);
     CHECK_MSG(cb > 150 && cb0 == 0, "compare: B's loss curve (vermillion) in the strip: %d pixels (%d without "

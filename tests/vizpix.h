@@ -1,0 +1,100 @@
+/* vizpix.h — what the viewer tests (test_viz.c, test_viz_pixels.c, test_viz_pace.c) read
+ * pictures with: the colour key as literal RGB, never read from the palette under test
+ * (that is the point: a changed colour in viz/ must fail here), and small readers of a
+ * cairo image surface — one pixel, a colour match, a count of a colour in a rectangle, a
+ * count of differing pixels between two frames — plus a frame with the layout and state
+ * that drew it. Header-only, static; no global state. */
+#ifndef TESTS_VIZPIX_H
+#define TESTS_VIZPIX_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "viz/internal.h"
+
+/* ---- the colour key ---------------------------------------------------------------- */
+
+/* docs/viewer.md names the sets (phases Okabe-Ito, paced a muted lavender #7E76B6,
+ * variables Paul Tol's muted set in the viewer's order, devices Tol's light set; ink on
+ * white panels and an off-white page) and these are their published values. The greys for
+ * idle (named only) and stopped (not in the docs) are the viewer's; a phase not listed is
+ * 0 (black), so a frame showing one fails until it is. Outlines of packets, pulls white and
+ * pushes ink, are the viewer's convention (the docs do not name them). */
+#define HEX(h) ((viz_rgb){((h) >> 16 & 255) / 255.0, ((h) >> 8 & 255) / 255.0, ((h) & 255) / 255.0})
+static const unsigned key_phase[EVT_PHASE_COUNT] = {
+    0xD9D9D9, 0x56B4E9, 0x009E73, 0xE69F00,   /* idle grey, pulling sky blue, computing green, pushing orange */
+    0xF0E442, 0xCC79A7, 0xD55E00, 0x8C8C8C,   /* barrier yellow, ssp purple, dead vermillion, stopped */
+    0x7E76B6,                                 /* paced muted lavender */
+};
+static const unsigned key_var[9] = {0x332288, 0x44AA99, 0xCC6677, 0x117733, 0x882255,
+                                    0x88CCEE, 0x999933, 0xAA4499, 0xDDCC77};
+#define KEY_PHASE(ph) HEX(key_phase[ph])
+#define KEY_COMPUTE KEY_PHASE(EVT_PHASE_COMPUTING)
+#define KEY_PACED KEY_PHASE(EVT_PHASE_PACED)
+#define KEY_VAR(i) HEX(key_var[(i) % 9])
+#define KEY_DEVICE0 HEX(0x77AADD)   /* Tol light: light blue */
+#define KEY_INK HEX(0x1E1E24)       /* text, borders, push outlines */
+#define KEY_WHITE HEX(0xFFFFFF)     /* panels, the help card, pull outlines */
+#define KEY_ACCENT HEX(0x0072B2)    /* Okabe-Ito blue: selection, REPLAY, key names, compare A */
+#define KEY_VERMILLION KEY_PHASE(EVT_PHASE_DEAD)   /* Okabe-Ito vermillion: compare B */
+/* Flat fills are drawn exactly; 2.5/255 per channel absorbs rounding, never a changed colour. */
+#define FLAT_TOL 0.01
+
+/* ---- readers ----------------------------------------------------------------------- */
+
+/* The pixel of img at (x, y), truncated to whole pixels; {-1, -1, -1} outside the image,
+ * which no colour is near. img is borrowed. */
+static inline viz_rgb pixel(cairo_surface_t *img, double x, double y)
+{
+    int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
+    int ix = (int)x, iy = (int)y;
+    if (ix < 0 || iy < 0 || ix >= w || iy >= h) return (viz_rgb){-1, -1, -1};
+    const unsigned char *d = cairo_image_surface_get_data(img);
+    uint32_t p = ((const uint32_t *)(const void *)(d + (size_t)iy * (size_t)cairo_image_surface_get_stride(img)))[ix];
+    return (viz_rgb){(p >> 16 & 255) / 255.0, (p >> 8 & 255) / 255.0, (p & 255) / 255.0};
+}
+
+/* 1 when every channel of a is within tol of b's. */
+static inline int near(viz_rgb a, viz_rgb b, double tol)
+{
+    return fabs(a.r - b.r) <= tol && fabs(a.g - b.g) <= tol && fabs(a.b - b.b) <= tol;
+}
+
+/* Pixels of r in img within tol of c. */
+static inline int count_color(cairo_surface_t *img, viz_rect r, viz_rgb c, double tol)
+{
+    int n = 0;
+    for (int y = (int)floor(r.y); y < r.y + r.h; y++)
+        for (int x = (int)floor(r.x); x < r.x + r.w; x++) n += near(pixel(img, x, y), c, tol);
+    return n;
+}
+
+/* Pixels of r (clipped to both images) where a and b differ by more than tol. */
+static inline int differing(cairo_surface_t *a, cairo_surface_t *b, viz_rect r, double tol)
+{
+    int n = 0;
+    for (int y = (int)floor(r.y); y < r.y + r.h; y++)
+        for (int x = (int)floor(r.x); x < r.x + r.w; x++) n += !near(pixel(a, x, y), pixel(b, x, y), tol);
+    return n;
+}
+
+/* ---- a frame to read --------------------------------------------------------------- */
+
+/* Renders s in view v (at v->t, v->width x v->height) and opens c on the same frame, so a
+ * test reads the pixels and the layout and state that drew them. s and v are borrowed
+ * until frame_close; the caller closes with frame_close(c, img). */
+static inline cairo_surface_t *frame_open(viz_source *s, const viz_view *v, viz_ctx *c)
+{
+    cairo_surface_t *img = viz_render_image(s, v);
+    viz_ctx_begin(c, NULL, s, v, v->t, v->width, v->height, 1);
+    return img;
+}
+
+/* Ends c and frees img (both from frame_open). */
+static inline void frame_close(viz_ctx *c, cairo_surface_t *img)
+{
+    viz_ctx_end(c);
+    cairo_surface_destroy(img);
+}
+
+#endif
