@@ -1,6 +1,7 @@
 /* cmd_run.c — `downpour run`, `downpour compare` and `downpour keys`: dispatch to lab/
  * (scenario files) and cluster/run.c (the key table). Flag parsing only. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -150,5 +151,32 @@ int cmd_keys(int argc, char **argv)
         return 2;
     }
     run_print_keys(stdout);
+    return 0;
+}
+
+int cmd_lessons(int argc, char **argv)
+{
+    const char *dir = getenv("DOWNPOUR_LESSONS") ? getenv("DOWNPOUR_LESSONS") : "scenarios/lessons";
+    for (int i = 1; i < argc; i++) {
+        int bad = 0;
+        const char *v;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: downpour lessons [--dir DIR]\n\n"
+                   "Lists the lesson library (scenarios/lessons/NN-name.ini, or DIR, or\n"
+                   "$DOWNPOUR_LESSONS): number, title, planned duration, and the command that runs\n"
+                   "it. Notes for each lesson are in docs/lessons/.\n");
+            return 0;
+        } else if ((v = cli_flag_value("lessons", argc, argv, &i, "--dir", &bad))) {
+            dir = v;
+        } else {
+            if (!bad) fprintf(stderr, "downpour: lessons: unexpected argument \"%s\" (see --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    char err[DP_ERRLEN];
+    if (lab_lessons(stdout, dir, err)) {
+        fprintf(stderr, "downpour: lessons: %s\n", err);
+        return 1;
+    }
     return 0;
 }

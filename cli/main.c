@@ -22,6 +22,7 @@ static const command commands[] = {
     {"run", cmd_run, "run a scenario file (scenarios/*.ini); --check validates files"},
     {"compare", cmd_compare, "run a scenario's variants and write a report folder"},
     {"keys", cmd_keys, "the run description's key table (scenario keys and flags)"},
+    {"lessons", cmd_lessons, "list the lesson library (scenarios/lessons)"},
 };
 
 static void usage(FILE *f)

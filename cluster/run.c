@@ -28,6 +28,8 @@ static const run_key keys[] = {
     {"compute", "cluster", RUN_T_TEXT, "DIST", "constant:mean=100ms", NULL, 0, 0, 0, NULL, S, 0, NULL,
      "per-step compute time: constant:mean=T | normal:mean=T,sd=T | lognormal:mean=T,sigma=X | "
      "exponential:mean=T"},
+    {"calibrate_from", "cluster", RUN_T_TEXT, "TRACE", NULL, NULL, 0, 0, 0, NULL, S, 0, NULL,
+     "fit compute, bandwidth and latency from a recorded run; explicit keys win"},
     {"mode", "training", RUN_T_ENUM, "M", "sync", NULL, 0, 0, 0, "sync|async|ssp", CTS, 0, NULL,
      "update strategy: SyncReplicasOptimizer, Downpour SGD, or bounded staleness"},
     {"backup_workers", "training", RUN_T_INT, "B", "0", NULL, 0, SPEC_MAX_WORKERS - 1, 0, NULL, CTS, 0,
@@ -96,8 +98,7 @@ static const run_key keys[] = {
      "worker progress line every N local steps"},
     {"trace_level", NULL, RUN_T_TEXT, "L", "auto", NULL, 0, 0, 0, NULL, S, 0, NULL,
      "full | sample[:K] | steps | auto (full up to 64 workers, else 16 sampled)"},
-    {"calibrate_from", NULL, RUN_T_TEXT, "TRACE", NULL, NULL, 0, 0, 0, NULL, S, 0, NULL,
-     "fit compute, bandwidth and latency from a recorded run; explicit flags win"},
+
 
     {"quiet", NULL, RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, CTS, 0, NULL, "fewer progress lines"},
 };

@@ -5,11 +5,14 @@
 #include "cluster/scenario.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <ini.h>
+#include <jansson.h>
 
 #include "common/dp.h"
+#include "common/units.h"
 
 typedef struct parse_ctx {
     scenario *s;
@@ -60,7 +63,7 @@ static int fail(parse_ctx *p, int line, const char *fmt, ...)
 
 static int known_section(const char *name)
 {
-    if (!strcmp(name, "compare")) return 1;
+    if (!strcmp(name, "compare") || !strcmp(name, "lesson")) return 1;
     for (int i = 0; run_sections[i]; i++)
         if (!strcmp(run_sections[i], name)) return 1;
     return 0;
@@ -145,6 +148,93 @@ static int parse_vary(parse_ctx *p, const char *value)
     return 1;
 }
 
+/* "at_step.150" -> 150 after the prefix; -1 when name is not prefix + a step. */
+static long long step_suffix(const char *name, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    long long v;
+    if (strncmp(name, prefix, n) || dp_parse_int(name + n, &v) || v < 0) return -1;
+    return v;
+}
+
+/* Splits "a | b | c" into at most max trimmed fields of size n each; returns the count,
+ * or -1 when a field is empty or too long. */
+static int split_bar(const char *value, char *fields, size_t n, int max)
+{
+    int k = 0;
+    const char *p = value;
+    for (;;) {
+        while (*p == ' ' || *p == '\t') p++;
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+        if (len == 0 || len >= n || k == max) return -1;
+        memcpy(fields + (size_t)k * n, p, len);
+        fields[(size_t)k * n + len] = 0;
+        k++;
+        if (!bar) return k;
+        p = bar + 1;
+    }
+}
+
+static int parse_lesson(parse_ctx *p, const char *name, const char *value)
+{
+    scn_lesson *l = &p->s->lesson;
+    l->present = 1;
+    long long step;
+    if (!strcmp(name, "number")) {
+        long long v;
+        if (dp_parse_int(value, &v) || v < 1 || v > 99) return fail(p, p->line, "number: \"%s\" is not 1..99", value);
+        l->number = (int)v;
+    } else if (!strcmp(name, "duration")) {
+        char msg[DP_ERRLEN];
+        if (dp_parse_time(value, "duration", &l->duration_s, msg)) return fail(p, p->line, "%s", msg);
+    } else if ((step = step_suffix(name, "at_step.")) >= 0) {
+        if (l->n_captions == SCN_MAX_LESSON) return fail(p, p->line, "at most %d captions", SCN_MAX_LESSON);
+        scn_caption *c = &l->captions[l->n_captions++];
+        c->step = step;
+        c->line = p->line;
+        if (strlen(value) >= sizeof c->text) return fail(p, p->line, "%s: caption longer than %zu characters", name, sizeof c->text - 1);
+        copy_text(c->text, sizeof c->text, value);
+    } else if (!strcmp(name, "pause_at_step")) {
+        const char *q = value;
+        while (*q) {
+            char *end;
+            long long v = strtoll(q, &end, 10);
+            if (end == q || v < 0) return fail(p, p->line, "pause_at_step: \"%s\" is not a list of steps", value);
+            if (l->n_pauses == SCN_MAX_LESSON) return fail(p, p->line, "at most %d pauses", SCN_MAX_LESSON);
+            l->pauses[l->n_pauses++] = v;
+            while (*end == ' ' || *end == ',') end++;
+            q = end;
+        }
+    } else if ((step = step_suffix(name, "ask_at_step.")) >= 0) {
+        if (l->n_questions == SCN_MAX_LESSON) return fail(p, p->line, "at most %d questions", SCN_MAX_LESSON);
+        scn_question *qn = &l->questions[l->n_questions];
+        char f[SCN_MAX_CHOICES + 2][256];
+        int k = split_bar(value, &f[0][0], sizeof f[0], SCN_MAX_CHOICES + 2);
+        if (k < 4)
+            return fail(p, p->line, "%s: \"%s\" is not question | choice | choice ... | answer (2 to %d choices)",
+                        name, value, SCN_MAX_CHOICES);
+        memset(qn, 0, sizeof *qn);
+        qn->step = step;
+        qn->line = p->line;
+        copy_text(qn->question, sizeof qn->question, f[0]);
+        qn->n_choices = k - 2;
+        qn->answer = -1;
+        for (int i = 0; i < qn->n_choices; i++) {
+            if (strlen(f[i + 1]) >= sizeof qn->choices[i]) return fail(p, p->line, "%s: choice %d is too long", name, i + 1);
+            copy_text(qn->choices[i], sizeof qn->choices[i], f[i + 1]);
+            if (!strcmp(f[i + 1], f[k - 1])) qn->answer = i;
+        }
+        if (qn->answer < 0) return fail(p, p->line, "%s: the answer \"%s\" is not one of the choices", name, f[k - 1]);
+        l->n_questions++;
+    } else {
+        return fail(p, p->line, "unknown key \"%s\" in [lesson]; valid keys: number, duration, at_step.N, "
+                    "pause_at_step, ask_at_step.N", name);
+    }
+    return 1;
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
     parse_ctx *p = user;
@@ -160,7 +250,7 @@ static int handler(void *user, const char *section, const char *name, const char
         char all[256] = "";
         size_t o = 0;
         for (int i = 0; run_sections[i]; i++) o += (size_t)snprintf(all + o, sizeof all - o, "[%s] ", run_sections[i]);
-        snprintf(all + o, sizeof all - o, "[compare]");
+        snprintf(all + o, sizeof all - o, "[compare] [lesson]");
         return fail(p, p->section_line, "unknown section [%s]; valid sections: %s", section, all);
     }
     if (!strcmp(section, "scenario") && !strcmp(name, "description") && cont) {
@@ -190,6 +280,7 @@ static int handler(void *user, const char *section, const char *name, const char
         return 1;
     }
     if (!strcmp(section, "scenario")) p->have_scenario = 1;
+    if (!strcmp(section, "lesson")) return parse_lesson(p, name, value);
     if (!strcmp(section, "compare")) {
         if (!strcmp(name, "vary")) return parse_vary(p, value);
         if (!strcmp(name, "label")) {
@@ -338,4 +429,37 @@ int scenario_apply(const scenario *s, int engine, int variant, scn_set_fn set, v
         if (rc) return rc;
     }
     return DP_OK;
+}
+
+char *scenario_lesson_json(const scenario *s)
+{
+    const scn_lesson *l = &s->lesson;
+    if (!l->present) return NULL;
+    json_t *o = json_object();
+    json_object_set_new(o, "title", json_string(s->title));
+    if (l->number) json_object_set_new(o, "number", json_integer(l->number));
+    json_t *caps = json_array(), *pauses = json_array(), *qs = json_array();
+    for (int i = 0; i < l->n_captions; i++) {
+        json_t *c = json_object();
+        json_object_set_new(c, "step", json_integer(l->captions[i].step));
+        json_object_set_new(c, "text", json_string(l->captions[i].text));
+        json_array_append_new(caps, c);
+    }
+    for (int i = 0; i < l->n_pauses; i++) json_array_append_new(pauses, json_integer(l->pauses[i]));
+    for (int i = 0; i < l->n_questions; i++) {
+        const scn_question *q = &l->questions[i];
+        json_t *j = json_object(), *ch = json_array();
+        json_object_set_new(j, "step", json_integer(q->step));
+        json_object_set_new(j, "question", json_string(q->question));
+        for (int k = 0; k < q->n_choices; k++) json_array_append_new(ch, json_string(q->choices[k]));
+        json_object_set_new(j, "choices", ch);
+        json_object_set_new(j, "answer", json_integer(q->answer));
+        json_array_append_new(qs, j);
+    }
+    json_object_set_new(o, "captions", caps);
+    json_object_set_new(o, "pauses", pauses);
+    json_object_set_new(o, "questions", qs);
+    char *out = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return out;
 }

@@ -5,6 +5,11 @@
  *   [cluster] [training] [placement] [network] [faults] [pace]   (see `downpour keys`)
  *   [compare]   vary = KEY: V1, V2, ...   (one or two lines; their product is the
  *               variant set)   label = TEXT (optional: the report's heading)
+ *   [lesson]    number = N, duration = 2min (what a class should plan for),
+ *               at_step.N = caption shown when the global step reaches N,
+ *               pause_at_step = N[, N...] (the lesson runner pauses; space goes on),
+ *               ask_at_step.N = question | choice | choice ... | answer (pauses, asks,
+ *               reveals the answer, which must be one of the choices, on a key press)
  *
  * Every key is checked with the same checks as the flags; every error names the file
  * and line: `x.ini:7: unknown key "wokers" in [cluster] (did you mean "workers"?); valid
@@ -35,6 +40,33 @@ typedef struct scn_vary {
     int line;
 } scn_vary;
 
+#define SCN_MAX_LESSON 32      /* captions, pauses and questions, each */
+#define SCN_MAX_CHOICES 6
+
+typedef struct scn_caption { long long step; char text[256]; int line; } scn_caption;
+typedef struct scn_question {
+    long long step;
+    char question[256];
+    char choices[SCN_MAX_CHOICES][96];
+    int n_choices;
+    int answer;                     /* index into choices */
+    int line;
+} scn_question;
+
+/* The [lesson] section: authored captions, pauses and questions (scenario_lesson_json
+ * hands them to the viewer). */
+typedef struct scn_lesson {
+    int present;
+    int number;                     /* 0: none */
+    double duration_s;              /* 0: not said */
+    scn_caption captions[SCN_MAX_LESSON];
+    int n_captions;
+    long long pauses[SCN_MAX_LESSON];
+    int n_pauses;
+    scn_question questions[SCN_MAX_LESSON];
+    int n_questions;
+} scn_lesson;
+
 typedef struct scenario {
     char path[512];                 /* as given, for messages */
     char name[128];                 /* file name without folder and .ini: out/NAME/ */
@@ -46,6 +78,7 @@ typedef struct scenario {
     int n_entries;
     scn_vary vary[SCN_MAX_VARY];
     int n_vary;
+    scn_lesson lesson;
 } scenario;
 
 /* Parses `text` (the contents of `path`) into s. Returns 0, or DP_EINVAL with one line
@@ -64,6 +97,11 @@ int scenario_apply(const scenario *s, int engine, int variant, scn_set_fn set, v
 
 /* The line of key `name` (either spelling) in the file or its vary lines; 0 when absent. */
 int scenario_key_line(const scenario *s, const char *name);
+
+/* The [lesson] section as JSON for the viewer: {"number":5,"captions":[{"step":150,
+ * "text":"..."}],"pauses":[150],"questions":[{"step":200,"question":"...","choices":[...],
+ * "answer":1}]}, or NULL without one. Caller frees with free(). */
+char *scenario_lesson_json(const scenario *s);
 
 /* How many variants [compare] describes (the product of the vary lines; 1 without). */
 int scenario_variants(const scenario *s);

@@ -7,6 +7,8 @@
 #ifndef LAB_LAB_H
 #define LAB_LAB_H
 
+#include <stdio.h>
+
 #include "cluster/scenario.h"
 
 #define LAB_MAX_SETS 32
@@ -40,5 +42,10 @@ int lab_run(const char *path, const lab_options *o, char *err);
  * DIR/variants/LABEL/{trace.dptrace,summary.json}, then writes DIR/report.md,
  * DIR/summary.csv and the report's plots (each with a .csv of its points). */
 int lab_compare(const char *path, const lab_options *o, char *err);
+
+/* `downpour lessons`: lists the lessons in dir (scenarios/lessons), in file order, one
+ * line each: number, title, duration, the command that runs it. Returns 0, or a dp_err
+ * when dir has no lesson or a lesson does not parse (it is listed with its error). */
+int lab_lessons(FILE *out, const char *dir, char *err);
 
 #endif

@@ -115,6 +115,9 @@ int lab_check(const char *path, char *err)
         } else {
             sim_options *so = xmalloc(sizeof *so);
             rc = lab_config_sim(&s, v, NULL, so, NULL, 0, err);
+            if (!rc && so->calibrate[0] && access(so->calibrate, R_OK) != 0)
+                rc = dp_fail(err, DP_EINVAL, "%s:%d: calibrate_from: %s: %s", s.path,
+                             scenario_key_line(&s, "calibrate_from"), so->calibrate, strerror(errno));
             free(so);
         }
         if (rc) return rc;
@@ -176,6 +179,18 @@ int lab_run_variant(const scenario *s, int engine, int variant, const lab_option
         if (skipped[0])
             fprintf(stderr, "downpour: %s: the simulator ignores the real runtime's keys: %s\n", s->name, skipped);
         snprintf(so->c.trace, sizeof so->c.trace, "%s", trace);
+        sim_calibration cal;
+        memset(&cal, 0, sizeof cal);
+        if (so->calibrate[0]) {
+            rc = sim_calibrate(so->calibrate, &cal, err);
+            if (rc) {
+                free(so);
+                return rc;
+            }
+            sim_options_calibrate(so, &cal);
+            fprintf(stderr, "downpour: %s: calibrated from %s (mean step %.6g s)\n", s->name, so->calibrate,
+                    cal.mean_step_s);
+        }
         sim_bar bar;
         sim_bar_init(&bar, isatty(2));
         so->c.progress = sim_bar_progress;
@@ -198,6 +213,7 @@ int lab_run_variant(const scenario *s, int engine, int variant, const lab_option
             rc = write_text(summary, line, err);
             free(line);
         }
+        sim_calibration_release(&cal);
         free(so);
         if (rc) return rc;
     }

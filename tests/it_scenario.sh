@@ -32,10 +32,10 @@ bad_file() {
     fi
 }
 H=('[scenario]' 'title = t' 'engine = real')
-bad_file unknown-key '5: unknown key "wokers" in [cluster] (did you mean "workers"?); valid keys: ps, workers, compute' \
+bad_file unknown-key '5: unknown key "wokers" in [cluster] (did you mean "workers"?); valid keys: ps, workers, compute, calibrate_from' \
     "${H[@]}" '[cluster]' 'wokers = 3'
 bad_file wrong-section '5: key "mode" belongs in [training], not [cluster]' "${H[@]}" '[cluster]' 'mode = sync'
-bad_file other-section-suggestion '5: unknown key "stalenes" in [cluster] (did you mean "staleness" in [training]?); valid keys: ps, workers, compute' \
+bad_file other-section-suggestion '5: unknown key "stalenes" in [cluster] (did you mean "staleness" in [training]?); valid keys: ps, workers, compute, calibrate_from' \
     "${H[@]}" '[cluster]' 'stalenes = 2'
 bad_file out-of-range '5: workers: 0 is outside 1..65536' "${H[@]}" '[cluster]' 'workers = 0'
 bad_file not-a-number '5: lr: "fast" is not a number' "${H[@]}" '[training]' 'lr = fast'
@@ -53,7 +53,7 @@ bad_file vary-unknown '5: vary: unknown key "wrokers" (did you mean "workers"?)'
 bad_file vary-bad-value '5: vary mode: "fast" is not one of sync, async or ssp' "${H[@]}" '[compare]' 'vary = mode: sync, fast'
 bad_file engine-key '5: "bandwidth" is used by the simulator only, and this scenario'"'"'s engine is real' \
     "${H[@]}" '[network]' 'bandwidth = 1Gbit'
-bad_file unknown-section '4: unknown section [bogus]; valid sections: [scenario] [cluster] [training] [placement] [network] [faults] [pace] [compare]' \
+bad_file unknown-section '4: unknown section [bogus]; valid sections: [scenario] [cluster] [training] [placement] [network] [faults] [pace] [compare] [lesson]' \
     "${H[@]}" '[bogus]' 'x = 1'
 bad_file bad-engine '3: engine: "quantum" is not real or sim' '[scenario]' 'title = t' 'engine = quantum'
 bad_file not-ini '4: not INI: expected [section] or key = value' "${H[@]}" '[cluster' 'ps = 1'
@@ -61,6 +61,18 @@ bad_file dash-spelling '5: unknown key "backup-workers" in [training] (did you m
     "${H[@]}" '[training]' 'backup-workers = 1'
 bad_file across-keys '5: backup_workers: 2 leaves no replica to aggregate with 2 workers' "${H[@]}" '[training]' 'backup_workers = 2'
 bad_file bad-straggler '5: straggler: "worker:9" is not worker:IxF (e.g. worker:3x4)' "${H[@]}" '[faults]' 'straggler = worker:9'
+bad_file lesson-answer '5: ask_at_step.30: the answer "both" is not one of the choices' \
+    "${H[@]}" '[lesson]' 'ask_at_step.30 = Which is faster? | sync | async | both'
+bad_file lesson-ask-format '5: ask_at_step.30: "Which?" is not question | choice | choice ... | answer (2 to 6 choices)' \
+    "${H[@]}" '[lesson]' 'ask_at_step.30 = Which?'
+bad_file lesson-key '5: unknown key "at_stp.3" in [lesson]; valid keys: number, duration, at_step.N, pause_at_step, ask_at_step.N' \
+    "${H[@]}" '[lesson]' 'at_stp.3 = hello'
+bad_file lesson-pause '5: pause_at_step: "soon" is not a list of steps' "${H[@]}" '[lesson]' 'pause_at_step = soon'
+bad_file calibrate-missing "5: calibrate_from: $TMP/none.trace: No such file or directory" \
+    '[scenario]' 'title = t' 'engine = sim' '[cluster]' "calibrate_from = $TMP/none.trace"
+printf '%s\n' "${H[@]}" '[lesson]' 'number = 5' 'duration = 2min' 'at_step.10 = a caption' 'pause_at_step = 10, 20' \
+    'ask_at_step.30 = Which is faster? | sync | async | async' >"$TMP/lesson.ini"
+check "a [lesson] with number, duration, a caption, pauses and a question is valid" "$DOWNPOUR" run --check "$TMP/lesson.ini"
 "$DOWNPOUR" run --check "$TMP/none.ini" >/dev/null 2>"$TMP/none.err"
 check "a missing file is named with its reason" grep -qx "downpour: run --check: $TMP/none.ini: No such file or directory" "$TMP/none.err"
 "$DOWNPOUR" run --check scenarios/sync-vs-async.ini "$TMP/duplicate.ini" >/dev/null 2>&1
@@ -76,7 +88,7 @@ keys = json.load(open(T + '/keys.json'))
 examples = {'bytes': '10MB', 'bandwidth': '1Gbit', 'time': '1s', 'straggler': 'worker:1x2',
             'int': None, 'real': None, 'enum': None, 'bool': None}
 text = {'fail': 'worker:0@step=5', 'trace': T + '/x.dptrace', 'summary': T + '/s.json',
-        'hub': '127.0.0.1:1', 'checkpoint_dir': T + '/ck', 'calibrate_from': T + '/none.trace',
+        'hub': '127.0.0.1:1', 'checkpoint_dir': T + '/ck', 'calibrate_from': 'tests/data/real_sync_1ps_2w.trace',
         'data': 'synthetic', 'compute': 'constant:mean=10ms', 'trace_level': 'full'}
 def value(k):
     if k['type'] == 'bool': return None
