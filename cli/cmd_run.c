@@ -24,7 +24,7 @@ static void usage_run(FILE *f, const char *cmd)
         return;
     }
     fprintf(f,
-        "usage: downpour run FILE [--out DIR] [--no-view] [--set KEY=VALUE]... [--engine real|sim]\n"
+        "usage: downpour run FILE [--out DIR] [--no-view] [--quiz] [--set KEY=VALUE]... [--engine real|sim]\n"
         "       downpour run --check FILE...\n\n"
         "Runs a scenario file (scenarios/*.ini) with the engine it names, or the one given (a\n"
         "real scenario can be scaled in the simulator). With a display the live viewer opens\n"
@@ -35,7 +35,9 @@ static void usage_run(FILE *f, const char *cmd)
         "  --set KEY=VALUE   override a key of the file (repeatable; see downpour keys)\n"
         "  --engine E        real | sim\n"
         "  --out DIR         output folder\n"
-        "  --no-view         never open a window\n");
+        "  --no-view         never open a window\n"
+        "  --quiz            a lesson's questions on the terminal before the run, the answers\n"
+        "                    after it\n");
 }
 
 static int check_files(int argc, char **argv, int from)
@@ -89,6 +91,8 @@ static int run_or_compare(int argc, char **argv)
             }
         } else if (!strcmp(cmd, "run") && !strcmp(argv[i], "--no-view")) {
             o.no_view = 1;
+        } else if (!strcmp(cmd, "run") && !strcmp(argv[i], "--quiz")) {
+            o.quiz = 1;
         } else if (!bad && argv[i][0] == '-') {
             fprintf(stderr, "downpour: %s: unknown flag \"%s\" (see --help)\n", cmd, argv[i]);
             return 2;

@@ -19,6 +19,8 @@ typedef struct lab_options {
     int n_sets;
     int engine;                     /* RUN_REAL or RUN_SIM; 0: the scenario's */
     int no_view;                    /* never open a window */
+    int quiz;                       /* print the lesson's questions before the run, the
+                                     * answers after it */
     const char *self;               /* the downpour binary (the real runtime execs it) */
 } lab_options;
 

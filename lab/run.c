@@ -159,23 +159,31 @@ int lab_run_variant(const scenario *s, int engine, int variant, const lab_option
     int rc = dp_mkdirs(dir, err);
     if (rc) return rc;
     unlink(trace);
+    char *lesson = scenario_lesson_json(s);   /* rides in the trace's metadata */
     if (engine == RUN_REAL) {
         rt_config cfg;
         rc = lab_config_real(s, variant, o, &cfg, skipped, sizeof skipped, err);
-        if (rc) return rc;
+        if (rc) {
+            free(lesson);
+            return rc;
+        }
         snprintf(cfg.trace, sizeof cfg.trace, "%s", trace);
         snprintf(cfg.summary, sizeof cfg.summary, "%s", summary);
         cfg.view = view;
-        if (!o->self) return dp_fail(err, DP_EINVAL, "the real runtime needs the downpour binary's path");
-        rc = launcher_run(&cfg, o->self, err);
+        cfg.lesson_json = lesson;
+        if (!o->self) rc = dp_fail(err, DP_EINVAL, "the real runtime needs the downpour binary's path");
+        else rc = launcher_run(&cfg, o->self, err);
+        free(lesson);
         if (rc) return rc;
     } else {
         sim_options *so = xmalloc(sizeof *so);
         rc = lab_config_sim(s, variant, o, so, skipped, sizeof skipped, err);
         if (rc) {
             free(so);
+            free(lesson);
             return rc;
         }
+        so->c.lesson_json = lesson;
         if (skipped[0])
             fprintf(stderr, "downpour: %s: the simulator ignores the real runtime's keys: %s\n", s->name, skipped);
         snprintf(so->c.trace, sizeof so->c.trace, "%s", trace);
@@ -185,6 +193,7 @@ int lab_run_variant(const scenario *s, int engine, int variant, const lab_option
             rc = sim_calibrate(so->calibrate, &cal, err);
             if (rc) {
                 free(so);
+                free(lesson);
                 return rc;
             }
             sim_options_calibrate(so, &cal);
@@ -215,9 +224,31 @@ int lab_run_variant(const scenario *s, int engine, int variant, const lab_option
         }
         sim_calibration_release(&cal);
         free(so);
+        free(lesson);
         if (rc) return rc;
     }
     return DP_OK;
+}
+
+/* --quiz: the lesson's questions on the terminal (before), or their answers (after). */
+static void print_quiz(const scenario *s, int answers)
+{
+    const scn_lesson *l = &s->lesson;
+    if (l->n_questions == 0) {
+        if (!answers) printf("quiz: %s has no questions\n", s->path);
+        return;
+    }
+    printf(answers ? "\nquiz: the answers\n" : "quiz: predict, then watch (%d questions)\n", l->n_questions);
+    for (int i = 0; i < l->n_questions; i++) {
+        const scn_question *q = &l->questions[i];
+        if (answers) {
+            printf("  %d. at global step %lld: %c) %s\n", i + 1, q->step, 'A' + q->answer, q->choices[q->answer]);
+            continue;
+        }
+        printf("  %d. at global step %lld: %s\n", i + 1, q->step, q->question);
+        for (int k = 0; k < q->n_choices; k++) printf("       %c) %s\n", 'A' + k, q->choices[k]);
+    }
+    fflush(stdout);
 }
 
 int lab_run(const char *path, const lab_options *o, char *err)
@@ -239,8 +270,10 @@ int lab_run(const char *path, const lab_options *o, char *err)
     fprintf(stderr, "downpour: run: %s (%s engine) into %s/\n", s.title, engine == RUN_SIM ? "sim" : "real",
             dir);
     int view = !o->no_view && has_display();
+    if (o->quiz) print_quiz(&s, 0);
     rc = lab_run_variant(&s, engine, 0, o, dir, view && engine == RUN_REAL, err);
     if (rc) return rc;
+    if (o->quiz) print_quiz(&s, 1);
     char trace[1100], png[1100], title[512];
     snprintf(trace, sizeof trace, "%s/trace.dptrace", dir);
     snprintf(png, sizeof png, "%s/sheet.png", dir);

@@ -30,6 +30,8 @@ typedef struct rt_config {
     int log_every;                  /* worker progress line every N local steps */
     int synthetic_n;                /* samples in the synthetic training set */
     int quiet;
+    const char *lesson_json;        /* a lesson's [lesson] as JSON, for the trace metadata
+                                     * (borrowed; NULL: none) */
 } rt_config;
 
 /* Every key's default for the real runtime (cluster/run.c's table): 1 ps, 2 workers,

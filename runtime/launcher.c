@@ -278,6 +278,8 @@ static char *config_json(const rt_config *cfg)
 {
     json_t *o = run_desc_json(&cfg->run, "real");
     json_object_set_new(o, "data", json_string(cfg->data));
+    json_t *lesson = cfg->lesson_json ? json_loads(cfg->lesson_json, 0, NULL) : NULL;
+    if (lesson) json_object_set_new(o, "lesson", lesson);
     json_object_set_new(o, "start_unix_ns", json_integer((json_int_t)dp_wall_ns()));
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);

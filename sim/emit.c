@@ -105,6 +105,8 @@ static char *config_json(const sim_world *w)
     json_object_set_new(o, "loss", json_string("noisy quadratic surrogate"));
     json_object_set_new(o, "nqm_dims", json_integer(c->nqm_dims));
     json_object_set_new(o, "failures", json_integer(c->n_failures));
+    json_t *lesson = c->lesson_json ? json_loads(c->lesson_json, 0, NULL) : NULL;
+    if (lesson) json_object_set_new(o, "lesson", lesson);
     char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(o);
     return s;

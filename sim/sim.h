@@ -93,6 +93,7 @@ typedef struct sim_config {
     double max_sim_s;       /* stop after this much simulated time (0: none) */
     int no_shortcuts;       /* tests: no exact shortcuts (twin ps classes, their shared
                              * accumulators, delivery runs); results must not change */
+    const char *lesson_json;  /* a lesson's [lesson] as JSON for the trace metadata (borrowed) */
     /* optional progress callback, called about every 2^16 events and at the end */
     void (*progress)(const sim_progress *p, void *ctx);
     void *progress_ctx;

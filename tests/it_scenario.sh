@@ -73,6 +73,17 @@ bad_file calibrate-missing "5: calibrate_from: $TMP/none.trace: No such file or 
 printf '%s\n' "${H[@]}" '[lesson]' 'number = 5' 'duration = 2min' 'at_step.10 = a caption' 'pause_at_step = 10, 20' \
     'ask_at_step.30 = Which is faster? | sync | async | async' >"$TMP/lesson.ini"
 check "a [lesson] with number, duration, a caption, pauses and a question is valid" "$DOWNPOUR" run --check "$TMP/lesson.ini"
+"$DOWNPOUR" run "$TMP/lesson.ini" --no-view --quiz --set steps=5 --set data=synthetic --out "$TMP/lesson" \
+    >"$TMP/quiz.out" 2>/dev/null
+check "run --quiz prints the question and its choices before the run" \
+    python3 -c "import sys; t=open('$TMP/quiz.out').read(); sys.exit(0 if t.index('Which is faster?') < t.index('\"engine\"') and '       B) async' in t else 1)"
+check "run --quiz prints the answer after the run" grep -q "at global step 30: B) async" "$TMP/quiz.out"
+check "the lesson rides in the trace's metadata (captions, pauses, questions)" python3 -c "
+import json, subprocess
+m = json.loads(subprocess.run(['$DOWNPOUR', 'trace', 'info', '--json', '$TMP/lesson/trace.dptrace'], capture_output=True).stdout)['metadata']
+l = m.get('lesson') or m.get('config', {}).get('lesson')
+assert l['number'] == 5 and l['captions'] == [{'step': 10, 'text': 'a caption'}] and l['pauses'] == [10, 20], l
+assert l['questions'] == [{'step': 30, 'question': 'Which is faster?', 'choices': ['sync', 'async'], 'answer': 1}], l"
 "$DOWNPOUR" run --check "$TMP/none.ini" >/dev/null 2>"$TMP/none.err"
 check "a missing file is named with its reason" grep -qx "downpour: run --check: $TMP/none.ini: No such file or directory" "$TMP/none.err"
 "$DOWNPOUR" run --check scenarios/sync-vs-async.ini "$TMP/duplicate.ini" >/dev/null 2>&1
