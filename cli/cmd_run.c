@@ -184,3 +184,65 @@ int cmd_lessons(int argc, char **argv)
     }
     return 0;
 }
+
+int cmd_fork(int argc, char **argv)
+{
+    lab_options o;
+    lab_options_init(&o);
+    const char *trace = NULL, *out = NULL, *v;
+    long long at = -1;
+    for (int i = 1; i < argc; i++) {
+        int bad = 0;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: downpour fork TRACE --at-step N --set KEY=VALUE... [--out FORK.dptrace]\n\n"
+                   "Fork from here: the recorded run TRACE continues from global step N in the\n"
+                   "simulator with KEY changed (add a backup worker, switch to async, slow a worker,\n"
+                   "add a ps). The simulator is calibrated from the trace up to step N; the fork's\n"
+                   "events start at global step N + 1 on the recorded run's clock, so\n"
+                   "`downpour view TRACE --compare FORK` shows both from the same instant (the fork\n"
+                   "is labelled simulated). Default output: TRACE without .dptrace + -fork-N.dptrace.\n");
+            return 0;
+        } else if ((v = cli_flag_value("fork", argc, argv, &i, "--at-step", &bad))) {
+            if (dp_parse_int(v, &at) || at < 1) {
+                fprintf(stderr, "downpour: fork: --at-step: \"%s\" is not a global step >= 1\n", v);
+                return 2;
+            }
+        } else if ((v = cli_flag_value("fork", argc, argv, &i, "--set", &bad))) {
+            if (o.n_sets == LAB_MAX_SETS) {
+                fprintf(stderr, "downpour: fork: at most %d --set\n", LAB_MAX_SETS);
+                return 2;
+            }
+            o.sets[o.n_sets++] = v;
+        } else if ((v = cli_flag_value("fork", argc, argv, &i, "--out", &bad))) {
+            out = v;
+        } else if (bad) {
+            return 2;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "downpour: fork: unknown flag \"%s\" (see --help)\n", argv[i]);
+            return 2;
+        } else if (trace) {
+            fprintf(stderr, "downpour: fork: one trace at a time\n");
+            return 2;
+        } else {
+            trace = argv[i];
+        }
+    }
+    if (!trace || at < 1) {
+        fprintf(stderr, "downpour: fork: needs TRACE and --at-step N (see --help)\n");
+        return 2;
+    }
+    char def[4200];
+    if (!out) {
+        size_t l = strlen(trace);
+        int cut = l > 8 && !strcmp(trace + l - 8, ".dptrace") ? (int)(l - 8) : (int)l;
+        snprintf(def, sizeof def, "%.*s-fork-%lld.dptrace", cut, trace, at);
+        out = def;
+    }
+    char err[DP_ERRLEN];
+    int rc = lab_fork(trace, at, &o, out, err);
+    if (rc) {
+        fprintf(stderr, "downpour: fork: %s\n", err);
+        return rc == DP_EINVAL ? 2 : 1;
+    }
+    return 0;
+}

@@ -15,5 +15,6 @@ int cmd_run(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 int cmd_lessons(int argc, char **argv);
+int cmd_fork(int argc, char **argv);
 
 #endif

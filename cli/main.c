@@ -23,6 +23,7 @@ static const command commands[] = {
     {"compare", cmd_compare, "run a scenario's variants and write a report folder"},
     {"keys", cmd_keys, "the run description's key table (scenario keys and flags)"},
     {"lessons", cmd_lessons, "list the lesson library (scenarios/lessons)"},
+    {"fork", cmd_fork, "continue a recorded run from a step in the simulator, one key changed"},
 };
 
 static void usage(FILE *f)

@@ -45,6 +45,14 @@ int lab_run(const char *path, const lab_options *o, char *err);
  * DIR/summary.csv and the report's plots (each with a .csv of its points). */
 int lab_compare(const char *path, const lab_options *o, char *err);
 
+/* "Fork from here": continues the recorded run `trace` from global step at_step in the
+ * simulator, with o's --set keys changed (calibrated from the trace up to that step; the
+ * changed keys win), into out_trace: events from global step at_step + 1, on the
+ * recorded run's clock, metadata "fork": {"from", "at_step", "set"}. Prints the fork's
+ * summary line. Returns 0 or a dp_err with err. */
+#include <stdint.h>
+int lab_fork(const char *trace, int64_t at_step, const lab_options *o, const char *out_trace, char *err);
+
 /* `downpour lessons`: lists the lessons in dir (scenarios/lessons), in file order, one
  * line each: number, title, duration, the command that runs it. Returns 0, or a dp_err
  * when dir has no lesson or a lesson does not parse (it is listed with its error). */

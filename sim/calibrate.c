@@ -105,6 +105,11 @@ static void nic_bytes(const double *bytes, int n, double *scratch, double *out)
 
 int sim_calibrate(const char *path, sim_calibration *cal, char *err)
 {
+    return sim_calibrate_until(path, INT64_MAX, cal, err);
+}
+
+int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal, char *err)
+{
     memset(cal, 0, sizeof *cal);
     cal->mode = -1;
     cal->latency = -1;
@@ -129,12 +134,31 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
     int64_t *cb = NULL;  /* compute_begin time per worker */
     evt_record e;
     int rc;
+    cal->until_loss = NAN;
+    double *last_loss = NULL;     /* per worker, the loss of its last step_end */
+    int n_last = 0;
     while ((rc = trace_reader_next(r, &e)) == 1) {
         if (e.kind == EVT_GLOBAL_STEP) {
+            if (e.step > max_step) break;
             if (!gs_n) gs_t0 = e.t;
             gs_t1 = e.t;
             gs_n++;
+            if (e.step > cal->until_step) {
+                cal->until_step = e.step;
+                cal->until_ns = e.t;
+            }
+            if (e.step == max_step) break;
             continue;
+        }
+        if (e.kind == EVT_STEP_END && e.job == EVT_JOB_WORKER && e.task >= 0 && e.task < 65536 &&
+            isfinite(e.value)) {
+            if (e.task >= n_last) {
+                int nn = e.task + 1;
+                last_loss = xrealloc(last_loss, (size_t)nn * sizeof *last_loss);
+                for (int i = n_last; i < nn; i++) last_loss[i] = NAN;
+                n_last = nn;
+            }
+            last_loss[e.task] = e.value;
         }
         if (e.job == EVT_JOB_PS && e.task > max_ps) max_ps = e.task;
         if (e.job != EVT_JOB_WORKER || e.task < 0 || e.task >= 65536) continue;
@@ -264,6 +288,14 @@ int sim_calibrate(const char *path, sim_calibration *cal, char *err)
             double d = e.dur > 0 ? (double)e.dur / 1e9 : cb[k] >= 0 ? (double)(e.t - cb[k]) / 1e9 : -1;
             if (d > 0) { s->sum += d; s->sumsq += d * d; s->n++; }
         }
+    }
+    {
+        double sum = 0;
+        int n = 0;
+        for (int k = 0; k < n_last; k++)
+            if (isfinite(last_loss[k])) sum += last_loss[k], n++;
+        if (n) cal->until_loss = sum / n;
+        free(last_loss);
     }
     trace_reader_close(r);
     if (rc < 0) {

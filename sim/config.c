@@ -132,7 +132,7 @@ char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     run_result rr = {
-        .engine = "sim", .global_step = r->global_step, .wall_s = wall_s,
+        .engine = "sim", .global_step = r->global_step + c->step_offset, .wall_s = wall_s,
         .mean_step_s = r->mean_step_s, .samples_per_s = r->samples_per_s,
         .final_loss = r->final_loss, .test_accuracy = NAN, .mean_staleness = r->mean_staleness,
         .max_staleness = r->max_staleness, .dropped_gradients = r->dropped,
@@ -142,6 +142,11 @@ char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
     };
     json_t *j = run_summary_json(&c->run, &rr);
     json_object_set_new(j, "loss_model", json_string("noisy quadratic surrogate"));
+    if (c->step_offset) {
+        /* a fork: its steps continue the recorded run's */
+        json_object_set_new(j, "steps", json_integer((json_int_t)(c->steps + c->step_offset)));
+        json_object_set_new(j, "fork_at_step", json_integer((json_int_t)c->step_offset));
+    }
     json_object_set_new(j, "model_bytes", json_integer((json_int_t)r->model_bytes));
     json_object_set_new(j, "sim_time_s", json_real(r->sim_s));
     json_object_set_new(j, "sim_events", json_integer((json_int_t)r->sim_events));

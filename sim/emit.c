@@ -16,9 +16,43 @@
 #include "cluster/spec.h"
 #include "sim/world.h"
 
+/* A fork's events read as the continuation of the run it forks (see sim_config). */
+static void shift_fork(const sim_config *c, double loss_scale, evt_record *e)
+{
+    e->t += c->time_offset_ns;
+    switch (e->kind) {
+    case EVT_GLOBAL_STEP: case EVT_APPLY: case EVT_DROP: case EVT_EVAL: case EVT_CHECKPOINT_WRITE:
+        e->step += c->step_offset;
+        break;
+    case EVT_STEP_END:
+        e->step += c->local_offset;
+        e->value2 += (double)c->step_offset;
+        e->value *= loss_scale;
+        break;
+    case EVT_SSP_WAIT: case EVT_SSP_RELEASE:
+        e->value += (double)c->local_offset;
+        e->step += c->local_offset;
+        break;
+    case EVT_PULL_BEGIN: case EVT_PULL_END: case EVT_PUSH_BEGIN: case EVT_PUSH_END:
+    case EVT_COMPUTE_BEGIN: case EVT_COMPUTE_END: case EVT_BARRIER_WAIT: case EVT_BARRIER_RELEASE:
+    case EVT_PACED_BEGIN: case EVT_PACED_END:
+        e->step += c->local_offset;
+        break;
+    default:
+        break;
+    }
+}
+
 void sim_emit(sim_world *w, const evt_record *e)
 {
     if (!w->tw || w->trace_err) return;
+    const sim_config *c = w->cfg;
+    if (c->step_offset || c->time_offset_ns || c->local_offset || w->loss_scale != 1) {
+        evt_record f = *e;
+        shift_fork(c, w->loss_scale, &f);
+        if (trace_writer_add(w->tw, &f)) w->trace_err = 1;
+        return;
+    }
     if (trace_writer_add(w->tw, e)) w->trace_err = 1;
 }
 
@@ -107,6 +141,8 @@ static char *config_json(const sim_world *w)
     json_object_set_new(o, "failures", json_integer(c->n_failures));
     json_t *lesson = c->lesson_json ? json_loads(c->lesson_json, 0, NULL) : NULL;
     if (lesson) json_object_set_new(o, "lesson", lesson);
+    json_t *fork = c->fork_json ? json_loads(c->fork_json, 0, NULL) : NULL;
+    if (fork) json_object_set_new(o, "fork", fork);
     char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(o);
     return s;

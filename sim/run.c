@@ -299,9 +299,11 @@ int sim_run(const sim_config *c, sim_result *res, char *err)
     sim_world w_, *w = &w_;
     rc = world_init(w, c, err);
     if (rc) goto out;
+    w->loss_scale = 1;
     rc = sim_emit_open(w, err);
     if (rc) goto out;
     res->initial_loss = sim_nqm_loss(w, w->theta);
+    w->loss_scale = c->loss_start > 0 && res->initial_loss > 0 ? c->loss_start / res->initial_loss : 1;
     sim_world_start(w);
     int64_t max_ns = c->max_sim_s > 0 ? (int64_t)llround(c->max_sim_s * 1e9) : INT64_MAX;
     int stuck = 0, timed_out = 0;
@@ -351,7 +353,7 @@ int sim_run(const sim_config *c, sim_result *res, char *err)
     res->first_step_s = (double)w->gs_first_ns / 1e9;
     res->samples = w->samples;
     res->samples_per_s = res->sim_s > 0 ? (double)w->samples / res->sim_s : 0;
-    res->final_loss = sim_nqm_loss(w, w->theta);
+    res->final_loss = sim_nqm_loss(w, w->theta) * w->loss_scale;
     res->mean_staleness = stale_stats_mean(&w->stale);
     res->max_staleness = w->stale.max;
     res->dropped = w->drops;

@@ -94,6 +94,14 @@ typedef struct sim_config {
     int no_shortcuts;       /* tests: no exact shortcuts (twin ps classes, their shared
                              * accumulators, delivery runs); results must not change */
     const char *lesson_json;  /* a lesson's [lesson] as JSON for the trace metadata (borrowed) */
+    /* A fork: the run continues another from a global step. Its events are written as
+     * that run's continuation: global steps (and sync/ssp local steps, async ones by
+     * step_offset / workers) shifted by step_offset, times by time_offset_ns, and the
+     * surrogate's losses scaled so the first equals loss_start (> 0). fork_json (borrowed)
+     * goes into the metadata's config as "fork". All zero / NULL: not a fork. */
+    int64_t step_offset, local_offset, time_offset_ns;
+    double loss_start;
+    const char *fork_json;
     /* optional progress callback, called about every 2^16 events and at the end */
     void (*progress)(const sim_progress *p, void *ctx);
     void *progress_ctx;
@@ -158,11 +166,18 @@ typedef struct sim_calibration {
     int64_t compute_spans, transfers;
     char model[16];          /* "mlp"/"softmax" from the metadata, "" if unknown */
     int hidden, partition, batch, steps;
+    /* sim_calibrate_until: where the fit stopped */
+    int64_t until_step;      /* the global step reached (<= the limit) */
+    int64_t until_ns;        /* trace time when it was first reached */
+    double until_loss;       /* mean step_end loss of the last step of each worker, or NaN */
 } sim_calibration;
 
 /* Reads a trace (real or simulated) and fits the compute distribution, per-worker speed
  * factors, effective bandwidth and latency. Release with sim_calibration_release(). */
 int sim_calibrate(const char *trace_path, sim_calibration *cal, char *err);
+/* The same fit from the part of the trace up to the moment the global step first reached
+ * max_step (what happened afterwards is not read), for a fork from that moment. */
+int sim_calibrate_until(const char *trace_path, int64_t max_step, sim_calibration *cal, char *err);
 void sim_calibration_release(sim_calibration *cal);
 
 /* ---- `downpour sim`'s options: the configuration plus where the results go ----------- */

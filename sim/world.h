@@ -215,6 +215,7 @@ typedef struct sim_world {
     /* trace */
     trace_writer *tw;
     int trace_err;
+    double loss_scale;    /* a fork: emitted losses times this (1 otherwise) */
     uint64_t trace_events;
     uint8_t *detail;      /* per worker: per-message events */
     int per_msg;          /* a trace with per-message events for some workers */
