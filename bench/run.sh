@@ -137,6 +137,16 @@ for f in scenarios/*.ini; do
         "$(python3 -c "print('%.2f of the goal' % (($t1 - $t0) / 120))")" "goal: <= 120 s on 2 cores (absolute)"
     rm -rf "$TMP/scn"
 done
+echo "fork from here: downpour fork of a recorded run (tests/data, 1 ps + 4 workers, 300 steps) at step 100, best of 3"
+fk=999
+for i in 1 2 3; do
+    t0=$(date +%s.%N)
+    "$D" fork tests/data/real_sync_1ps_4w_slow.trace --at-step 100 --set backup_workers=1 --out "$TMP/fork.dptrace" >/dev/null 2>&1
+    t1=$(date +%s.%N)
+    fk=$(python3 -c "print(min($fk, $t1 - $t0))")
+done
+row "fork at step 100, continued to step 300 (a lesson-sized run)" "$(python3 -c "print('%.0f ms' % ($fk * 1000))")" \
+    "$(python3 -c "print('%.2f of the goal' % ($fk / 1.0))")" "goal: <= 1 s (absolute)"
 echo "hub throughput (2 emitter threads flooding one in-process hub, best of 3 each)"
 nf=0; tf=0
 for i in 1 2 3; do   # each bench_hub run measures no-file, then trace: interleaved
