@@ -27,6 +27,8 @@ static void usage(FILE *f)
             "  --at SECONDS      start at this time;  --speed X  initial speed (0.01..100)\n"
             "  --paused          start paused;  --size WxH  initial window size\n"
             "  --screenshot-dir DIR  where `s` saves PNGs (default .)\n\n"
+            "Needs a display (DISPLAY or WAYLAND_DISPLAY); without one it stops at once with\n"
+            "\"no display\": `downpour render` draws the same frames to files.\n\n"
             "keys: space play/pause, left/right previous/next event, , . previous/next step,\n"
             "      [ ] slower/faster, drag the timeline to scrub, click a task or packet to\n"
             "      inspect, p placement, s save PNG, h help, f fullscreen, c catch up, q quit\n");

@@ -360,11 +360,34 @@ static void print_summary(launcher *l, double wall_s)
     json_decref(o);
 }
 
+/* Whether --view can open a window: an X11 or Wayland display named in the environment
+ * (or an SDL video driver asked for by name). Without one the viewer could only fail, so
+ * the run goes on headless and says so. */
+static int have_display(void)
+{
+    static const char *const vars[] = {"DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER"};
+    for (size_t i = 0; i < DP_ARRAY_LEN(vars); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return 1;
+    }
+    return 0;
+}
+
 int launcher_run(const rt_config *cfg, const char *self, char *err)
 {
     launcher l;
     memset(&l, 0, sizeof l);
     l.cfg = cfg;
+    int view = cfg->view;
+    if (view && !have_display()) {
+        view = 0;
+        if (cfg->trace[0])
+            dp_log(DP_LOG_WARN, "cluster", "no display for --view: running headless (replay with "
+                   "`downpour view %s`)", cfg->trace);
+        else
+            dp_log(DP_LOG_WARN, "cluster", "no display for --view: running headless (add --trace "
+                   "FILE to replay it)");
+    }
     int n_tasks = cfg->n_ps + cfg->n_workers;
     int *ports = xmalloc((size_t)n_tasks * sizeof *ports);
     char *ps_hosts = NULL, *worker_hosts = NULL;
@@ -392,7 +415,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     /* --trace: our own hub, on a thread of this process, recording the run. */
     rt_config task_cfg = *cfg;
     char *meta = config_json(cfg);
-    if (cfg->trace[0] || (cfg->view && !cfg->hub[0])) {
+    if (cfg->trace[0] || (view && !cfg->hub[0])) {
         evt_hub_options ho;
         evt_hub_options_init(&ho);
         ho.listen = "127.0.0.1:0";
@@ -453,7 +476,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
         if (!rc) l.n_kids++;
     }
     for (int i = 0; i < n_train; i++) free(train_argv[i]);
-    if (!rc && cfg->view) {
+    if (!rc && view) {
         /* The viewer watches through the hub; closing it never disturbs the run. */
         child *c = &l.kids[l.n_kids];
         c->viewer = 1;

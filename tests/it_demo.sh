@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # it_demo.sh — `make demo`'s two faces: headless (no display: trace, frames and a summary
-# sheet land in the output folder) and `cluster --view` under Xvfb (the viewer attaches
+# sheet land in the output folder; `view` fails at once saying so, `cluster --view` runs
+# headless and says so) and `cluster --view` under Xvfb (the viewer attaches
 # live; closing it mid-run does not disturb the run; after the run the launcher waits
 # for the window and exits cleanly when it closes).
 cd "$(dirname "$0")/.." || exit 1
@@ -16,6 +17,26 @@ check "demo says where its output is" grep -q "everything is in $TMP/demo" "$TMP
 check "demo trace validates" $DOWNPOUR trace validate "$TMP/demo/run.dptrace"
 check "demo sheet is a 2560x1600 PNG" python3 -c "
 import struct; d=open('$TMP/demo/sheet.png','rb').read(24); assert d[:8]==b'\x89PNG\r\n\x1a\n'; assert struct.unpack('>II', d[16:24])==(2560,1600)"
+
+# No display at all: `view` says so at once (it never opens an unseen window), and
+# `cluster --view` runs headless, says so in one line and finishes.
+NODISP="env -u DISPLAY -u WAYLAND_DISPLAY -u SDL_VIDEODRIVER"
+$NODISP timeout 2 $DOWNPOUR view "$TMP/demo/run.dptrace" >"$TMP/nd.out" 2>"$TMP/nd.err"
+rc=$?
+check "view without a display fails within 2 s (rc $rc, not 124)" test "$rc" -eq 1
+check "... with the one-line error" test "$(cat "$TMP/nd.err")" = 'downpour: view: no display: use `downpour render`'
+$NODISP timeout 2 $DOWNPOUR view --connect 127.0.0.1:9 >/dev/null 2>"$TMP/nd2.err"
+rc=$?
+check "view --connect without a display fails before connecting (rc $rc)" test "$rc" -eq 1
+check "... with the same line" test "$(cat "$TMP/nd2.err")" = 'downpour: view: no display: use `downpour render`'
+$NODISP timeout 60 $DOWNPOUR cluster --ps 1 --workers 2 --steps 60 --data synthetic --model mlp --hidden 32 \
+    --quiet --view >"$TMP/nd.json" 2>"$TMP/nd3.err"
+rc=$?
+check "cluster --view without a display finishes (rc $rc)" test "$rc" -eq 0
+check "... reaching its last step" test "$(json "$TMP/nd.json" global_step)" -eq 60
+n=$(grep -c 'no display for --view: running headless' "$TMP/nd3.err")
+check "... saying once that it runs headless ($n lines)" test "$n" -eq 1
+check "... and starting no viewer" bash -c "! grep -qE 'viewer|downpour: view:' '$TMP/nd3.err'"
 
 if ! command -v Xvfb >/dev/null; then
     skip "Xvfb is not installed (apt-get install xvfb): cluster --view is not tested"

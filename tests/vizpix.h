@@ -1,9 +1,9 @@
-/* vizpix.h — what the viewer tests (test_viz.c, test_viz_pixels.c, test_viz_pace.c) read
- * pictures with: the colour key as literal RGB, never read from the palette under test
- * (that is the point: a changed colour in viz/ must fail here), and small readers of a
- * cairo image surface — one pixel, a colour match, a count of a colour in a rectangle, a
- * count of differing pixels between two frames — plus a frame with the layout and state
- * that drew it. Header-only, static; no global state. */
+/* vizpix.h — what the viewer tests (test_viz.c, test_viz_pixels.c, test_viz_pace.c,
+ * test_viz_story.c) read pictures with: the colour key as literal RGB, never read from the
+ * palette under test (that is the point: a changed colour in viz/ must fail here), and
+ * small readers of a cairo image surface — one pixel, a colour match, a count of a colour in
+ * a rectangle, a count of differing pixels between two frames — plus a frame with the
+ * layout and state that drew it. Header-only, static; no global state. */
 #ifndef TESTS_VIZPIX_H
 #define TESTS_VIZPIX_H
 
@@ -15,22 +15,27 @@
 /* ---- the colour key ---------------------------------------------------------------- */
 
 /* docs/viewer.md names the sets (phases Okabe-Ito, paced a muted lavender #7E76B6,
+ * evaluating Okabe-Ito blue #0072B2, pull and push arrows in the pulling and pushing colours,
  * variables Paul Tol's muted set in the viewer's order, devices Tol's light set; ink on
  * white panels and an off-white page) and these are their published values. The greys for
  * idle (named only) and stopped (not in the docs) are the viewer's; a phase not listed is
  * 0 (black), so a frame showing one fails until it is. Outlines of packets, pulls white and
  * pushes ink, are the viewer's convention (the docs do not name them). */
 #define HEX(h) ((viz_rgb){((h) >> 16 & 255) / 255.0, ((h) >> 8 & 255) / 255.0, ((h) & 255) / 255.0})
-static const unsigned key_phase[EVT_PHASE_COUNT] = {
+static const unsigned key_phase[VIZ_N_PHASES] = {
     0xD9D9D9, 0x56B4E9, 0x009E73, 0xE69F00,   /* idle grey, pulling sky blue, computing green, pushing orange */
     0xF0E442, 0xCC79A7, 0xD55E00, 0x8C8C8C,   /* barrier yellow, ssp purple, dead vermillion, stopped */
     0x7E76B6,                                 /* paced muted lavender */
+    0x0072B2,                                 /* evaluating (the chief; the viewer's own): Okabe-Ito blue */
 };
 static const unsigned key_var[9] = {0x332288, 0x44AA99, 0xCC6677, 0x117733, 0x882255,
                                     0x88CCEE, 0x999933, 0xAA4499, 0xDDCC77};
 #define KEY_PHASE(ph) HEX(key_phase[ph])
 #define KEY_COMPUTE KEY_PHASE(EVT_PHASE_COMPUTING)
 #define KEY_PACED KEY_PHASE(EVT_PHASE_PACED)
+#define KEY_EVALUATING KEY_PHASE(VIZ_PHASE_EVALUATING)
+#define KEY_PULL KEY_PHASE(EVT_PHASE_PULLING)   /* a pull's arrow, the legend's pull */
+#define KEY_PUSH KEY_PHASE(EVT_PHASE_PUSHING)   /* a push's arrow, the legend's push */
 #define KEY_VAR(i) HEX(key_var[(i) % 9])
 #define KEY_DEVICE0 HEX(0x77AADD)   /* Tol light: light blue */
 #define KEY_INK HEX(0x1E1E24)       /* text, borders, push outlines */

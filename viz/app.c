@@ -311,12 +311,39 @@ static int draw(app *a)
     return 0;
 }
 
+/* Whether a window can open at all: X11 or Wayland named in the environment, or a video
+ * driver asked for by name (SDL_VIDEODRIVER). Without one SDL falls back to an offscreen
+ * driver and the viewer would run, unseen, forever. */
+static int have_display(void)
+{
+    static const char *const vars[] = {"DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER"};
+    for (size_t i = 0; i < DP_ARRAY_LEN(vars); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return 1;
+    }
+    return 0;
+}
+
+/* A driver that draws nowhere, unless it was asked for by name. */
+static int invisible_driver(void)
+{
+    const char *d = SDL_GetCurrentVideoDriver(), *asked = getenv("SDL_VIDEODRIVER");
+    if (!d || (asked && *asked)) return 0;
+    return !strcmp(d, "offscreen") || !strcmp(d, "dummy") || !strcmp(d, "evdev");
+}
+
+#define NO_DISPLAY "downpour: view: no display: use `downpour render`\n"
+
 int viz_app_run(const viz_app_options *o)
 {
     /* ---- initialise ---- */
     app a;
     memset(&a, 0, sizeof a);
     char err[DP_ERRLEN];
+    if (!have_display()) {   /* before opening anything: say so at once */
+        fputs(NO_DISPLAY, stderr);
+        return 1;
+    }
     if (o->connect) a.src = viz_source_connect(o->connect, 3000, err);
     else if (o->trace) a.src = viz_source_open(o->trace, err);
     else snprintf(err, sizeof err, "nothing to view: give a TRACE or --connect ADDR");
@@ -345,9 +372,14 @@ int viz_app_run(const viz_app_options *o)
     a.shot_dir = o->screenshot_dir ? o->screenshot_dir : ".";
     a.script = o->script;
     SDL_SetHint(SDL_HINT_VIDEO_X11_NET_WM_BYPASS_COMPOSITOR, "0");
-    if (SDL_Init(SDL_INIT_VIDEO)) {
-        fprintf(stderr, "downpour: view: cannot open a display (%s); use `downpour render` "
-                        "for headless frames\n", SDL_GetError());
+    int init_failed = SDL_Init(SDL_INIT_VIDEO) != 0;
+    if (init_failed || invisible_driver()) {
+        if (init_failed) {
+            fprintf(stderr, "downpour: view: no display (%s): use `downpour render`\n", SDL_GetError());
+        } else {
+            fputs(NO_DISPLAY, stderr);
+            SDL_Quit();
+        }
         viz_source_free(a.src);
         viz_source_free(a.cmp);
         return 1;

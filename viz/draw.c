@@ -1,11 +1,11 @@
 /* draw.c — the cluster picture: ps boxes with their devices and variable bars (one
- * colour per variable, flashing when an update lands, with its version), worker boxes
- * coloured by phase (compute progress, local step, loss, staleness; the chief starred),
- * edges with packets in flight interpolated between their begin and end times, stale
- * gradients dying greyed and crossed at the ps, and the sync barrier that waiting workers
- * line up against. Beyond VIZ_DENSE_WORKERS workers: a grid of phase-coloured cells
- * (drawn as one scaled image) and per-ps traffic bands whose width shows bytes/s. Many
- * ps are compact cells (pscells.c); many edges become a bus, many packets a batch. */
+ * colour per variable, flashing when an update lands, with its version; global_step shows
+ * the global step), worker boxes coloured by phase (compute progress, local step, loss,
+ * staleness; the chief starred and, while it evaluates, in the evaluating colour; a
+ * straggler tagged "slow ×F"), the edges (packets on them: packets.c), and the sync
+ * barrier that waiting workers line up against. Beyond VIZ_DENSE_WORKERS workers: a grid
+ * of phase-coloured cells (drawn as one scaled image) and per-ps traffic bands whose width
+ * shows bytes/s. Many ps are compact cells (pscells.c); many edges become a bus. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +36,35 @@ static void draw_chips(viz_ctx *c, viz_rect box, int job, int task, double y)
     }
 }
 
+void viz_var_version_label(const viz_ctx *c, int v, char *buf, size_t n)
+{
+    const viz_model *m = &c->src->m;
+    uint32_t name = m->vars[v].name;
+    if (!strcmp(viz_source_string(c->src, name), "global_step")) {
+        snprintf(buf, n, "step %lld", (long long)c->st->global_step);
+        return;
+    }
+    const evt_var_state *vs = evt_state_var(c->st, name);
+    snprintf(buf, n, "v%lld", vs ? (long long)vs->version : 0LL);
+}
+
+int viz_worker_phase(const viz_ctx *c, int w)
+{
+    const evt_task_state *tk = evt_state_task(c->st, EVT_JOB_WORKER, w);
+    int phase = tk && tk->started ? tk->phase : EVT_PHASE_IDLE;
+    if (w == c->src->m.chief && phase == EVT_PHASE_IDLE && viz_model_eval_at(&c->src->m, c->t))
+        return VIZ_PHASE_EVALUATING;
+    return phase;
+}
+
+/* "slow ×4" for a straggler, "" for everyone else. */
+static void slow_label(const viz_model *m, int w, char *buf, size_t n)
+{
+    double f = viz_model_slow(m, w);
+    if (f > 0) snprintf(buf, n, "slow \xc3\x97%g", f);
+    else if (n) buf[0] = 0;
+}
+
 static void draw_ps(viz_ctx *c, int p)
 {
     cairo_t *cr = c->cr;
@@ -62,7 +91,6 @@ static void draw_ps(viz_ctx *c, int p)
     for (int v = 0; v < m->n_vars; v++) {
         if (m->vars[v].ps != p) continue;
         viz_rect r = l->var_bar[v];
-        const evt_var_state *vs = evt_state_var(c->st, m->vars[v].name);
         if (r.w <= 0) {
             more++;
             more_bytes += m->vars[v].bytes;
@@ -88,7 +116,7 @@ static void draw_ps(viz_ctx *c, int p)
         viz_font(cr, l->font_small, 0);
         viz_set(cr, VIZ_INK);
         const char *name = viz_source_string(c->src, m->vars[v].name);
-        snprintf(buf, sizeof buf, "v%lld", vs ? (long long)vs->version : 0LL);
+        viz_var_version_label(c, v, buf, sizeof buf);
         double vw = viz_text(cr, r.x + inner, r.y - 4 * s, buf, 2, 0);
         char sz[32];
         viz_fmt_bytes(sz, sizeof sz, (double)m->vars[v].bytes);
@@ -109,11 +137,13 @@ static void draw_ps(viz_ctx *c, int p)
     }
     DP_UNUSED(shown);
     if (tk) {
+        char note[96], of[112] = "";
+        if (viz_model_sample_note(m, note, sizeof note)) snprintf(of, sizeof of, " (%s)", note);
         viz_font(cr, l->font_small, 0);
         viz_set(cr, tk->drops > 0 ? viz_phase_color(EVT_PHASE_DEAD) : VIZ_MUTED);
-        if (tk->drops > 0) snprintf(buf, sizeof buf, "%lld applied · %lld dropped",
-                                    (long long)tk->applies, (long long)tk->drops);
-        else snprintf(buf, sizeof buf, "%lld applied", (long long)tk->applies);
+        if (tk->drops > 0) snprintf(buf, sizeof buf, "%lld applied · %lld dropped%s",
+                                    (long long)tk->applies, (long long)tk->drops, of);
+        else snprintf(buf, sizeof buf, "%lld applied%s", (long long)tk->applies, of);
         viz_text(cr, b.x + 8 * s, b.y + b.h - 8 * s, buf, 0, b.w * 0.62);
     }
     draw_chips(c, b, EVT_JOB_PS, p, b.y + b.h - 6 * s);
@@ -127,8 +157,10 @@ static void draw_worker(viz_ctx *c, int w, double lift)
     viz_rect b = l->worker_box[w];
     b.y -= lift;
     const evt_task_state *tk = evt_state_task(c->st, EVT_JOB_WORKER, w);
-    int phase = tk && tk->started ? tk->phase : EVT_PHASE_IDLE;
+    int phase = viz_worker_phase(c, w);
     viz_rgb pc = viz_phase_color(phase);
+    char slow[32];
+    slow_label(&c->src->m, w, slow, sizeof slow);
     viz_set(cr, pc);
     viz_round_rect(cr, b, 7 * s);
     cairo_fill(cr);
@@ -138,8 +170,9 @@ static void draw_worker(viz_ctx *c, int w, double lift)
         viz_round_rect(cr, inner, 5 * s);
         cairo_fill(cr);
     }
+    /* the selection is blue, unless the box is (evaluating) */
     viz_set(cr, c->view->sel.kind == VIZ_SEL_TASK && c->view->sel.job == EVT_JOB_WORKER &&
-                        c->view->sel.task == w ? VIZ_ACCENT : VIZ_INK);
+                        c->view->sel.task == w && phase != VIZ_PHASE_EVALUATING ? VIZ_ACCENT : VIZ_INK);
     cairo_set_line_width(cr, (c->view->sel.kind == VIZ_SEL_TASK && c->view->sel.task == w &&
                               c->view->sel.job == EVT_JOB_WORKER ? 4 : 1.5) * s);
     viz_round_rect(cr, b, 7 * s);
@@ -148,18 +181,32 @@ static void draw_worker(viz_ctx *c, int w, double lift)
     viz_set(cr, VIZ_INK);
     if (l->compact_workers) {
         viz_font(cr, fmin(l->font_small, b.h * 0.5), 1);
-        snprintf(buf, sizeof buf, "%s%d", w == c->src->m.chief ? "\xe2\x98\x85" : "", w);
+        snprintf(buf, sizeof buf, "%s%d%s%s", w == c->src->m.chief ? "\xe2\x98\x85" : "", w,
+                 slow[0] ? " " : "", slow[0] ? slow + 5 : "");   /* "3 ×4" */
         viz_text(cr, b.x + b.w / 2, b.y + b.h * 0.62, buf, 1, b.w - 2 * s);
         return;
     }
-    double x = inner.x + 5 * s, lh = inner.h / 3.2;
+    double x = inner.x + 5 * s, lh = inner.h / 3.2, tag_w = 0;
+    if (slow[0]) {   /* the straggler's mark: an ink tag at the right of the name line */
+        viz_font(cr, l->font_small * 0.9, 1);
+        tag_w = viz_text_width(cr, slow) + 10 * s;
+        viz_rect tag = {inner.x + inner.w - tag_w - 3 * s, inner.y + lh * 0.95 - l->font_small * 0.95,
+                        tag_w, l->font_small * 1.25};
+        viz_set(cr, VIZ_INK);
+        viz_round_rect(cr, tag, 4 * s);
+        cairo_fill(cr);
+        viz_set(cr, VIZ_PANEL);
+        viz_text(cr, tag.x + tag_w / 2, inner.y + lh * 0.95, slow, 1, 0);
+        tag_w += 6 * s;
+    }
+    viz_set(cr, VIZ_INK);
     viz_font(cr, l->font_small, 1);
     viz_task_name(buf, sizeof buf, EVT_JOB_WORKER, w);
     if (w == c->src->m.chief) strncat(buf, " \xe2\x98\x85", sizeof buf - strlen(buf) - 1);
-    viz_text(cr, x, inner.y + lh * 0.95, buf, 0, inner.w - 8 * s);
+    viz_text(cr, x, inner.y + lh * 0.95, buf, 0, inner.w - 8 * s - tag_w);
     /* phase line: name, compute progress bar */
     viz_font(cr, l->font, 1);
-    const char *pn = evt_phase_name(phase);
+    const char *pn = viz_phase_name(phase);
     if (phase == EVT_PHASE_SSP) pn = "blocked (ssp)";
     if (phase == EVT_PHASE_BARRIER) pn = "at barrier";
     if (tk && !tk->started) pn = "not started";
@@ -195,85 +242,6 @@ static void draw_worker(viz_ctx *c, int w, double lift)
         cairo_line_to(cr, b.x, b.y + b.h);
         cairo_stroke(cr);
     }
-}
-
-/* Past this many packets in flight (many ps, each variable its own message) they are
- * drawn smaller, in one fill per variable colour and without outlines: thousands of
- * separate arcs would cost more than a frame, and full-size ones hide everything. */
-#define VIZ_BATCH_PACKETS 512
-
-static double packet_radius(const viz_packet *p, double s)
-{
-    return fmin(13, fmax(6, 3 + sqrt((double)(p->bytes > 0 ? p->bytes : 0)) / 60)) * s;
-}
-
-static void draw_packets_batched(viz_ctx *c)
-{
-    cairo_t *cr = c->cr;
-    const viz_layout *l = &c->lay;
-    int n = c->fr.n_pk, nv = c->src->m.n_vars + 1;
-    double shrink = fmax(0.35, sqrt((double)VIZ_BATCH_PACKETS / n));   /* a stream, not confetti */
-    int *start = xcalloc((size_t)nv + 1, sizeof *start), *order = xmalloc((size_t)n * sizeof *order);
-    for (int i = 0; i < n; i++) start[c->fr.pk[i].var + 1]++;   /* var -1 (unknown) first */
-    for (int v = 1; v <= nv; v++) start[v] += start[v - 1];
-    for (int v = nv; v > 0; v--) start[v] = start[v - 1];
-    start[0] = 0;
-    for (int i = 0; i < n; i++) order[start[c->fr.pk[i].var + 1]++] = i;
-    for (int k = 0; k < n;) {
-        int var = c->fr.pk[order[k]].var;
-        for (; k < n && c->fr.pk[order[k]].var == var; k++) {
-            const viz_packet *p = &c->fr.pk[order[k]];
-            if (p->dropped) continue;
-            double frac = p->t1 > p->t0 ? (double)(c->t - p->t0) / (double)(p->t1 - p->t0) : 1;
-            viz_point q = viz_layout_packet_pos(l, p->ps, p->worker, p->is_push, frac);
-            cairo_new_sub_path(cr);
-            cairo_arc(cr, q.x, q.y, packet_radius(p, l->s) * shrink, 0, 2 * M_PI);
-        }
-        viz_set(cr, viz_var_color(var));
-        cairo_fill(cr);
-    }
-    free(order);
-    free(start);
-}
-
-static void draw_packet(viz_ctx *c, const viz_packet *p)
-{
-    cairo_t *cr = c->cr;
-    const viz_layout *l = &c->lay;
-    double s = l->s;
-    double rad = packet_radius(p, s);
-    if (p->dropped) {
-        double age = (double)(c->t - p->t0);
-        double span = (double)(c->src->m.dur_n[1] ? c->src->m.dur_sum[1] / (double)c->src->m.dur_n[1]
-                                                  : (double)c->src->m.bw);
-        double a = fmax(0.15, 1 - age / fmax(span, 1));
-        viz_point q = viz_layout_packet_pos(l, p->ps, p->worker, 1, 1.0);
-        q.y += rad * 1.6 + (p->worker % 3) * rad * 0.8;   /* just under the ps, falling */
-        cairo_new_sub_path(cr);
-        cairo_arc(cr, q.x, q.y, rad, 0, 2 * M_PI);
-        viz_seta(cr, VIZ_MUTED, 0.55 * a);
-        cairo_fill(cr);
-        viz_seta(cr, viz_phase_color(EVT_PHASE_DEAD), a);
-        cairo_set_line_width(cr, 3 * s);
-        cairo_move_to(cr, q.x - rad, q.y - rad);
-        cairo_line_to(cr, q.x + rad, q.y + rad);
-        cairo_move_to(cr, q.x + rad, q.y - rad);
-        cairo_line_to(cr, q.x - rad, q.y + rad);
-        cairo_stroke(cr);
-        return;
-    }
-    double frac = p->t1 > p->t0 ? (double)(c->t - p->t0) / (double)(p->t1 - p->t0) : 1;
-    if (frac > 0.97 && viz_source_is_live(c->src)) frac = 0.97;
-    viz_point q = viz_layout_packet_pos(l, p->ps, p->worker, p->is_push, frac);
-    cairo_new_sub_path(cr);
-    cairo_arc(cr, q.x, q.y, rad, 0, 2 * M_PI);
-    viz_set(cr, viz_var_color(p->var));
-    cairo_fill_preserve(cr);
-    int sel = c->view->sel.kind == VIZ_SEL_PACKET && c->view->sel.task == p->worker &&
-              c->view->sel.id == p->id;
-    viz_set(cr, sel ? VIZ_ACCENT : p->is_push ? VIZ_INK : VIZ_PANEL);
-    cairo_set_line_width(cr, (sel ? 4 : 2) * s);
-    cairo_stroke(cr);
 }
 
 /* Every worker talks to every ps. Up to VIZ_MESH_EDGES edges are drawn; past that a mesh
@@ -324,14 +292,16 @@ static void draw_edges(viz_ctx *c)
     cairo_stroke(cr);
 }
 
-/* Count of workers per phase, and the step the barrier holds. */
-static void phase_counts(const evt_state *st, int n, int *count, int64_t *barrier_step)
+/* Count of workers per phase as drawn (the chief evaluating counts as such), and the step
+ * the barrier holds. */
+static void phase_counts(const viz_ctx *c, int n, int *count, int64_t *barrier_step)
 {
-    memset(count, 0, EVT_PHASE_COUNT * sizeof *count);
+    const evt_state *st = c->st;
+    memset(count, 0, VIZ_N_PHASES * sizeof *count);
     *barrier_step = -1;
     for (int w = 0; w < n && w < st->workers_len; w++) {
         const evt_task_state *tk = &st->workers[w];
-        int ph = tk->started ? tk->phase : EVT_PHASE_IDLE;
+        int ph = w == c->src->m.chief ? viz_worker_phase(c, w) : tk->started ? tk->phase : EVT_PHASE_IDLE;
         count[ph]++;
         if (ph == EVT_PHASE_BARRIER && tk->step > *barrier_step) *barrier_step = tk->step;
     }
@@ -397,8 +367,8 @@ static void draw_dense(viz_ctx *c, const int *count)
     /* the grid: one pixel per worker in a small image, scaled up without smoothing */
     int cols = l->grid_cols, rows = l->grid_rows;
     cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, cols, rows);
-    uint32_t lut[EVT_PHASE_COUNT];
-    for (int i = 0; i < EVT_PHASE_COUNT; i++) {
+    uint32_t lut[VIZ_N_PHASES];
+    for (int i = 0; i < VIZ_N_PHASES; i++) {
         viz_rgb pc = viz_phase_color(i);
         lut[i] = (uint32_t)(pc.r * 255 + 0.5) << 16 | (uint32_t)(pc.g * 255 + 0.5) << 8 |
                  (uint32_t)(pc.b * 255 + 0.5);
@@ -410,7 +380,8 @@ static void draw_dense(viz_ctx *c, const int *count)
         uint32_t v = 0xF6F5F1;
         if (w < l->n_workers) {
             const evt_task_state *tk = w < c->st->workers_len ? &c->st->workers[w] : NULL;
-            v = lut[tk && tk->started ? tk->phase : EVT_PHASE_IDLE];
+            v = lut[w == c->src->m.chief ? viz_worker_phase(c, w)
+                                         : tk && tk->started ? tk->phase : EVT_PHASE_IDLE];
         }
         ((uint32_t *)(void *)(px + (size_t)(w / cols) * (size_t)stride))[w % cols] = v;
     }
@@ -427,7 +398,7 @@ static void draw_dense(viz_ctx *c, const int *count)
     /* caption: counts per phase with swatches */
     static const int order[] = {EVT_PHASE_PULLING, EVT_PHASE_COMPUTING, EVT_PHASE_PACED,
                                 EVT_PHASE_PUSHING, EVT_PHASE_BARRIER, EVT_PHASE_SSP,
-                                EVT_PHASE_DEAD, EVT_PHASE_IDLE};
+                                VIZ_PHASE_EVALUATING, EVT_PHASE_DEAD, EVT_PHASE_IDLE};
     char buf[64];
     double x = l->grid.x, y = l->grid.y - l->font * 0.45;
     viz_font(cr, l->font_small, 1);
@@ -438,14 +409,15 @@ static void draw_dense(viz_ctx *c, const int *count)
     for (size_t i = 0; i < DP_ARRAY_LEN(order); i++) {
         /* computing always has its entry; paced has one whenever the run is paced */
         if (!count[order[i]] && order[i] != EVT_PHASE_COMPUTING &&
-            !(order[i] == EVT_PHASE_PACED && c->src->m.has_paced))
+            !(order[i] == EVT_PHASE_PACED && c->src->m.has_paced) &&
+            !(order[i] == VIZ_PHASE_EVALUATING && c->src->m.has_eval))
             continue;
         viz_set(cr, viz_phase_color(order[i]));
         cairo_rectangle(cr, x, y - l->font_small * 0.8, l->font_small * 0.9, l->font_small * 0.9);
         cairo_fill(cr);
         x += l->font_small * 1.2;
         viz_set(cr, VIZ_INK);
-        snprintf(buf, sizeof buf, "%s %d", evt_phase_name(order[i]), count[order[i]]);
+        snprintf(buf, sizeof buf, "%s %d", viz_phase_name(order[i]), count[order[i]]);
         x += viz_text(cr, x, y, buf, 0, 0) + 12 * s;
     }
 }
@@ -453,9 +425,9 @@ static void draw_dense(viz_ctx *c, const int *count)
 void viz_draw_cluster(viz_ctx *c)
 {
     const viz_layout *l = &c->lay;
-    int count[EVT_PHASE_COUNT];
+    int count[VIZ_N_PHASES];
     int64_t bstep;
-    phase_counts(c->st, l->n_workers, count, &bstep);
+    phase_counts(c, l->n_workers, count, &bstep);
     if (l->dense) {
         draw_dense(c, count);
         if (l->compact_ps) viz_draw_ps_cells(c);
@@ -475,15 +447,7 @@ void viz_draw_cluster(viz_ctx *c)
         int at_barrier = tk && tk->phase == EVT_PHASE_BARRIER && l->worker_box[w].y <= l->worker_box[0].y;
         draw_worker(c, w, at_barrier ? fmax(lift, 0) : 0);
     }
-    if (c->fr.n_pk > VIZ_BATCH_PACKETS) {
-        draw_packets_batched(c);
-        for (int i = 0; i < c->fr.n_pk; i++)   /* dying gradients and the selection on top */
-            if (c->fr.pk[i].dropped || (c->view->sel.kind == VIZ_SEL_PACKET &&
-                                        c->view->sel.task == c->fr.pk[i].worker &&
-                                        c->view->sel.id == c->fr.pk[i].id))
-                draw_packet(c, &c->fr.pk[i]);
-    } else
-        for (int i = 0; i < c->fr.n_pk; i++) draw_packet(c, &c->fr.pk[i]);
+    viz_draw_packets(c);
     if (l->n_ps == 0 && l->n_workers == 0) {
         viz_font(c->cr, l->font, 0);
         viz_set(c->cr, VIZ_MUTED);

@@ -15,7 +15,7 @@
 const viz_rgb VIZ_BG = RGB(0xF6F5F1), VIZ_INK = RGB(0x1E1E24), VIZ_MUTED = RGB(0x6B6B76),
               VIZ_PANEL = RGB(0xFFFFFF), VIZ_LINE = RGB(0xC9C8C2), VIZ_ACCENT = RGB(0x0072B2);
 
-static const viz_rgb phase_colors[EVT_PHASE_COUNT] = {
+static const viz_rgb phase_colors[VIZ_N_PHASES] = {
     RGB(0xD9D9D9), /* idle */
     RGB(0x56B4E9), /* pulling: sky blue */
     RGB(0x009E73), /* computing: bluish green */
@@ -26,6 +26,8 @@ static const viz_rgb phase_colors[EVT_PHASE_COUNT] = {
     RGB(0x8C8C8C), /* stopped */
     RGB(0x7E76B6), /* paced (--pace): muted lavender, away from sky blue and purple for
                     * protan/deutan eyes too */
+    RGB(0x0072B2), /* evaluating (the chief, viewer-only): Okabe-Ito blue, the colour of the
+                    * evaluation markers and the accuracy curve */
 };
 
 static const viz_rgb var_colors[] = {
@@ -40,7 +42,7 @@ static const viz_rgb device_colors[] = {
 
 viz_rgb viz_phase_color(int phase)
 {
-    return phase >= 0 && phase < EVT_PHASE_COUNT ? phase_colors[phase] : phase_colors[0];
+    return phase >= 0 && phase < VIZ_N_PHASES ? phase_colors[phase] : phase_colors[0];
 }
 
 viz_rgb viz_var_color(int i)
@@ -57,8 +59,13 @@ viz_rgb viz_act_color(int act)
 {
     static const int phase_of[VIZ_N_ACT] = {EVT_PHASE_PULLING, EVT_PHASE_COMPUTING,
                                             EVT_PHASE_PUSHING, EVT_PHASE_BARRIER,
-                                            EVT_PHASE_PACED};
+                                            EVT_PHASE_PACED, VIZ_PHASE_EVALUATING};
     return viz_phase_color(phase_of[act]);
+}
+
+const char *viz_phase_name(int phase)
+{
+    return phase == VIZ_PHASE_EVALUATING ? "evaluating" : evt_phase_name(phase);
 }
 
 void viz_set(cairo_t *cr, viz_rgb c) { cairo_set_source_rgb(cr, c.r, c.g, c.b); }
@@ -117,6 +124,20 @@ void viz_fmt_bytes(char *buf, size_t n, double b)
     else if (b >= 1e6) snprintf(buf, n, "%.1f MB", b / 1e6);
     else if (b >= 1e3) snprintf(buf, n, "%.1f kB", b / 1e3);
     else snprintf(buf, n, "%.0f B", b);
+}
+
+void viz_fmt_count(char *buf, size_t n, long long v)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof digits, "%lld", v < 0 ? -v : v), o = 0;
+    char out[48];
+    if (v < 0) out[o++] = '-';
+    for (int i = 0; i < len; i++) {
+        if (i > 0 && (len - i) % 3 == 0) out[o++] = ',';
+        out[o++] = digits[i];
+    }
+    out[o] = 0;
+    snprintf(buf, n, "%s", out);
 }
 
 void viz_fmt_time(char *buf, size_t n, int64_t ns)

@@ -25,15 +25,23 @@ int viz_stale_bin(double staleness);
 #define VIZ_MAX_OPS 20000       /* placement rows kept */
 #define VIZ_MAX_MARKS 8192
 
-/* Timeline activities; PACED (--pace) is last, and a lane with none of it draws as before. */
-enum { VIZ_ACT_PULL, VIZ_ACT_COMPUTE, VIZ_ACT_PUSH, VIZ_ACT_WAIT, VIZ_ACT_PACED, VIZ_N_ACT };
+/* Timeline activities; PACED (--pace) and EVAL (the chief evaluating) come last, and a
+ * lane with neither draws as before. */
+enum { VIZ_ACT_PULL, VIZ_ACT_COMPUTE, VIZ_ACT_PUSH, VIZ_ACT_WAIT, VIZ_ACT_PACED, VIZ_ACT_EVAL,
+       VIZ_N_ACT };
+/* The viewer's own phase beyond events/state.h's: the chief evaluating the test set (the
+ * replay state calls that time idle; the model knows it from EVT_EVAL). */
+enum { VIZ_PHASE_EVALUATING = EVT_PHASE_COUNT, VIZ_N_PHASES };
 
 typedef struct viz_mark { int64_t t; int kind; int job, task; double value; } viz_mark;
-typedef struct viz_eval { int64_t t; double acc, loss; int64_t step; } viz_eval;
+/* An evaluation by the chief: it ran from t0 (its EVT_EVAL's dur back from t, or else the
+ * moment the chief last fell idle before t) to t, when it reported acc and loss. */
+typedef struct viz_eval { int64_t t; double acc, loss; int64_t step; int64_t t0; } viz_eval;
 typedef struct viz_op { uint32_t name, type, device; int is_var; } viz_op;
 typedef struct viz_var { uint32_t name, shape, device; int64_t bytes; int ps; } viz_var;
 typedef struct viz_taskdev { uint8_t job; int32_t task; uint32_t device; } viz_taskdev;
-typedef struct viz_act { int32_t cnt[VIZ_N_ACT]; int64_t since[VIZ_N_ACT]; } viz_act;
+/* A task's open activities (begins not yet ended) and when it last had none. */
+typedef struct viz_act { int32_t cnt[VIZ_N_ACT]; int64_t since[VIZ_N_ACT]; int64_t idle_since; } viz_act;
 
 /* One series: VIZ_BUCKETS rows of k doubles, merged by sum (or max) when buckets double. */
 typedef struct viz_series { double *v; int k; int use_max; } viz_series;
@@ -56,6 +64,17 @@ typedef struct viz_model {
     int n_ps, n_workers;      /* largest task index + 1 seen */
     int chief;                /* worker index of the chief (0) */
     int has_paced;            /* a PACED_BEGIN was seen: the paced legend entries show */
+    int has_eval;             /* an EVAL was seen: the evaluating legend entries show */
+    int64_t t_start;          /* the first CLUSTER_START (the run's start), -1 none */
+    /* Stragglers from the metadata ("straggler": "worker:3x4,...", or the older
+     * "slow_worker": "3:4"), top level or under "config": slow[w] > 1 for a slowed worker. */
+    double *slow; int slow_len;
+    /* Sampling: a sim trace with per-message events for a sample of workers only
+     * ("trace_level": "sample", or "steps": none). sampled[w] marks the workers seen with
+     * per-message events (a transfer naming a ps, or an apply / drop naming them). */
+    int trace_level;          /* VIZ_TRACE_FULL, _SAMPLE or _STEPS */
+    int meta_workers;         /* "cluster": {"workers": N} from the metadata, 0 unknown */
+    uint8_t *sampled; int sampled_len, n_sampled;
     int lane_job[VIZ_MAX_LANES], lane_task[VIZ_MAX_LANES], n_lanes;
     int16_t *lane_of[2];      /* [job][task] -> lane + 1 (0 = none), job ps/worker */
     viz_act *act[2]; int act_len[2];
@@ -66,6 +85,8 @@ typedef struct viz_model {
     char title[128], engine[32], mode[96];
     int metadata_mode;        /* mode came from metadata (config JSON does not override) */
 } viz_model;
+
+enum { VIZ_TRACE_FULL = 0, VIZ_TRACE_SAMPLE, VIZ_TRACE_STEPS };
 
 void viz_model_init(viz_model *m, int64_t duration_hint);
 void viz_model_release(viz_model *m);
@@ -93,6 +114,14 @@ int viz_model_rate_span(const viz_model *m);
 int viz_model_task_devices(const viz_model *m, int job, int task, uint32_t *ids, int max);
 int viz_model_device_index(const viz_model *m, uint32_t device);
 int viz_model_var_index(const viz_model *m, uint32_t name);
+/* The straggler factor of worker w from the metadata (> 1 slowed), or 0 when none. */
+double viz_model_slow(const viz_model *m, int w);
+/* The evaluation in progress at time t (t0 <= t < its t), or NULL. Borrowed. */
+const viz_eval *viz_model_eval_at(const viz_model *m, int64_t t);
+/* When traffic and applies cover only a sample of the workers, writes the note every panel
+ * that counts them carries ("16 sampled of 1,200") into buf and returns 1; else returns 0
+ * with buf empty. */
+int viz_model_sample_note(const viz_model *m, char *buf, size_t n);
 
 enum { VIZ_SRC_TRACE = 1, VIZ_SRC_MEM, VIZ_SRC_LIVE };
 
@@ -114,6 +143,9 @@ struct viz_source {
  * events; returns the number visited. */
 typedef void (*viz_scan_fn)(void *ctx, const evt_record *e);
 size_t viz_source_scan(viz_source *s, int64_t a, int64_t b, size_t max, viz_scan_fn fn, void *ctx);
+/* The run's start on the source's clock: its first CLUSTER_START, else its first event.
+ * Compare mode lines two runs up on it (a hub may have started long before the cluster). */
+int64_t viz_source_origin(const viz_source *s);
 
 /* ---- per-frame data: what is moving at time t ---------------------------------------- */
 typedef struct viz_packet {
@@ -139,6 +171,8 @@ viz_rgb viz_phase_color(int phase);
 viz_rgb viz_var_color(int var_index);
 viz_rgb viz_device_color(int device_index);
 viz_rgb viz_act_color(int act);
+/* evt_phase_name, and "evaluating" for VIZ_PHASE_EVALUATING. */
+const char *viz_phase_name(int phase);
 extern const viz_rgb VIZ_BG, VIZ_INK, VIZ_MUTED, VIZ_PANEL, VIZ_LINE, VIZ_ACCENT;
 
 /* ---- drawing helpers (viz/draw_util.c) ------------------------------------------------ */
@@ -154,6 +188,8 @@ void viz_font(cairo_t *cr, double size, int bold);
 double viz_text(cairo_t *cr, double x, double y, const char *s, int align, double max_w);
 double viz_text_width(cairo_t *cr, const char *s);
 void viz_fmt_bytes(char *buf, size_t n, double bytes);
+/* A count with thousands separators: "1,200". */
+void viz_fmt_count(char *buf, size_t n, long long v);
 void viz_fmt_time(char *buf, size_t n, int64_t ns);
 /* Short task name "/job:ps/task:0". */
 void viz_task_name(char *buf, size_t n, int job, int task);
@@ -175,6 +211,7 @@ void viz_ctx_begin(viz_ctx *c, cairo_t *cr, viz_source *s, const viz_view *v, in
                    int w, int h, int side_panels);
 void viz_ctx_end(viz_ctx *c);
 void viz_draw_cluster(viz_ctx *c);          /* draw.c */
+void viz_draw_packets(viz_ctx *c);          /* packets.c: transfers in flight, their key */
 void viz_draw_ps_cells(viz_ctx *c);         /* pscells.c: compact ps row */
 void viz_draw_ps_col_bands(viz_ctx *c);     /* pscells.c: dense traffic per column of cells */
 void viz_cluster_hit(const viz_ctx *c, double x, double y, viz_selection *out);
@@ -185,9 +222,24 @@ void viz_draw_placement(viz_ctx *c);        /* overlay.c */
 void viz_draw_help(viz_ctx *c);
 void viz_draw_inspector(viz_ctx *c);
 void viz_draw_toast(viz_ctx *c, const char *msg);
-/* One line chart of a model series into r (shared by panels and compare). */
-void viz_plot_loss(viz_ctx *c, viz_rect r, const viz_model *m, int64_t t, int64_t t_end,
-                   viz_rgb color, int per_worker, double ymax);
+/* What worker w is shown doing at the frame's time: its replay phase, or
+ * VIZ_PHASE_EVALUATING for the chief while it evaluates. */
+int viz_worker_phase(const viz_ctx *c, int w);
+/* The label of variable v's version in its ps box: "v12", or for global_step the global
+ * step itself ("step 12"), which no apply event counts. */
+void viz_var_version_label(const viz_ctx *c, int v, char *buf, size_t n);
+/* Compare mode (compare.c): the time of B shown beside A at A's time v->t — the same time
+ * since each run's start, or (compare_by_step) when B reached A's global step. */
+int64_t viz_compare_time(viz_source *a, viz_source *b, const viz_view *v);
+void viz_draw_compare(cairo_t *cr, viz_source *a, const viz_view *v);
+/* One whole frame of s at time t into (0, 0, w, h) of cr (view.c); tag ("A", "B") leads the
+ * title, side_panels 0 leaves the panels out. */
+void viz_draw_frame(cairo_t *cr, viz_source *s, const viz_view *v, int64_t t, int w, int h,
+                    int side_panels, const char *tag);
+/* One line chart of a model's loss into r (shared by panels and compare): the buckets in
+ * [from, t] at x = r.x + r.w * (time - from) / span, y from 0 (bottom) to ymax (top). */
+void viz_plot_loss(viz_ctx *c, viz_rect r, const viz_model *m, int64_t from, int64_t t,
+                   int64_t span, viz_rgb color, int per_worker, double ymax);
 double viz_model_loss_max(const viz_model *m);
 
 #endif

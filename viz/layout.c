@@ -258,6 +258,22 @@ void viz_layout_compute(const viz_layout_input *in, viz_layout *l)
     layout_workers(l);
 }
 
+void viz_layout_compare(int width, int height, double dpr, viz_compare_layout *o)
+{
+    dp_assert("layout: frame size must be positive", width > 0 && height > 0);
+    double s = fmin(width / 1280.0, height / 720.0);
+    if (dpr < 1) dpr = 1;
+    double font = fmax(19 * s, 15 * dpr), small = fmax(15 * s, 12 * dpr);
+    o->half_w = width / 2;
+    o->top_h = (int)(height * 0.74);
+    o->strip = (viz_rect){10 * s, o->top_h + 6 * s, width - 20 * s, height - o->top_h - 12 * s};
+    double left = small * 3.2, top = font * 1.6, bottom = small * 1.5;
+    o->plot = (viz_rect){o->strip.x + 10 * s + left, o->strip.y + top,
+                         o->strip.w - 20 * s - left, o->strip.h - top - bottom - 2 * s};
+    if (o->plot.w < 1) o->plot.w = 1;
+    if (o->plot.h < 1) o->plot.h = 1;
+}
+
 void viz_layout_release(viz_layout *l)
 {
     if (!l) return;

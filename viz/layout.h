@@ -82,6 +82,16 @@ viz_rect viz_layout_cell(const viz_layout *l, int worker);
 viz_point viz_layout_packet_pos(const viz_layout *l, int ps, int worker, int is_push,
                                 double frac);
 
+/* Compare mode in a width x height frame: A's half (left) and B's (right), each a frame
+ * of its own without side panels, over a strip holding both loss curves: its title line,
+ * then the chart area (plot) with the y axis on its left edge and the time axis on its
+ * bottom edge, tick labels outside. Sizes scale like the frame's (s, fonts). */
+typedef struct viz_compare_layout {
+    int half_w, top_h;       /* A: (0, 0, half_w, top_h); B: (half_w, 0, width - half_w, top_h) */
+    viz_rect strip, plot;
+} viz_compare_layout;
+void viz_layout_compare(int width, int height, double dpr, viz_compare_layout *out);
+
 int viz_rect_contains(viz_rect r, double x, double y);
 
 #endif

@@ -60,6 +60,7 @@ void viz_model_init(viz_model *m, int64_t duration_hint)
     series_init(&m->agg, VIZ_N_ACT, 0);
     m->lane_of[0] = xcalloc(EVT_STATE_MAX_TASKS, sizeof *m->lane_of[0]);
     m->lane_of[1] = xcalloc(EVT_STATE_MAX_TASKS, sizeof *m->lane_of[1]);
+    m->t_start = -1;
     snprintf(m->engine, sizeof m->engine, "real");
 }
 
@@ -76,6 +77,8 @@ void viz_model_release(viz_model *m)
     free(m->lane_of[1]);
     free(m->act[0]);
     free(m->act[1]);
+    free(m->slow);
+    free(m->sampled);
     memset(m, 0, sizeof *m);
 }
 
@@ -156,6 +159,14 @@ static void add_interval(viz_model *m, int lane, int is_worker, int act, int64_t
     }
 }
 
+/* Whether task a has nothing open. */
+static int act_idle(const viz_act *a)
+{
+    for (int i = 0; i < VIZ_N_ACT; i++)
+        if (a->cnt[i] > 0) return 0;
+    return 1;
+}
+
 static void activity(viz_model *m, int job, int task, int act, int begin, int64_t t)
 {
     viz_act *a = act_for(m, job, task);
@@ -165,6 +176,61 @@ static void activity(viz_model *m, int job, int task, int act, int begin, int64_
         if (a->cnt[act]++ == 0) a->since[act] = t;
     } else if (a->cnt[act] > 0 && --a->cnt[act] == 0) {
         add_interval(m, lane, job == EVT_JOB_WORKER, act, a->since[act], t);
+        if (act_idle(a)) a->idle_since = t;
+    }
+}
+
+/* A task stopped (or the whole run did): whatever it had open ends now, so no phase runs
+ * on past the end of the run. */
+static void close_task(viz_model *m, int job, int task, int64_t t)
+{
+    if ((job != EVT_JOB_PS && job != EVT_JOB_WORKER) || task < 0 || task >= m->act_len[job]) return;
+    viz_act *a = &m->act[job][task];
+    if (act_idle(a)) return;
+    int lane = viz_model_lane(m, job, task);
+    for (int i = 0; i < VIZ_N_ACT; i++)
+        if (a->cnt[i] > 0) {
+            add_interval(m, lane, job == EVT_JOB_WORKER, i, a->since[i], t);
+            a->cnt[i] = 0;
+        }
+    a->idle_since = t;
+}
+
+/* The chief's evaluation ending at e->t: from e->dur before it, or else from the moment
+ * the chief last fell idle (the runtime pulls, evaluates, then reports), drawn on its lane. */
+static void evaluation(viz_model *m, const evt_record *e, int64_t t)
+{
+    int64_t t0 = t;
+    if (e->dur > 0) t0 = t - e->dur;
+    else if (e->job == EVT_JOB_WORKER && e->task >= 0 && e->task < m->act_len[EVT_JOB_WORKER]) {
+        const viz_act *a = &m->act[EVT_JOB_WORKER][e->task];
+        if (act_idle(a) && a->idle_since > 0) t0 = a->idle_since;
+    }
+    if (t0 < 0) t0 = 0;
+    if (m->n_evals == m->cap_evals) {
+        m->cap_evals = m->cap_evals ? 2 * m->cap_evals : 32;
+        m->evals = xrealloc(m->evals, m->cap_evals * sizeof *m->evals);
+    }
+    m->evals[m->n_evals++] = (viz_eval){t, e->value, e->value2, e->step, t0};
+    m->has_eval = 1;
+    if (e->job == EVT_JOB_WORKER && t0 < t)
+        add_interval(m, lane_for(m, EVT_JOB_WORKER, e->task), 1, VIZ_ACT_EVAL, t0, t);
+}
+
+/* Worker w has per-message events (sampling: it is one of the sampled workers). */
+static void sampled(viz_model *m, int w)
+{
+    if (w < 0 || w >= EVT_STATE_MAX_TASKS) return;
+    if (w >= m->sampled_len) {
+        int n = m->sampled_len ? m->sampled_len : 64;
+        while (n <= w) n *= 2;
+        m->sampled = xrealloc(m->sampled, (size_t)n);
+        memset(m->sampled + m->sampled_len, 0, (size_t)(n - m->sampled_len));
+        m->sampled_len = n;
+    }
+    if (!m->sampled[w]) {
+        m->sampled[w] = 1;
+        m->n_sampled++;
     }
 }
 
@@ -238,10 +304,88 @@ static void mode_from_json(viz_model *m, json_t *o)
         snprintf(m->mode, sizeof m->mode, "%s", mode);
 }
 
+static void set_slow(viz_model *m, long w, double f)
+{
+    if (w < 0 || w >= EVT_STATE_MAX_TASKS || !(f > 0) || !isfinite(f)) return;
+    if (w >= m->slow_len) {
+        int n = m->slow_len ? m->slow_len : 16;
+        while (n <= w) n *= 2;
+        m->slow = xrealloc(m->slow, (size_t)n * sizeof *m->slow);
+        for (int i = m->slow_len; i < n; i++) m->slow[i] = 0;
+        m->slow_len = n;
+    }
+    m->slow[w] = f;
+}
+
+/* "worker:3x4,worker:5x1.5" (the run description's spelling) or "3:4" (the runtime's
+ * older slow_worker); anything else is ignored. */
+static void stragglers_from(viz_model *m, const char *s)
+{
+    while (s && *s) {
+        char *end;
+        if (!strncmp(s, "worker:", 7)) s += 7;
+        long w = strtol(s, &end, 10);
+        if (end != s && (*end == 'x' || *end == ':')) {
+            const char *f = end + 1;
+            double v = strtod(f, &end);
+            if (end != f) set_slow(m, w, v);
+        }
+        s = strchr(s, ',');
+        if (s) s++;
+    }
+}
+
+double viz_model_slow(const viz_model *m, int w)
+{
+    return w >= 0 && w < m->slow_len && m->slow[w] > 1 ? m->slow[w] : 0;
+}
+
+static void meta_run(viz_model *m, json_t *o)
+{
+    json_t *cfg = json_object_get(o, "config");
+    json_t *where[2] = {o, json_is_object(cfg) ? cfg : NULL};
+    for (int i = 0; i < 2 && where[i]; i++) {
+        const char *st = json_string_value(json_object_get(where[i], "straggler"));
+        if (!st) st = json_string_value(json_object_get(where[i], "slow_worker"));
+        if (st) stragglers_from(m, st);
+    }
+    const char *lvl = json_string_value(json_object_get(o, "trace_level"));
+    if (lvl && !strcmp(lvl, "sample")) m->trace_level = VIZ_TRACE_SAMPLE;
+    else if (lvl && !strcmp(lvl, "steps")) m->trace_level = VIZ_TRACE_STEPS;
+    json_t *cl = json_object_get(o, "cluster");
+    json_t *nw = json_is_object(cl) ? json_object_get(cl, "workers") : json_object_get(o, "workers");
+    if (json_is_integer(nw) && json_integer_value(nw) > 0 && json_integer_value(nw) < EVT_STATE_MAX_TASKS)
+        m->meta_workers = (int)json_integer_value(nw);
+}
+
+int viz_model_sample_note(const viz_model *m, char *buf, size_t n)
+{
+    if (n) buf[0] = 0;
+    if (m->trace_level == VIZ_TRACE_FULL) return 0;
+    int all = m->meta_workers > m->n_workers ? m->meta_workers : m->n_workers;
+    char a[32], b[32];
+    viz_fmt_count(a, sizeof a, m->trace_level == VIZ_TRACE_STEPS ? 0 : m->n_sampled);
+    viz_fmt_count(b, sizeof b, all);
+    snprintf(buf, n, "%s sampled of %s", a, b);
+    return 1;
+}
+
+const viz_eval *viz_model_eval_at(const viz_model *m, int64_t t)
+{
+    /* evaluations are few (one per --eval-every steps) and in time order */
+    for (size_t i = 0; i < m->n_evals; i++) {
+        const viz_eval *ev = &m->evals[i];
+        if (ev->t0 > t) break;
+        if (t < ev->t) return ev;
+    }
+    return NULL;
+}
+
 void viz_model_metadata(viz_model *m, const char *json)
 {
     json_t *o = json ? json_loads(json, 0, NULL) : NULL;
     if (!o) return;
+    meta_run(m, o);
     const char *eng = json_string_value(json_object_get(o, "engine"));
     if (eng) snprintf(m->engine, sizeof m->engine, "%s", eng);
     const char *keys[] = {"title", "scenario", "name"};
@@ -293,6 +437,7 @@ void viz_model_add(viz_model *m, const evt_record *e, const char *(*str)(const v
     int is_w = e->job == EVT_JOB_WORKER;
     switch (e->kind) {
     case EVT_CLUSTER_START:
+        if (m->t_start < 0) m->t_start = t;
         if (!m->metadata_mode && str) {
             json_t *o = json_loads(str(ctx, e->str), 0, NULL);
             if (o) {
@@ -303,6 +448,13 @@ void viz_model_add(viz_model *m, const evt_record *e, const char *(*str)(const v
         break;
     case EVT_TASK_START:
         lane_for(m, e->job, e->task);
+        break;
+    case EVT_TASK_STOP:
+        close_task(m, e->job, e->task, t);
+        break;
+    case EVT_CLUSTER_STOP:
+        for (int j = EVT_JOB_PS; j <= EVT_JOB_WORKER; j++)
+            for (int k = 0; k < m->act_len[j]; k++) close_task(m, j, k, t);
         break;
     case EVT_DEVICE:
         device(m, e->job, e->task, e->device);
@@ -341,6 +493,7 @@ void viz_model_add(viz_model *m, const evt_record *e, const char *(*str)(const v
         int act = e->kind == EVT_PULL_BEGIN ? VIZ_ACT_PULL : VIZ_ACT_PUSH;
         activity(m, e->job, e->task, act, 1, t);
         if (e->peer >= 0) activity(m, EVT_JOB_PS, e->peer, act, 1, t);
+        if (e->peer >= 0 && is_w) sampled(m, e->task);
         break;
     }
     case EVT_PULL_END:
@@ -375,11 +528,13 @@ void viz_model_add(viz_model *m, const evt_record *e, const char *(*str)(const v
         activity(m, e->job, e->task, VIZ_ACT_WAIT, 0, t);
         break;
     case EVT_APPLY: {
+        if (e->job == EVT_JOB_PS && e->peer >= 0) sampled(m, e->peer);   /* its peer is a worker */
         *at(&m->stale, b, viz_stale_bin(e->value)) += 1;
         if ((double)e->step > *at(&m->gstep, b, 0)) *at(&m->gstep, b, 0) = (double)e->step;
         break;
     }
     case EVT_DROP:
+        if (e->job == EVT_JOB_PS && e->peer >= 0) sampled(m, e->peer);   /* its peer is a worker */
         *at(&m->stale, b, VIZ_STALE_BINS) += 1;
         break;
     case EVT_GLOBAL_STEP:
@@ -389,11 +544,7 @@ void viz_model_add(viz_model *m, const evt_record *e, const char *(*str)(const v
         loss_point(m, b, is_w ? e->task : -1, e->value);
         break;
     case EVT_EVAL:
-        if (m->n_evals == m->cap_evals) {
-            m->cap_evals = m->cap_evals ? 2 * m->cap_evals : 32;
-            m->evals = xrealloc(m->evals, m->cap_evals * sizeof *m->evals);
-        }
-        m->evals[m->n_evals++] = (viz_eval){t, e->value, e->value2, e->step};
+        evaluation(m, e, t);
         mark(m, e);
         break;
     case EVT_CHECKPOINT_WRITE:

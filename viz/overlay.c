@@ -147,12 +147,15 @@ void viz_draw_inspector(viz_ctx *c)
             snprintf(lines[n++], 160, "not seen yet");
         } else {
             viz_fmt_time(tb, sizeof tb, c->t - tk->phase_since);
-            snprintf(lines[n++], 160, "phase: %s (for %s)", evt_phase_name(tk->phase), tb);
+            int ph = sel->job == EVT_JOB_WORKER ? viz_worker_phase(c, sel->task) : tk->phase;
+            snprintf(lines[n++], 160, "phase: %s (for %s)", viz_phase_name(ph), tb);
             snprintf(lines[n++], 160, "host %s · pid %lld", viz_source_string(c->src, tk->host),
                      (long long)tk->pid);
             if (sel->job == EVT_JOB_WORKER) {
                 snprintf(lines[n++], 160, "local step %lld · %lld steps done", (long long)tk->step,
                          (long long)tk->steps_done);
+                double slow = viz_model_slow(&c->src->m, sel->task);
+                if (slow > 0) snprintf(lines[n++], 160, "a straggler: computes %g\xc3\x97 slower", slow);
                 if (isfinite(tk->loss)) snprintf(lines[n++], 160, "last loss %.4f", tk->loss);
                 viz_fmt_bytes(tb, sizeof tb, (double)tk->bytes_pulled);
                 viz_fmt_bytes(tb2, sizeof tb2, (double)tk->bytes_pushed);
@@ -162,6 +165,9 @@ void viz_draw_inspector(viz_ctx *c)
             } else {
                 snprintf(lines[n++], 160, "gradients applied %lld · dropped %lld",
                          (long long)tk->applies, (long long)tk->drops);
+                char note[96];
+                if (viz_model_sample_note(&c->src->m, note, sizeof note))
+                    snprintf(lines[n++], 160, "  (from the %s workers)", note);
                 int nv = 0;
                 for (int v = 0; v < c->src->m.n_vars; v++) nv += c->src->m.vars[v].ps == sel->task;
                 snprintf(lines[n++], 160, "holds %d variables", nv);

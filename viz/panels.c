@@ -98,22 +98,22 @@ static viz_rect panel(viz_ctx *c, viz_rect r, const char *title, const char *val
                       r.h - l->font_small * 1.7 - 6 * s};
 }
 
-void viz_plot_loss(viz_ctx *c, viz_rect r, const viz_model *m, int64_t t, int64_t t_end,
-                   viz_rgb color, int per_worker, double ymax)
+void viz_plot_loss(viz_ctx *c, viz_rect r, const viz_model *m, int64_t from, int64_t t,
+                   int64_t span, viz_rgb color, int per_worker, double ymax)
 {
     cairo_t *cr = c->cr;
     double s = c->lay.s;
     int last = viz_model_bucket(m, t);
     if (last >= m->nb) last = m->nb - 1;
-    double xs = r.w / (double)(t_end > 0 ? t_end : 1);
+    double xs = r.w / (double)(span > 0 ? span : 1);
     for (int w = per_worker ? 0 : VIZ_LOSS_WORKERS; w <= VIZ_LOSS_WORKERS; w++) {
         const double *v = w < VIZ_LOSS_WORKERS ? m->wloss.v + 2 * w : m->loss.v;
         int k = w < VIZ_LOSS_WORKERS ? m->wloss.k : m->loss.k, started = 0;
         for (int b = 0; b <= last; b++) {
-            double n = v[(size_t)b * k + 1];
-            if (n <= 0) continue;
+            double n = v[(size_t)b * k + 1], bt = ((double)b + 0.5) * (double)m->bw;
+            if (n <= 0 || bt < (double)from) continue;
             double y = v[(size_t)b * k] / n;
-            double px = r.x + xs * ((double)b + 0.5) * (double)m->bw;
+            double px = r.x + fmin(xs * (bt - (double)from), r.w);
             double py = r.y + r.h * (1 - fmin(y / ymax, 1));
             if (!started) cairo_move_to(cr, px, py);
             else cairo_line_to(cr, px, py);
@@ -130,6 +130,22 @@ void viz_plot_loss(viz_ctx *c, viz_rect r, const viz_model *m, int64_t t, int64_
     }
 }
 
+/* A panel that counts traffic or applies, on a trace that records them for a sample of the
+ * workers only: says so on its last line ("16 sampled of 1,200 workers") and returns the
+ * plot area above it; otherwise returns p. */
+static viz_rect sample_note(viz_ctx *c, viz_rect p)
+{
+    char note[96], line[128];
+    if (!viz_model_sample_note(&c->src->m, note, sizeof note)) return p;
+    double fs = c->lay.font_small * 0.85;
+    snprintf(line, sizeof line, "%s workers", note);
+    viz_font(c->cr, fs, 1);
+    viz_set(c->cr, VIZ_INK);
+    viz_text(c->cr, p.x, p.y + p.h - fs * 0.15, line, 0, p.w);
+    p.h -= fs * 1.25;
+    return p;
+}
+
 static void draw_loss(viz_ctx *c, viz_rect r)
 {
     const evt_state *st = c->st;
@@ -143,7 +159,8 @@ static void draw_loss(viz_ctx *c, viz_rect r)
     char val[48] = "";
     if (n) snprintf(val, sizeof val, "%.3f", sum / n);
     viz_rect p = panel(c, r, "loss (mean, per worker)", n ? val : NULL);
-    viz_plot_loss(c, p, &c->src->m, c->t, c->t_end, VIZ_INK, 1, viz_model_loss_max(&c->src->m) * 1.05);
+    viz_plot_loss(c, p, &c->src->m, 0, c->t, c->t_end, VIZ_INK, 1,
+                  viz_model_loss_max(&c->src->m) * 1.05);
 }
 
 static void draw_accuracy(viz_ctx *c, viz_rect r)
@@ -222,7 +239,7 @@ static void draw_staleness(viz_ctx *c, viz_rect r)
     const evt_state *st = c->st;
     snprintf(val, sizeof val, "mean %.2f · max %.0f", st->applies ? st->staleness_sum / (double)st->applies
                                                                   : 0.0, st->staleness_max);
-    viz_rect p = panel(c, r, "staleness", val);
+    viz_rect p = sample_note(c, panel(c, r, "staleness", val));
     double lh = c->lay.font_small * 0.85;
     p.h -= lh * 1.2;
     double bw = p.w / (VIZ_STALE_BINS + 1);
@@ -287,7 +304,7 @@ static void draw_traffic(viz_ctx *c, viz_rect r)
     char val[48], tmp[32];
     viz_fmt_bytes(tmp, sizeof tmp, total);
     snprintf(val, sizeof val, "%s/s", tmp);
-    viz_rect p = panel(c, r, "ps traffic (pull | push)", val);
+    viz_rect p = sample_note(c, panel(c, r, "ps traffic (pull | push)", val));
     double fs = c->lay.font_small;
 #define HOT(i) (n > 1 && mean > 0 && rate[2 * (i)] + rate[2 * (i) + 1] > 1.5 * mean)
     if (n <= 2 || n * fs * 1.15 <= p.h) {   /* a readable row per ps */
@@ -388,6 +405,11 @@ static void lane_pixels(const viz_ctx *c, uint32_t *row, int width, const double
         int b0 = (int)(t0 / m->bw), b1 = (int)(t1 / m->bw);
         if (b1 <= b0) b1 = b0 + 1;
         if (b1 > m->nb) b1 = m->nb;
+        if (b1 <= b0) {   /* past the last event (a live view runs ahead of it): nothing */
+            row[px] = 0xFF000000u | (uint32_t)(VIZ_PANEL.r * 255 + 0.5) << 16 |
+                      (uint32_t)(VIZ_PANEL.g * 255 + 0.5) << 8 | (uint32_t)(VIZ_PANEL.b * 255 + 0.5);
+            continue;
+        }
         double sum[VIZ_N_ACT] = {0}, best = busy_ns * 0.05 * (b1 - b0);
         int act = -1;
         for (int b = b0; b < b1; b++)
@@ -419,7 +441,7 @@ static void blit_row(cairo_t *cr, cairo_surface_t *img, int row, int width, viz_
  * width. */
 static double legend_entry(cairo_t *cr, int act, double x, double y, double fs)
 {
-    static const char *names[VIZ_N_ACT] = {"pull", "compute", "push", "wait", "paced"};
+    static const char *names[VIZ_N_ACT] = {"pull", "compute", "push", "wait", "paced", "eval"};
     viz_set(cr, viz_act_color(act));
     cairo_rectangle(cr, x, y - fs * 0.8, fs * 0.8, fs * 0.8);
     cairo_fill(cr);
@@ -538,19 +560,24 @@ void viz_draw_timeline(viz_ctx *c)
     /* legend in the label column of the scrubber row */
     double lx = l->timeline.x + 8 * s, ly = sc.y + sc.h * 0.2, fs = l->font_small * 0.8;
     viz_font(cr, fs, 0);
-    if (!m->has_paced) {
+    if (!m->has_paced && !m->has_eval) {
         for (int a = 0; a < VIZ_ACT_PACED; a++)
             legend_entry(cr, a, lx + (a % 2) * (l->lanes.x - l->timeline.x) * 0.45,
                          ly + (a / 2) * fs * 1.25, fs);
         return;
     }
-    /* A paced run has a fifth entry; two rows still hold them, each entry as wide as its
-     * name: transfers and waits, then the worker's own time (compute, paced). */
-    static const int rows[2][3] = {{VIZ_ACT_PULL, VIZ_ACT_PUSH, VIZ_ACT_WAIT},
-                                   {VIZ_ACT_COMPUTE, VIZ_ACT_PACED, -1}};
+    /* A paced run, or one with evaluations, has more entries; two rows still hold them,
+     * each entry as wide as its name: transfers and waits, then the workers' own time
+     * (compute, paced, the chief's evaluations). */
+    int second[3] = {VIZ_ACT_COMPUTE, -1, -1}, k = 1;
+    if (m->has_paced) second[k++] = VIZ_ACT_PACED;
+    if (m->has_eval) second[k++] = VIZ_ACT_EVAL;
+    const int first[3] = {VIZ_ACT_PULL, VIZ_ACT_PUSH, VIZ_ACT_WAIT};
+    const int *rows[2] = {first, second};
+    double gap = k == 3 ? fs * 0.35 : fs * 0.6;
     for (int r = 0; r < 2; r++) {
         double cx = lx;
         for (int i = 0; i < 3 && rows[r][i] >= 0; i++)
-            cx += legend_entry(cr, rows[r][i], cx, ly + r * fs * 1.25, fs) + fs * 0.6;
+            cx += legend_entry(cr, rows[r][i], cx, ly + r * fs * 1.25, fs) + gap;
     }
 }

@@ -19,7 +19,8 @@ static viz_rgb mix(viz_rgb a, viz_rgb b, double f)
     return (viz_rgb){a.r + (b.r - a.r) * f, a.g + (b.g - a.g) * f, a.b + (b.b - a.b) * f};
 }
 
-/* The caption above the cells: count, legend, applied / dropped totals. */
+/* The caption above the cells: count, legend, applied / dropped totals (with the sample
+ * they cover, on a sampled trace). */
 static void draw_caption(viz_ctx *c)
 {
     cairo_t *cr = c->cr;
@@ -32,9 +33,11 @@ static void draw_caption(viz_ctx *c)
         const evt_task_state *tk = evt_state_task(c->st, EVT_JOB_PS, p);
         if (tk) applied += tk->applies, dropped += tk->drops;
     }
+    char note[96], of[112] = "";
+    if (viz_model_sample_note(&c->src->m, note, sizeof note)) snprintf(of, sizeof of, " (%s)", note);
     viz_font(cr, fs, 0);
-    if (dropped > 0) snprintf(buf, sizeof buf, "%lld applied · %lld dropped", applied, dropped);
-    else snprintf(buf, sizeof buf, "%lld applied", applied);
+    if (dropped > 0) snprintf(buf, sizeof buf, "%lld applied · %lld dropped%s", applied, dropped, of);
+    else snprintf(buf, sizeof buf, "%lld applied%s", applied, of);
     viz_set(cr, dropped > 0 ? viz_phase_color(EVT_PHASE_DEAD) : VIZ_MUTED);
     right -= viz_text(cr, right, y, buf, 2, 0) + 16 * s;
     viz_font(cr, fs, 1);

@@ -110,6 +110,11 @@ int64_t viz_source_t0(const viz_source *s)
     return s->n ? s->ev[0].t : 0;
 }
 
+int64_t viz_source_origin(const viz_source *s)
+{
+    return s->m.t_start >= 0 ? s->m.t_start : viz_source_t0(s);
+}
+
 int64_t viz_source_t1(const viz_source *s)
 {
     if (s->kind == VIZ_SRC_TRACE) return trace_reader_t1(s->r);
