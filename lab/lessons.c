@@ -1,5 +1,6 @@
 /* lessons.c — `downpour lessons`: the lesson library (scenarios/lessons/NN-name.ini),
- * one line each with its number, title, planned duration and the command that runs it.
+ * one line each with its number, title, planned duration and the command that runs it
+ * (`compare` for a lesson with [compare], `run` otherwise).
  * A file that does not parse is listed with its error, so a broken lesson is seen. */
 #include "lab/lab.h"
 
@@ -45,7 +46,8 @@ int lab_lessons(FILE *out, const char *dir, char *err)
         } else {
             char dur[32] = "";
             if (s->lesson.duration_s > 0) snprintf(dur, sizeof dur, "%.0f min", s->lesson.duration_s / 60.0 + 0.49);
-            fprintf(out, "  %02d  %-62s %-7s downpour run %s\n", s->lesson.number, s->title, dur, path);
+            fprintf(out, "  %02d  %-62s %-7s downpour %s %s\n", s->lesson.number, s->title, dur,
+                    s->n_vary ? "compare" : "run", path);
         }
         free(names[i]);
     }

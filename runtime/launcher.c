@@ -497,6 +497,15 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
         kill_all(&l, SIGTERM);
     }
     ev_run(l.loop, 0);
+    /* The loop is the process's default one and outlives this run (`downpour compare`
+     * runs several in one process): no watcher of this stack frame may stay on it. */
+    ev_timer_stop(l.loop, &l.grace_w);
+    ev_signal_stop(l.loop, &l.sigint_w);
+    ev_signal_stop(l.loop, &l.sigterm_w);
+    for (int i = 0; i < l.n_kids; i++) {
+        ev_child_stop(l.loop, &l.kids[i].cw);
+        ev_io_stop(l.loop, &l.kids[i].out_w);
+    }
     run_finished(&l);
     double wall_s = l.wall_s;
     rt_instr_free(l.in);

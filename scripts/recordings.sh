@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# recordings.sh — `make recordings`: runs each shipped scenario (every variant of one with
-# [compare]) and keeps its trace in scenarios/recorded/NAME--LABEL.dptrace (LABEL "run"
-# without [compare]), so that a class can replay
-# one at once (`downpour view scenarios/recorded/sync-vs-async--mode-sync.dptrace`) with
-# no training. Large simulated runs are recorded with sampled workers (trace_level) to
-# stay a few MB. Runs one scenario after another; takes a few minutes.
+# recordings.sh — `make recordings`: runs each shipped scenario and each lesson (every
+# variant of one with [compare]) and keeps its trace for replay without training:
+#   scenarios/NAME.ini             -> scenarios/recorded/NAME--LABEL.dptrace
+#   scenarios/lessons/NN-NAME.ini  -> scenarios/recorded/lesson-NN-NAME--LABEL.dptrace
+# (LABEL "run" without [compare]), so that a class can replay one at once
+# (`downpour view scenarios/recorded/sync-vs-async--mode-sync.dptrace`). Large simulated
+# runs are recorded with sampled workers (trace_level) to stay a few MB. Runs one
+# scenario after another (never two at once: they would compete for cores); takes a few
+# minutes. With arguments it records only those files:
+#   scripts/recordings.sh scenarios/lessons/09-bounded-staleness.ini
 set -eu
 BUILD=${BUILD:-build}
 D=${DOWNPOUR:-$BUILD/downpour}
@@ -12,15 +16,24 @@ REC=scenarios/recorded
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$REC"
-for f in scenarios/*.ini; do
+if [ $# -gt 0 ]; then
+    files=("$@")
+else
+    files=(scenarios/*.ini)
+    [ -d scenarios/lessons ] && files+=(scenarios/lessons/*.ini)
+fi
+for f in "${files[@]}"; do
+    [ -f "$f" ] || { echo "recordings: $f: no such file" >&2; exit 1; }
     name=$(basename "$f" .ini)
+    case "$f" in scenarios/lessons/*) name="lesson-$name" ;; esac
     extra=()
     grep -q '^engine = sim' "$f" && extra=(--set trace_level=sample:16)
     echo "recordings: $name"
+    rm -rf "${TMP:?}/$name"
     if grep -q '^\[compare\]' "$f"; then
-        "$D" compare "$f" --out "$TMP/$name" "${extra[@]}" >/dev/null
+        "$D" compare "$f" --out "$TMP/$name" ${extra[@]+"${extra[@]}"} >/dev/null
     else
-        "$D" run "$f" --no-view --out "$TMP/$name/variants/run" "${extra[@]}" >/dev/null
+        "$D" run "$f" --no-view --out "$TMP/$name/variants/run" ${extra[@]+"${extra[@]}"} >/dev/null
     fi
     for v in "$TMP/$name"/variants/*/; do
         label=$(basename "$v")
