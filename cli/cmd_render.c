@@ -21,7 +21,8 @@ static void usage(FILE *f)
             "  --out FILE       one frame; the format follows the extension\n"
             "  --at SECONDS     time of that frame, from the start of the trace (default: the end)\n"
             "  --at-step N      the moment the global step first reached N\n"
-            "  --size WxH       frame size in pixels (default 1280x720)\n"
+            "  --size WxH       frame size in pixels (default 1280x720; 1920x1080 with --projector)\n"
+            "  --projector      projector mode: no text below 18 px, fewer and larger panels\n"
             "  --frames DIR     write DIR/frame-00001.png ... at --fps frames per trace second\n"
             "  --fps N          frames per second of trace time (default 30)\n"
             "  --from S --to S  time range for --frames (default: the whole trace)\n"
@@ -73,6 +74,8 @@ int cmd_render(int argc, char **argv)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(argv[i], "--projector")) {
+            o.projector = 1;
         } else if (!strcmp(argv[i], "--placement")) {
             o.placement = 1;
         } else if (!strcmp(argv[i], "--by-step")) {

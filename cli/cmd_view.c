@@ -26,6 +26,8 @@ static void usage(FILE *f)
             "                    overlaid\n"
             "  --at SECONDS      start at this time;  --speed X  initial speed (0.01..100)\n"
             "  --paused          start paused;  --size WxH  initial window size\n"
+            "  --projector       projector mode: 1920x1080 (unless --size), no text below\n"
+            "                    18 px, fewer and larger panels\n"
             "  --screenshot-dir DIR  where `s` saves PNGs (default .)\n\n"
             "Needs a display (DISPLAY or WAYLAND_DISPLAY); without one it stops at once with\n"
             "\"no display\": `downpour render` draws the same frames to files.\n\n"
@@ -39,11 +41,14 @@ int cmd_view(int argc, char **argv)
     viz_app_options o;
     viz_app_options_init(&o);
     const char *v;
+    int sized = 0;
     for (int i = 1; i < argc; i++) {
         int bad = 0;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(argv[i], "--projector")) {
+            o.projector = 1;
         } else if (!strcmp(argv[i], "--paused")) {
             o.start_paused = 1;
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--connect", &bad))) {
@@ -71,6 +76,7 @@ int cmd_view(int argc, char **argv)
                 fprintf(stderr, "downpour: view: --size '%s' is not WxH\n", v);
                 return 2;
             }
+            sized = 1;
         } else if (bad) {
             return 2;
         } else if (argv[i][0] == '-') {
@@ -82,6 +88,10 @@ int cmd_view(int argc, char **argv)
             fprintf(stderr, "downpour: view: one trace only (got %s and %s)\n", o.trace, argv[i]);
             return 2;
         }
+    }
+    if (o.projector && !sized) {
+        o.width = 1920;
+        o.height = 1080;
     }
     if (!o.trace == !o.connect) {
         fprintf(stderr, "downpour: view: give either TRACE or --connect ADDR\n");

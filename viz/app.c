@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/dp.h"
-#include "viz/viz.h"
+#include "viz/internal.h"   /* the lesson's stops and choices (viz/lesson.c) */
 
 static const double speeds[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100};
 #define N_SPEEDS ((int)DP_ARRAY_LEN(speeds))
@@ -72,8 +72,10 @@ static void save_frame(app *a)
         fprintf(stderr, "downpour: view: %s\n", err);
         return;
     }
-    printf("saved %s t=%lld paused=%d speed=%g placement=%d help=%d live=%d\n", path,
-           (long long)v.t, v.paused, v.speed, v.placement, v.help, v.live);
+    char lesson[600];
+    viz_lesson_describe(a->src, &v, lesson, sizeof lesson);
+    printf("saved %s t=%lld paused=%d speed=%g placement=%d help=%d live=%d%s\n", path,
+           (long long)v.t, v.paused, v.speed, v.placement, v.help, v.live, lesson);
     fflush(stdout);
     char msg[4200];
     snprintf(msg, sizeof msg, "saved %s", path);
@@ -88,11 +90,58 @@ static void pause_view(app *a, int paused)
     a->dirty = 1;
 }
 
+/* Ends a lesson stop (pause or answered question) and plays on; a live view plays on
+ * from the frozen picture and catches up. */
+static void lesson_go_on(app *a)
+{
+    a->view.lesson_pause = a->view.question = a->view.revealed = a->view.picked = 0;
+    pause_view(a, 0);
+}
+
+/* Keys while stopped for the lesson: space (or a choice's letter) reveals the answer,
+ * space again goes on. Returns 1 when the key was the lesson's. */
+static int lesson_key(app *a, SDL_Keycode k)
+{
+    viz_view *v = &a->view;
+    int n = v->question ? viz_lesson_choices(a->src, v->question - 1, NULL) : 0;
+    if (v->question && !v->revealed) {
+        int pick = k >= 'a' && k < 'a' + n ? k - 'a' : k >= 'A' && k < 'A' + n ? k - 'A' : -1;
+        if (k != SDLK_SPACE && pick < 0) return 0;
+        v->revealed = 1;
+        v->picked = pick + 1;
+        a->dirty = 1;
+        return 1;
+    }
+    if ((v->question || v->lesson_pause) && k == SDLK_SPACE) {
+        lesson_go_on(a);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- input --------------------------------------------------------------------------- */
 static void on_key(app *a, SDL_Keycode k)
 {
     viz_view *v = &a->view;
+    if (lesson_key(a, k)) return;
+    if (k == SDLK_e && (SDL_GetModState() & KMOD_SHIFT)) k = 'E';
     switch (k) {
+    case 'E':   /* the caption history; up / down scroll it */
+        v->history = !v->history;
+        v->history_scroll = 0;
+        a->dirty = 1;
+        break;
+    case SDLK_e:
+        v->captions = viz_captions_on(a->src, v) ? -1 : 1;
+        a->dirty = 1;
+        break;
+    case SDLK_UP: case SDLK_DOWN:
+        if (v->history) {
+            v->history_scroll += k == SDLK_UP ? 1 : -1;
+            if (v->history_scroll < 0) v->history_scroll = 0;
+            a->dirty = 1;
+        }
+        break;
     case SDLK_SPACE:
         if (!a->playing && !viz_source_is_live(a->src) && v->t >= t_end(a)) set_time(a, 0);
         pause_view(a, a->playing);
@@ -159,6 +208,12 @@ static void on_mouse(app *a, const SDL_Event *ev)
         if (a->dragging && t >= 0) set_time(a, t);
         return;
     }
+    if (t < 0 && viz_lesson_bar_hit(a->src, &a->view, x, y)) {   /* the caption bar: history */
+        a->view.history = !a->view.history;
+        a->view.history_scroll = 0;
+        a->dirty = 1;
+        return;
+    }
     if (t >= 0) {       /* press on the timeline: scrub */
         a->dragging = 1;
         if (viz_source_is_live(a->src)) a->following = 0, a->view.behind_live = 1;
@@ -183,7 +238,8 @@ static void script_step(app *a)
     static const struct { const char *name; SDL_Keycode k; } names[] = {
         {"space", SDLK_SPACE}, {"left", SDLK_LEFT}, {"right", SDLK_RIGHT}, {"comma", SDLK_COMMA},
         {"period", SDLK_PERIOD}, {"[", SDLK_LEFTBRACKET}, {"]", SDLK_RIGHTBRACKET},
-        {"home", SDLK_HOME}, {"end", SDLK_END}, {"esc", SDLK_ESCAPE},
+        {"home", SDLK_HOME}, {"end", SDLK_END}, {"esc", SDLK_ESCAPE}, {"up", SDLK_UP},
+        {"down", SDLK_DOWN},
     };
     SDL_Event ev;
     memset(&ev, 0, sizeof ev);
@@ -226,8 +282,23 @@ static void input(app *a)
 }
 
 /* ---- update -------------------------------------------------------------------------- */
+/* Playback moved the view from t_old: stop at the first lesson pause or question crossed.
+ * A live run is not paused (training never waits on the viewer): the picture freezes. */
+static void lesson_stops(app *a, int64_t t_old)
+{
+    viz_lesson_stop st;
+    if (a->view.question || a->view.lesson_pause || !viz_lesson_next_stop(a->src, t_old, a->view.t, &st)) return;
+    pause_view(a, 1);
+    a->view.t = st.t;
+    a->view.behind_live = a->view.live;
+    if (st.kind == VIZ_STOP_QUESTION) a->view.question = st.index + 1;
+    else a->view.lesson_pause = 1;
+    a->dirty = 1;
+}
+
 static void update(app *a)
 {
+    int64_t t_old = a->view.t;
     uint64_t now = dp_now_ns();
     double dt = (double)(now - a->last_ns);
     a->last_ns = now;
@@ -266,6 +337,7 @@ static void update(app *a)
         }
         set_time(a, t);
     }
+    if (a->playing || a->following) lesson_stops(a, t_old);
     if (a->toast_until_ns && now > a->toast_until_ns) {
         a->toast_until_ns = 0;
         a->toast[0] = 0;
@@ -359,6 +431,7 @@ int viz_app_run(const viz_app_options *o)
     if (viz_source_damage(a.src)) fprintf(stderr, "downpour: view: %s\n", viz_source_damage(a.src));
     viz_view_init(&a.view);
     a.view.compare = a.cmp;
+    a.view.projector = o->projector;
     a.view.live = viz_source_is_live(a.src);
     a.speed_i = 6;
     for (int i = 0; i < N_SPEEDS; i++)
@@ -369,6 +442,7 @@ int viz_app_run(const viz_app_options *o)
     pause_view(&a, o->start_paused);
     a.following = a.view.live && !o->start_paused;
     if (o->at_s >= 0 && !a.view.live) set_time(&a, (int64_t)(o->at_s * 1e9));  /* within the trace */
+    else if (!a.view.live) set_time(&a, viz_source_story_start(a.src));  /* skip start-up */
     a.shot_dir = o->screenshot_dir ? o->screenshot_dir : ".";
     a.script = o->script;
     SDL_SetHint(SDL_HINT_VIDEO_X11_NET_WM_BYPASS_COMPOSITOR, "0");

@@ -19,7 +19,7 @@ static void draw_chips(viz_ctx *c, viz_rect box, int job, int task, double y)
     cairo_t *cr = c->cr;
     uint32_t ids[4];
     int n = viz_model_task_devices(&c->src->m, job, task, ids, 4);
-    double fs = c->lay.font_small * 0.85, x = box.x + box.w - 6 * c->lay.s;
+    double fs = viz_layout_font(&c->lay, c->lay.font_small * 0.85), x = box.x + box.w - 6 * c->lay.s;
     viz_font(cr, fs, 0);
     for (int i = n - 1; i >= 0; i--) {
         const char *name = viz_device_short(viz_source_string(c->src, ids[i]));
@@ -180,15 +180,18 @@ static void draw_worker(viz_ctx *c, int w, double lift)
     char buf[160];
     viz_set(cr, VIZ_INK);
     if (l->compact_workers) {
-        viz_font(cr, fmin(l->font_small, b.h * 0.5), 1);
+        viz_font(cr, viz_layout_font(l, fmin(l->font_small, b.h * 0.5)), 1);
         snprintf(buf, sizeof buf, "%s%d%s%s", w == c->src->m.chief ? "\xe2\x98\x85" : "", w,
                  slow[0] ? " " : "", slow[0] ? slow + 5 : "");   /* "3 ×4" */
-        viz_text(cr, b.x + b.w / 2, b.y + b.h * 0.62, buf, 1, b.w - 2 * s);
+        /* too narrow: the bare number, else nothing rather than a lone "…" */
+        if (viz_text_width(cr, buf) > b.w - 2 * s) snprintf(buf, sizeof buf, "%d", w);
+        if (viz_text_width(cr, buf) <= b.w - 2 * s)
+            viz_text(cr, b.x + b.w / 2, b.y + b.h * 0.62, buf, 1, b.w - 2 * s);
         return;
     }
     double x = inner.x + 5 * s, lh = inner.h / 3.2, tag_w = 0;
     if (slow[0]) {   /* the straggler's mark: an ink tag at the right of the name line */
-        viz_font(cr, l->font_small * 0.9, 1);
+        viz_font(cr, viz_layout_font(l, l->font_small * 0.9), 1);
         tag_w = viz_text_width(cr, slow) + 10 * s;
         viz_rect tag = {inner.x + inner.w - tag_w - 3 * s, inner.y + lh * 0.95 - l->font_small * 0.95,
                         tag_w, l->font_small * 1.25};
@@ -201,16 +204,22 @@ static void draw_worker(viz_ctx *c, int w, double lift)
     }
     viz_set(cr, VIZ_INK);
     viz_font(cr, l->font_small, 1);
+    /* the name reflows rather than be cut: /job:worker/task:3, worker 3, then 3 */
+    const char *star = w == c->src->m.chief ? " \xe2\x98\x85" : "";
+    double name_w = inner.w - 8 * s - tag_w;
     viz_task_name(buf, sizeof buf, EVT_JOB_WORKER, w);
-    if (w == c->src->m.chief) strncat(buf, " \xe2\x98\x85", sizeof buf - strlen(buf) - 1);
-    viz_text(cr, x, inner.y + lh * 0.95, buf, 0, inner.w - 8 * s - tag_w);
+    strncat(buf, star, sizeof buf - strlen(buf) - 1);
+    if (viz_text_width(cr, buf) > name_w) snprintf(buf, sizeof buf, "worker %d%s", w, star);
+    if (viz_text_width(cr, buf) > name_w) snprintf(buf, sizeof buf, "%d%s", w, star);
+    viz_text(cr, x, inner.y + lh * 0.95, buf, 0, name_w);
     /* phase line: name, compute progress bar */
     viz_font(cr, l->font, 1);
     const char *pn = viz_phase_name(phase);
     if (phase == EVT_PHASE_SSP) pn = "blocked (ssp)";
     if (phase == EVT_PHASE_BARRIER) pn = "at barrier";
     if (tk && !tk->started) pn = "not started";
-    double pw = viz_text(cr, x, inner.y + lh * 2.05, pn, 0, inner.w * 0.6);
+    /* the phase word is never cut: it takes the line, and the progress bar what is left */
+    double pw = viz_text(cr, x, inner.y + lh * 2.05, pn, 0, fmax(inner.w * 0.6, inner.w - 10 * s));
     double prog = c->fr.progress && w < c->src->m.n_workers ? c->fr.progress[w] : -1;
     if (phase == EVT_PHASE_COMPUTING && prog >= 0) {
         viz_rect bar = {x + pw + 8 * s, inner.y + lh * 1.45, inner.w - pw - 18 * s, lh * 0.6};
@@ -227,10 +236,15 @@ static void draw_worker(viz_ctx *c, int w, double lift)
     char st[32] = "";
     double sv = c->fr.staleness && w < c->src->m.n_workers ? c->fr.staleness[w] : -1;
     if (sv > 0) snprintf(st, sizeof st, " · stale %g", sv);
+    long long step = tk ? (long long)tk->step : 0LL;
+    /* reflows rather than be cut: the staleness, then the loss go first */
     if (tk && isfinite(tk->loss))
-        snprintf(buf, sizeof buf, "step %lld · loss %.3f%s", (long long)tk->step, tk->loss, st);
+        snprintf(buf, sizeof buf, "step %lld · loss %.3f%s", step, tk->loss, st);
     else
-        snprintf(buf, sizeof buf, "step %lld%s", tk ? (long long)tk->step : 0LL, st);
+        snprintf(buf, sizeof buf, "step %lld%s", step, st);
+    if (viz_text_width(cr, buf) > inner.w - 8 * s && tk && isfinite(tk->loss))
+        snprintf(buf, sizeof buf, "step %lld · loss %.3f", step, tk->loss);
+    if (viz_text_width(cr, buf) > inner.w - 8 * s) snprintf(buf, sizeof buf, "step %lld", step);
     viz_set(cr, VIZ_INK);
     viz_text(cr, x, inner.y + lh * 3.0, buf, 0, inner.w - 8 * s);
     if (phase == EVT_PHASE_DEAD) {  /* crossed out */

@@ -5,6 +5,7 @@
  * toy API with DejaVu Sans (Debian fonts-dejavu-core). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/dp.h"
@@ -97,6 +98,33 @@ double viz_text_width(cairo_t *cr, const char *s)
     return ex.x_advance;
 }
 
+/* The test hook rides on the cairo context as user data, so that no global is needed. */
+typedef struct text_hook { viz_text_hook fn; void *ctx; } text_hook;
+static const cairo_user_data_key_t text_hook_key;
+
+static void text_hook_free(void *p) { free(p); }
+
+void viz_text_hook_set(cairo_t *cr, viz_text_hook fn, void *ctx)
+{
+    text_hook *h = NULL;
+    if (fn) {
+        h = xmalloc(sizeof *h);
+        h->fn = fn;
+        h->ctx = ctx;
+    }
+    cairo_set_user_data(cr, &text_hook_key, h, h ? text_hook_free : NULL);
+}
+
+static void text_hook_call(cairo_t *cr, const char *full, const char *shown, int cut)
+{
+    text_hook *h = cairo_get_user_data(cr, &text_hook_key);
+    if (!h) return;
+    cairo_matrix_t fm, ctm;
+    cairo_get_font_matrix(cr, &fm);
+    cairo_get_matrix(cr, &ctm);
+    h->fn(h->ctx, full, shown, fabs(fm.yy * ctm.yy), cut);
+}
+
 double viz_text(cairo_t *cr, double x, double y, const char *s, int align, double max_w)
 {
     char buf[512];
@@ -111,6 +139,7 @@ double viz_text(cairo_t *cr, double x, double y, const char *s, int align, doubl
             w = viz_text_width(cr, buf);
         }
     }
+    text_hook_call(cr, s, buf, strcmp(s, buf) != 0);
     double x0 = align == 1 ? x - w / 2 : align == 2 ? x - w : x;
     cairo_move_to(cr, x0, y);
     cairo_show_text(cr, buf);

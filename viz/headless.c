@@ -27,8 +27,6 @@ void viz_headless_opts_init(viz_headless_opts *o)
     o->fps = 30;
     o->from_s = 0;
     o->to_s = -1;
-    o->width = 1280;
-    o->height = 720;
 }
 
 static int write_synthetic(const viz_headless_opts *o, FILE *out, char *err)
@@ -96,9 +94,10 @@ int viz_headless_run(const viz_headless_opts *o, FILE *out, FILE *diag, char *er
               o->trace && (!!o->out + !!o->frames + !!o->sheet) == 1);
     viz_view view;
     viz_view_init(&view);
-    view.width = o->width;
-    view.height = o->height;
+    view.width = o->width > 0 ? o->width : o->projector ? 1920 : 1280;
+    view.height = o->height > 0 ? o->height : o->projector ? 1080 : 720;
     view.placement = o->placement;
+    view.projector = o->projector;
     view.paused = 1;
     view.compare_by_step = o->compare_by_step;
     viz_source *src = viz_source_open(o->trace, err), *cmp = NULL;

@@ -25,8 +25,9 @@ typedef struct viz_headless_opts {
     long long at_step;           /* --out: >= 0 draws when the global step first reached it (-1) */
     double fps;                  /* --frames: frames per trace second (30) */
     double from_s, to_s;         /* --frames: range; to_s < 0 (default) the end (0, -1) */
-    int width, height;           /* frame size (1280x720) */
+    int width, height;           /* frame size; 0 (default): 1280x720, 1920x1080 in projector mode */
     int placement;               /* draw the placement view instead of the cluster */
+    int projector;               /* projector mode (viz_view.projector) */
 } viz_headless_opts;
 
 /* Fills o with the defaults above. */

@@ -66,6 +66,8 @@ typedef struct viz_model {
     int has_paced;            /* a PACED_BEGIN was seen: the paced legend entries show */
     int has_eval;             /* an EVAL was seen: the evaluating legend entries show */
     int64_t t_start;          /* the first CLUSTER_START (the run's start), -1 none */
+    int64_t t_story;          /* the first worker pull or global step: where the story
+                               * starts after start-up and data loading, -1 none yet */
     /* Stragglers from the metadata ("straggler": "worker:3x4,...", or the older
      * "slow_worker": "3:4"), top level or under "config": slow[w] > 1 for a slowed worker. */
     double *slow; int slow_len;
@@ -124,6 +126,7 @@ const viz_eval *viz_model_eval_at(const viz_model *m, int64_t t);
 int viz_model_sample_note(const viz_model *m, char *buf, size_t n);
 
 enum { VIZ_SRC_TRACE = 1, VIZ_SRC_MEM, VIZ_SRC_LIVE };
+typedef struct viz_lesson viz_lesson;   /* lesson.c */
 
 struct viz_source {
     int kind;
@@ -137,6 +140,7 @@ struct viz_source {
     evt_state out;                       /* trace: last answer */
     int64_t out_t; int out_valid;
     viz_model m;
+    viz_lesson *lesson;                  /* the metadata's lesson and the captioner (lesson.c) */
 };
 
 /* Calls fn for every event with time in [a, b] (reader order), stopping after max
@@ -187,6 +191,11 @@ void viz_font(cairo_t *cr, double size, int bold);
  * Text longer than max_w (when > 0) is cut with an ellipsis. */
 double viz_text(cairo_t *cr, double x, double y, const char *s, int align, double max_w);
 double viz_text_width(cairo_t *cr, const char *s);
+/* Test hook: fn(ctx, full, shown, px, cut) for every viz_text on cr — the text asked for,
+ * the text drawn, its size in device pixels, 1 when it was cut with an ellipsis. ctx is
+ * borrowed until viz_text_hook_set(cr, NULL, NULL) or the end of cr. */
+typedef void (*viz_text_hook)(void *ctx, const char *full, const char *shown, double px, int cut);
+void viz_text_hook_set(cairo_t *cr, viz_text_hook fn, void *ctx);
 void viz_fmt_bytes(char *buf, size_t n, double bytes);
 /* A count with thousands separators: "1,200". */
 void viz_fmt_count(char *buf, size_t n, long long v);
@@ -241,5 +250,46 @@ void viz_draw_frame(cairo_t *cr, viz_source *s, const viz_view *v, int64_t t, in
 void viz_plot_loss(viz_ctx *c, viz_rect r, const viz_model *m, int64_t from, int64_t t,
                    int64_t span, viz_rgb color, int per_worker, double ymax);
 double viz_model_loss_max(const viz_model *m);
+
+/* ---- lessons and captions (lesson.c) ------------------------------------------------- */
+#define VIZ_LESSON_CHOICES 6
+/* Parses the metadata's "lesson" (top level, or under "config") and keeps a copy of the
+ * metadata for the captioner; never NULL (no lesson: captions only). Free with
+ * viz_lesson_free() (NULL a no-op). */
+viz_lesson *viz_lesson_new(const char *metadata_json);
+void viz_lesson_free(viz_lesson *l);
+int viz_lesson_present(const viz_source *s);
+/* Whether v shows the caption bar (captions 1, or 0 with a lesson present). */
+int viz_captions_on(const viz_source *s, const viz_view *v);
+/* The caption at time t with the global step gstep: the lesson's latest caption with step
+ * <= gstep unless the caption engine's at t belongs to a later step; NULL none. Borrowed
+ * until the next call on s. */
+const char *viz_lesson_caption(viz_source *s, int64_t t, int64_t gstep);
+enum { VIZ_STOP_NONE = 0, VIZ_STOP_PAUSE, VIZ_STOP_QUESTION };
+typedef struct viz_lesson_stop { int kind, index; int64_t step, t; } viz_lesson_stop;
+/* The first lesson pause or question whose step the global step reaches at a time in
+ * (a, b] (a question wins a tie); returns 1 with out filled, else 0. */
+int viz_lesson_next_stop(viz_source *s, int64_t a, int64_t b, viz_lesson_stop *out);
+/* Choices of question q (0-based), 0 when none; *answer (may be NULL) the right one or -1. */
+int viz_lesson_choices(const viz_source *s, int q, int *answer);
+viz_rect viz_lesson_bar_rect(const viz_layout *l);
+/* The question card and its choices' rows (choices: n_choices long) for layout l. */
+void viz_lesson_card_layout(const viz_layout *l, int n_choices, viz_rect *card, viz_rect *choices);
+/* Caption bar, history, lesson banner and question card, as v asks (view.c calls it). */
+void viz_draw_lesson(viz_ctx *c);
+/* Whether (x, y) is on the caption bar of the frame for v. */
+int viz_lesson_bar_hit(viz_source *s, const viz_view *v, double x, double y);
+/* " captions=1 question=1 revealed=0 answer=1 card=x0,y0,x1,y1 choice0=..." into buf, for
+ * the window's "saved" line (tests read the rows from it). */
+void viz_lesson_describe(viz_source *s, const viz_view *v, char *buf, size_t n);
+/* The timeline's time axis (panels.c): the start-up (from the first event to the first
+ * pull or global step, viz_source_story_start) takes a fixed narrow segment at the left
+ * of r, labelled, when it would otherwise take more; the rest of the run is linear. x of
+ * time t in r, and its inverse (the scrubber: the time at pixel x, clamped to the run). */
+double viz_timeline_x(const viz_ctx *c, viz_rect r, int64_t t);
+int64_t viz_timeline_time_at(const viz_ctx *c, viz_rect r, double x);
+/* The start-up segment of the timeline's lanes for c: 1 and *seg filled when it is
+ * compressed, else 0. */
+int viz_timeline_story_seg(const viz_ctx *c, viz_rect *seg);
 
 #endif

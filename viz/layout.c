@@ -40,11 +40,21 @@ static void layout_frame(const viz_layout_input *in, viz_layout *l)
     double body_top = l->top.h + pad, body_bot = l->timeline.y - pad;
     double panel_w = 0;
     if (in->side_panels) {
-        panel_w = clampd(w * 0.29, 240 * s, 520 * s);
-        double ph = (body_bot - body_top - (VIZ_N_PANELS - 1) * pad * 0.6) / VIZ_N_PANELS;
-        for (int i = 0; i < VIZ_N_PANELS; i++)
-            l->panels[i] = (viz_rect){w - pad - panel_w, body_top + i * (ph + pad * 0.6),
-                                      panel_w, ph};
+        /* projector mode keeps loss, staleness and traffic (the lesson's story), each
+         * taller; accuracy and throughput are left out (w = 0) */
+        static const int all[VIZ_N_PANELS] = {1, 1, 1, 1, 1}, proj[VIZ_N_PANELS] = {1, 0, 0, 1, 1};
+        const int *shown = l->projector ? proj : all;
+        int n = 0;
+        for (int i = 0; i < VIZ_N_PANELS; i++) n += shown[i];
+        /* projector: a little narrower, so that the worker boxes gain the width */
+        panel_w = clampd(w * (l->projector ? 0.25 : 0.29), 240 * s, 520 * s);
+        double ph = (body_bot - body_top - (n - 1) * pad * 0.6) / n;
+        for (int i = 0, k = 0; i < VIZ_N_PANELS; i++)
+            if (shown[i]) {
+                l->panels[i] = (viz_rect){w - pad - panel_w, body_top + k * (ph + pad * 0.6),
+                                          panel_w, ph};
+                k++;
+            }
     }
     l->cluster = (viz_rect){pad, body_top, w - 2 * pad - (panel_w > 0 ? panel_w + pad : 0),
                             body_bot - body_top};
@@ -217,7 +227,9 @@ static void layout_workers(viz_layout *l)
         cols = (n + rows - 1) / rows;
         double bw = (c.w - pad) / cols - gap;
         double bh = fmin(box_h_pref, (region_h - (rows - 1) * gap) / rows);
-        if (bw >= 150 * s && bh >= l->font * 3.4) break;
+        /* projector mode: wide enough for the bold phase word ("computing") at full size */
+        double min_w = l->projector ? fmax(150 * s, l->font * 9) : 150 * s;
+        if (bw >= min_w && bh >= l->font * 3.4) break;
         if (rows * box_h_pref + (rows - 1) * gap > region_h) break;
     }
     if (rows > 8) rows = 8;
@@ -237,6 +249,11 @@ static void layout_workers(viz_layout *l)
 
 void viz_layout_compute(const viz_layout_input *in, viz_layout *l)
 {
+    viz_layout_compute_mode(in, VIZ_LAYOUT_NORMAL, l);
+}
+
+void viz_layout_compute_mode(const viz_layout_input *in, int mode, viz_layout *l)
+{
     dp_assert("layout: frame size must be positive", in->width > 0 && in->height > 0);
     memset(l, 0, sizeof *l);
     l->width = in->width;
@@ -245,6 +262,12 @@ void viz_layout_compute(const viz_layout_input *in, viz_layout *l)
     l->s = fmin(in->width / 1280.0, in->height / 720.0);
     l->font = fmax(19 * l->s, 15 * dpr);
     l->font_small = fmax(15 * l->s, 12 * dpr);
+    l->projector = mode == VIZ_LAYOUT_PROJECTOR;
+    if (l->projector) {   /* the smallest labels are 0.8 font_small: keep them at the floor */
+        l->font = fmax(l->font, VIZ_PROJECTOR_FONT * 1.3);
+        l->font_small = fmax(l->font_small, VIZ_PROJECTOR_FONT / 0.8);
+        l->font_min = VIZ_PROJECTOR_FONT;
+    }
     l->n_ps = in->n_ps > 0 ? in->n_ps : 0;
     l->n_workers = in->n_workers > 0 ? in->n_workers : 0;
     l->n_vars = in->n_vars > 0 ? in->n_vars : 0;
@@ -256,6 +279,16 @@ void viz_layout_compute(const viz_layout_input *in, viz_layout *l)
     layout_frame(in, l);
     layout_ps(in, l);
     layout_workers(l);
+}
+
+double viz_layout_min_font(const viz_layout *l)
+{
+    return l->font_min;
+}
+
+double viz_layout_font(const viz_layout *l, double size)
+{
+    return size > l->font_min ? size : l->font_min;
 }
 
 void viz_layout_compare(int width, int height, double dpr, viz_compare_layout *o)

@@ -34,14 +34,20 @@ typedef struct viz_layout_input {
     int timeline_lanes;      /* lanes wanted in the timeline (tasks + aggregate) */
 } viz_layout_input;
 
+/* Projector mode: no text below this many pixels, whatever the frame size. */
+#define VIZ_PROJECTOR_FONT 18.0
+
 typedef struct viz_layout {
     int width, height;
     double s;                /* scale factor (1 at 1280x720, dpr 1) */
     double font;             /* body font size, px (never below 15 * dpr) */
     double font_small;       /* labels, px (never below 12 * dpr) */
+    int projector;           /* projector mode (viz_layout_compute_mode) */
+    double font_min;         /* the smallest size any text may take (viz_layout_min_font) */
     viz_rect top;            /* top bar */
     viz_rect cluster;        /* cluster picture (or placement table) */
-    viz_rect panels[VIZ_N_PANELS];
+    viz_rect panels[VIZ_N_PANELS];   /* w = 0: panel not shown (projector mode drops
+                                      * accuracy and throughput) */
     viz_rect timeline;       /* lanes + scrubber */
     viz_rect lanes;          /* lane area inside the timeline (after the label column) */
     viz_rect scrub;          /* scrubber track */
@@ -65,8 +71,21 @@ typedef struct viz_layout {
     double barrier_y;        /* y of the barrier line above the workers */
 } viz_layout;
 
+/* The smallest font size, in pixels, that any text of a frame with layout l may use:
+ * VIZ_PROJECTOR_FONT in projector mode, 0 (no floor beyond the fonts') otherwise. Every
+ * label drawn at a fraction of font_small, or fitted to a cell, goes through
+ * viz_layout_font() and so stays at or above it. */
+double viz_layout_min_font(const viz_layout *l);
+/* size, raised to the layout's smallest font size. */
+double viz_layout_font(const viz_layout *l, double size);
+
 /* Computes the layout; release with viz_layout_release(). */
 void viz_layout_compute(const viz_layout_input *in, viz_layout *out);
+enum { VIZ_LAYOUT_NORMAL = 0, VIZ_LAYOUT_PROJECTOR = 1 };
+/* The same in a mode: VIZ_LAYOUT_PROJECTOR keeps every text at or above
+ * VIZ_PROJECTOR_FONT px, shows fewer and taller side panels (loss, staleness, ps traffic)
+ * and wider worker boxes (a bold phase word fits whole). */
+void viz_layout_compute_mode(const viz_layout_input *in, int mode, viz_layout *out);
 void viz_layout_release(viz_layout *l);
 
 /* Where edges attach: bottom centre of a ps box (spread by worker so edges fan out;

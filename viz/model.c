@@ -61,6 +61,7 @@ void viz_model_init(viz_model *m, int64_t duration_hint)
     m->lane_of[0] = xcalloc(EVT_STATE_MAX_TASKS, sizeof *m->lane_of[0]);
     m->lane_of[1] = xcalloc(EVT_STATE_MAX_TASKS, sizeof *m->lane_of[1]);
     m->t_start = -1;
+    m->t_story = -1;
     snprintf(m->engine, sizeof m->engine, "real");
 }
 
@@ -491,6 +492,7 @@ void viz_model_add(viz_model *m, const evt_record *e, const char *(*str)(const v
     case EVT_PULL_BEGIN:
     case EVT_PUSH_BEGIN: {
         int act = e->kind == EVT_PULL_BEGIN ? VIZ_ACT_PULL : VIZ_ACT_PUSH;
+        if (is_w && m->t_story < 0) m->t_story = t;   /* the first transfer ends start-up */
         activity(m, e->job, e->task, act, 1, t);
         if (e->peer >= 0) activity(m, EVT_JOB_PS, e->peer, act, 1, t);
         if (e->peer >= 0 && is_w) sampled(m, e->task);
@@ -538,6 +540,7 @@ void viz_model_add(viz_model *m, const evt_record *e, const char *(*str)(const v
         *at(&m->stale, b, VIZ_STALE_BINS) += 1;
         break;
     case EVT_GLOBAL_STEP:
+        if (m->t_story < 0) m->t_story = t;
         if ((double)e->step > *at(&m->gstep, b, 0)) *at(&m->gstep, b, 0) = (double)e->step;
         break;
     case EVT_STEP_END:

@@ -198,7 +198,7 @@ static void draw_labels(viz_ctx *c)
     cairo_t *cr = c->cr;
     const viz_layout *l = &c->lay;
     const viz_model *m = &c->src->m;
-    double s = l->s, fs = l->font_small * 0.85;
+    double s = l->s, fs = viz_layout_font(l, l->font_small * 0.85);
     viz_rect placed[VIZ_MAX_LABELS];
     int n = 0, live = 0;
     for (int i = 0; i < c->fr.n_pk; i++) live += !c->fr.pk[i].dropped;
@@ -231,7 +231,7 @@ static void draw_legend(viz_ctx *c)
 {
     cairo_t *cr = c->cr;
     const viz_layout *l = &c->lay;
-    double s = l->s, fs = l->font_small * 0.85;
+    double s = l->s, fs = viz_layout_font(l, l->font_small * 0.85);
     static const char *names[2] = {"pull ps \xe2\x86\x92 worker", "push worker \xe2\x86\x92 ps"};
     const char *tail = "disc: variable, size: bytes";
     viz_font(cr, fs, 0);

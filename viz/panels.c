@@ -17,6 +17,77 @@ static double tx(const viz_ctx *c, viz_rect r, int64_t t)
     return r.x + r.w * (double)t / (double)(c->t_end > 0 ? c->t_end : 1);
 }
 
+/* The start-up segment's share of the timeline's width, when it would take more. */
+#define STORY_FRAC 0.09
+
+/* The time where the start-up ends on c's axis, or 0 when it is not compressed. */
+static int64_t story_end(const viz_ctx *c)
+{
+    int64_t ts = c->src->m.t_story, te = c->t_end > 0 ? c->t_end : 1;
+    return ts > 0 && ts < te && (double)ts > STORY_FRAC * (double)te ? ts : 0;
+}
+
+double viz_timeline_x(const viz_ctx *c, viz_rect r, int64_t t)
+{
+    int64_t ts = story_end(c), te = c->t_end > 0 ? c->t_end : 1;
+    if (!ts) return tx(c, r, t);
+    double sw = r.w * STORY_FRAC;
+    if (t <= ts) return r.x + sw * (double)t / (double)ts;
+    return r.x + sw + (r.w - sw) * (double)(t - ts) / (double)(te - ts);
+}
+
+int64_t viz_timeline_time_at(const viz_ctx *c, viz_rect r, double x)
+{
+    int64_t ts = story_end(c), te = c->t_end > 0 ? c->t_end : 1;
+    double f = r.w > 0 ? (x - r.x) / r.w : 0;
+    f = f < 0 ? 0 : f > 1 ? 1 : f;
+    if (!ts) return (int64_t)(f * (double)te);
+    if (f <= STORY_FRAC) return (int64_t)((double)ts * f / STORY_FRAC);
+    return ts + (int64_t)((double)(te - ts) * (f - STORY_FRAC) / (1 - STORY_FRAC));
+}
+
+int viz_timeline_story_seg(const viz_ctx *c, viz_rect *seg)
+{
+    if (!story_end(c)) return 0;
+    const viz_rect r = c->lay.lanes;
+    *seg = (viz_rect){r.x, r.y, r.w * STORY_FRAC, r.h};
+    return 1;
+}
+
+/* The start-up segment: a quiet fill, a dashed end, and its label wrapped over the lanes
+ * ("starting tasks, / loading data"), or "start-up" when that does not fit, or nothing. */
+static void draw_story_seg(viz_ctx *c)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    viz_rect seg;
+    if (!viz_timeline_story_seg(c, &seg)) return;
+    viz_seta(cr, VIZ_BG, 0.85);
+    cairo_rectangle(cr, seg.x, seg.y, seg.w, seg.h);
+    cairo_fill(cr);
+    static const double dash[] = {3, 3};
+    viz_set(cr, VIZ_MUTED);
+    cairo_set_line_width(cr, 1.2 * l->s);
+    cairo_set_dash(cr, dash, 2, 0);
+    cairo_move_to(cr, seg.x + seg.w, seg.y);
+    cairo_line_to(cr, seg.x + seg.w, seg.y + seg.h);
+    cairo_stroke(cr);
+    cairo_set_dash(cr, NULL, 0, 0);
+    double fs = viz_layout_font(l, l->font_small * 0.8), lh = fs * 1.15, room = seg.w - 6 * l->s;
+    viz_font(cr, fs, 0);
+    static const char *const two[] = {"starting tasks,", "loading data"};
+    const char *const *lines = two;
+    int n = 2;
+    static const char *const one[] = {"start-up"};
+    if (seg.h < n * lh || viz_text_width(cr, two[0]) > room || viz_text_width(cr, two[1]) > room) {
+        lines = one;
+        n = 1;
+    }
+    if (seg.h < n * lh || viz_text_width(cr, lines[0]) > room) return;
+    double y0 = seg.y + (seg.h - n * lh) / 2 + fs * 0.9;
+    for (int i = 0; i < n; i++) viz_text(cr, seg.x + seg.w / 2, y0 + i * lh, lines[i], 1, 0);
+}
+
 void viz_draw_topbar(viz_ctx *c, viz_rect r, const char *tag)
 {
     cairo_t *cr = c->cr;
@@ -90,7 +161,12 @@ static viz_rect panel(viz_ctx *c, viz_rect r, const char *title, const char *val
     cairo_stroke(cr);
     viz_font(cr, l->font_small, 1);
     viz_set(cr, VIZ_MUTED);
-    double tw = viz_text(cr, r.x + 8 * s, r.y + l->font_small * 1.2, title, 0, r.w * 0.55);
+    /* a long title reflows to its head ("loss (mean, per worker)" -> "loss") rather than be cut */
+    char head[96];
+    snprintf(head, sizeof head, "%s", title);
+    char *paren = strstr(head, " (");
+    if (paren && viz_text_width(cr, head) > r.w * 0.55) *paren = 0;
+    double tw = viz_text(cr, r.x + 8 * s, r.y + l->font_small * 1.2, head, 0, r.w * 0.55);
     viz_font(cr, l->font_small, 1);
     viz_set(cr, VIZ_INK);
     if (value) viz_text(cr, r.x + r.w - 8 * s, r.y + l->font_small * 1.2, value, 2, r.w - tw - 24 * s);
@@ -137,7 +213,7 @@ static viz_rect sample_note(viz_ctx *c, viz_rect p)
 {
     char note[96], line[128];
     if (!viz_model_sample_note(&c->src->m, note, sizeof note)) return p;
-    double fs = c->lay.font_small * 0.85;
+    double fs = viz_layout_font(&c->lay, c->lay.font_small * 0.85);
     snprintf(line, sizeof line, "%s workers", note);
     viz_font(c->cr, fs, 1);
     viz_set(c->cr, VIZ_INK);
@@ -240,7 +316,7 @@ static void draw_staleness(viz_ctx *c, viz_rect r)
     snprintf(val, sizeof val, "mean %.2f · max %.0f", st->applies ? st->staleness_sum / (double)st->applies
                                                                   : 0.0, st->staleness_max);
     viz_rect p = sample_note(c, panel(c, r, "staleness", val));
-    double lh = c->lay.font_small * 0.85;
+    double lh = viz_layout_font(&c->lay, c->lay.font_small * 0.85);
     p.h -= lh * 1.2;
     double bw = p.w / (VIZ_STALE_BINS + 1);
     viz_font(cr, lh, 0);
@@ -309,7 +385,7 @@ static void draw_traffic(viz_ctx *c, viz_rect r)
 #define HOT(i) (n > 1 && mean > 0 && rate[2 * (i)] + rate[2 * (i) + 1] > 1.5 * mean)
     if (n <= 2 || n * fs * 1.15 <= p.h) {   /* a readable row per ps */
         double rh = p.h / (n > 0 ? n : 1);
-        fs = fmin(fs, rh * 0.9);
+        fs = viz_layout_font(&c->lay, fmin(fs, rh * 0.9));
         viz_font(cr, fs, 0);
         for (int i = 0; i < n; i++)
             traffic_row(c, (viz_rect){p.x, p.y + i * rh, p.w, rh}, fs * 3.2, fs, i, rate, mx, HOT(i));
@@ -321,7 +397,7 @@ static void draw_traffic(viz_ctx *c, viz_rect r)
     if (rows < 2) {
         rows = 2;
         rh = p.h / 2;
-        fs = fmin(fs, rh * 0.9);
+        fs = viz_layout_font(&c->lay, fmin(fs, rh * 0.9));
     }
     int cols = p.w >= fs * 20 && n > rows ? 2 : 1, slots = rows * cols;
     int others = n > slots;
@@ -383,12 +459,11 @@ static void draw_traffic(viz_ctx *c, viz_rect r)
 void viz_draw_panels(viz_ctx *c)
 {
     const viz_layout *l = &c->lay;
-    if (l->panels[0].w <= 0) return;
-    draw_loss(c, l->panels[0]);
-    draw_accuracy(c, l->panels[1]);
-    draw_throughput(c, l->panels[2]);
-    draw_staleness(c, l->panels[3]);
-    draw_traffic(c, l->panels[4]);
+    void (*const draw[VIZ_N_PANELS])(viz_ctx *, viz_rect) = {draw_loss, draw_accuracy,
+                                                             draw_throughput, draw_staleness,
+                                                             draw_traffic};
+    for (int i = 0; i < VIZ_N_PANELS; i++)   /* w = 0: left out (projector mode) */
+        if (l->panels[i].w > 0) draw[i](c, l->panels[i]);
 }
 
 /* One lane as one row of pixels: each column takes the colour of the activity that
@@ -400,8 +475,9 @@ static void lane_pixels(const viz_ctx *c, uint32_t *row, int width, const double
     const viz_model *m = &c->src->m;
     int cur = viz_model_bucket(m, c->t);
     for (int px = 0; px < width; px++) {
-        int64_t t0 = (int64_t)((double)c->t_end * px / width);
-        int64_t t1 = (int64_t)((double)c->t_end * (px + 1) / width);
+        const viz_rect r = c->lay.lanes;
+        int64_t t0 = viz_timeline_time_at(c, r, r.x + r.w * px / width);
+        int64_t t1 = viz_timeline_time_at(c, r, r.x + r.w * (px + 1) / width);
         int b0 = (int)(t0 / m->bw), b1 = (int)(t1 / m->bw);
         if (b1 <= b0) b1 = b0 + 1;
         if (b1 > m->nb) b1 = m->nb;
@@ -480,7 +556,7 @@ void viz_draw_timeline(viz_ctx *c)
         viz_rect r = {l->lanes.x, l->lanes.y + i * l->lane_h + l->lane_h * 0.12, l->lanes.w,
                       l->lane_h * 0.76};
         rects[i] = r;
-        viz_font(cr, l->font_small * 0.9, 0);
+        viz_font(cr, viz_layout_font(l, l->font_small * 0.9), 0);
         viz_set(cr, VIZ_INK);
         if (i < direct) {
             if (job == EVT_JOB_PS && task >= ps_lanes) {
@@ -518,7 +594,7 @@ void viz_draw_timeline(viz_ctx *c)
     /* markers */
     for (size_t i = 0; i < m->n_marks; i++) {
         const viz_mark *mk = &m->marks[i];
-        double x = tx(c, l->lanes, mk->t);
+        double x = viz_timeline_x(c, l->lanes, mk->t);
         viz_rgb col = mk->kind == EVT_EVAL ? VIZ_ACCENT
                       : mk->kind == EVT_FAILURE ? viz_phase_color(EVT_PHASE_DEAD)
                       : (viz_rgb){0.2, 0.55, 0.2};
@@ -534,12 +610,13 @@ void viz_draw_timeline(viz_ctx *c)
         cairo_close_path(cr);
         cairo_fill(cr);
     }
+    draw_story_seg(c);
     /* scrubber */
     viz_rect sc = l->scrub;
     viz_set(cr, VIZ_LINE);
     viz_round_rect(cr, sc, sc.h / 2);
     cairo_fill(cr);
-    double x = tx(c, sc, c->t);
+    double x = viz_timeline_x(c, sc, c->t);
     viz_set(cr, VIZ_ACCENT);
     viz_round_rect(cr, (viz_rect){sc.x, sc.y, fmax(x - sc.x, sc.h), sc.h}, sc.h / 2);
     cairo_fill(cr);
@@ -552,13 +629,13 @@ void viz_draw_timeline(viz_ctx *c)
     cairo_fill_preserve(cr);
     viz_set(cr, VIZ_PANEL);
     cairo_stroke(cr);
-    viz_font(cr, l->font_small * 0.9, 0);
+    viz_font(cr, viz_layout_font(l, l->font_small * 0.9), 0);
     viz_set(cr, VIZ_MUTED);
     viz_fmt_time(buf, sizeof buf, c->t_end);
     viz_text(cr, sc.x + sc.w, sc.y + sc.h + l->font_small * 1.0, buf, 2, 0);
     viz_text(cr, sc.x, sc.y + sc.h + l->font_small * 1.0, "0", 0, 0);
     /* legend in the label column of the scrubber row */
-    double lx = l->timeline.x + 8 * s, ly = sc.y + sc.h * 0.2, fs = l->font_small * 0.8;
+    double lx = l->timeline.x + 8 * s, ly = sc.y + sc.h * 0.2, fs = viz_layout_font(l, l->font_small * 0.8);
     viz_font(cr, fs, 0);
     if (!m->has_paced && !m->has_eval) {
         for (int a = 0; a < VIZ_ACT_PACED; a++)

@@ -126,7 +126,7 @@ static void draw_cell(viz_ctx *c, int p, const double *rate, double peak, double
     }
     if (p % (l->ps_label_every > 0 ? l->ps_label_every : 1)) return;
     char buf[32];
-    double fs = fmin(l->font_small, fmax(b.h * 0.62, 1));
+    double fs = viz_layout_font(l, fmin(l->font_small, fmax(b.h * 0.62, 1)));
     viz_font(cr, fs, 1);
     snprintf(buf, sizeof buf, "ps %d", p);
     double tw = viz_text_width(cr, buf);

@@ -32,6 +32,7 @@ viz_source *viz_source_open(const char *path, char *err)
     evt_state_init(&s->out);
     viz_model_init(&s->m, trace_reader_t1(r));
     viz_model_metadata(&s->m, trace_reader_metadata(r));
+    s->lesson = viz_lesson_new(trace_reader_metadata(r));
     evt_record e;
     trace_reader_rewind(r);
     while (trace_reader_next(r, &e) > 0) viz_model_add(&s->m, &e, trace_str, r);
@@ -47,6 +48,7 @@ viz_source *viz_source_new_mem(const evt_strtab *strings, const char *metadata_j
     evt_state_init(&s->out);
     viz_model_init(&s->m, 0);
     viz_model_metadata(&s->m, metadata_json);
+    s->lesson = viz_lesson_new(metadata_json);
     return s;
 }
 
@@ -70,6 +72,7 @@ void viz_source_free(viz_source *s)
     evt_state_release(&s->out);
     free(s->ev);
     viz_model_release(&s->m);
+    viz_lesson_free(s->lesson);
     trace_reader_close(s->r);
     evt_sub_close(s->sub);
     free(s);
@@ -113,6 +116,11 @@ int64_t viz_source_t0(const viz_source *s)
 int64_t viz_source_origin(const viz_source *s)
 {
     return s->m.t_start >= 0 ? s->m.t_start : viz_source_t0(s);
+}
+
+int64_t viz_source_story_start(const viz_source *s)
+{
+    return s->m.t_story >= 0 ? s->m.t_story : viz_source_t0(s);
 }
 
 int64_t viz_source_t1(const viz_source *s)

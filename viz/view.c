@@ -40,7 +40,7 @@ void viz_ctx_begin(viz_ctx *c, cairo_t *cr, viz_source *s, const viz_view *v, in
     int lanes = n_ps + n_w;
     if (lanes > m->n_lanes) lanes = m->n_lanes + 1;
     viz_layout_input in = {w, h, v->dpr, n_ps, n_w, m->n_vars, vps, vb, side_panels, lanes};
-    viz_layout_compute(&in, &c->lay);
+    viz_layout_compute_mode(&in, v->projector ? VIZ_LAYOUT_PROJECTOR : VIZ_LAYOUT_NORMAL, &c->lay);
     free(vps);
     free(vb);
     viz_frame_build(s, c->st, t, &c->fr);
@@ -69,6 +69,7 @@ void viz_draw_frame(cairo_t *cr, viz_source *s, const viz_view *v, int64_t t, in
     viz_draw_timeline(&c);
     viz_draw_topbar(&c, c.lay.top, tag);
     if (v->sel.kind != VIZ_SEL_NONE && !v->placement) viz_draw_inspector(&c);
+    if (side_panels) viz_draw_lesson(&c);   /* not in compare halves */
     if (v->help) viz_draw_help(&c);
     if (v->toast) viz_draw_toast(&c, v->toast);
     viz_ctx_end(&c);
@@ -108,9 +109,7 @@ int64_t viz_scrub_time(viz_source *s, const viz_view *v, double x, double y)
     viz_rect r = c.lay.timeline;
     int64_t t = -1;
     if (viz_rect_contains(r, x, y) && x >= c.lay.lanes.x - 4) {
-        double f = (x - c.lay.lanes.x) / c.lay.lanes.w;
-        f = f < 0 ? 0 : f > 1 ? 1 : f;
-        t = (int64_t)(f * (double)c.t_end);
+        t = viz_timeline_time_at(&c, c.lay.lanes, x);
     }
     viz_ctx_end(&c);
     return t;

@@ -62,6 +62,11 @@ const evt_state *viz_source_state_at(viz_source *s, int64_t t);
  * the global step. Returns t itself when there is none. */
 int64_t viz_source_seek_event(viz_source *s, int64_t t, int dir, int by_step);
 
+/* Where the story starts: the end of task start-up and data loading, i.e. the first pull
+ * (or push) of any worker, or the first global step, whichever comes first; the source's
+ * first event when there is neither. A replay starts here unless told otherwise. */
+int64_t viz_source_story_start(const viz_source *s);
+
 /* Time at which the global step first reached step (for compare-by-step), or the end. */
 int64_t viz_source_time_of_step(viz_source *s, int64_t step);
 
@@ -89,6 +94,15 @@ typedef struct viz_view {
     viz_selection sel;   /* inspector card */
     const char *toast;   /* short message in the corner ("saved frame-0001.png"), or NULL */
     viz_source *compare; /* second trace drawn beside the first, or NULL (borrowed) */
+    /* Lessons and captions (viz/lesson.c; docs/viewer.md "A viewer that explains"). */
+    int captions;        /* caption bar: 0 auto (on when the metadata has a "lesson"), 1 on, -1 off */
+    int history;         /* the caption history over the cluster */
+    int history_scroll;  /* its lines scrolled back from the newest */
+    int lesson_pause;    /* stopped at a lesson pause: "paused for the lesson: space to go on" */
+    int question;        /* the lesson question shown: its index + 1, 0 none */
+    int revealed;        /* its answer is shown (the right choice highlighted) */
+    int picked;          /* the choice picked + 1 (0: none, space revealed it) */
+    int projector;       /* projector mode: no text below 18 px, fewer and larger panels */
 } viz_view;
 
 /* A default view: t = start, 1280x720, dpr 1, speed 1, nothing toggled. */
@@ -129,7 +143,8 @@ typedef struct viz_app_options {
     const char *screenshot_dir;/* where `s` saves PNGs (default ".") */
     double speed;              /* initial speed (default 1) */
     int start_paused;
-    double at_s;               /* initial time, seconds (replay) */
+    double at_s;               /* initial time, seconds (replay); < 0: where the story starts */
+    int projector;             /* projector mode (1920x1080 unless --size; see viz_view) */
 } viz_app_options;
 
 void viz_app_options_init(viz_app_options *o);
