@@ -156,6 +156,47 @@ done
 row "hub, merge + fan-out, no trace file, best of 3 (baseline)" "$nf events/s" "1.00" "goal: reference"
 row "hub, merge + record to trace, best of 3" "$tf events/s" "$(ratio "$tf" "$nf") of no-file" "zstd blocks, CRC, index"
 
+echo "browser frames: downpour serve --follow, 1280x720, N clients reading its stream for 5 s (3 rounds, interleaved, best of 3)"
+# One shared position playing a 61 s recording; a fresh server for every measurement: at
+# --fps 15 (the default), and at --fps 120 (as fast as the server can draw). The clients
+# (tests/web_client.py rate: one thread, non-blocking sockets, counting parts) share the
+# server's cores.
+web_rate() { # FPS N ROUND: N readers for 5 s -> $TMP/web-FPS-N-ROUND.txt
+    : >"$TMP/web.out"
+    "$D" serve scenarios/recorded/live-sync--run.dptrace --listen 127.0.0.1:0 --follow --fps "$1" \
+        >"$TMP/web.out" 2>/dev/null &
+    local pid=$! url=""
+    for _ in $(seq 100); do url=$(awk '/^serving /{print $2}' "$TMP/web.out"); [ -n "$url" ] && break; sleep 0.1; done
+    python3 tests/web_client.py rate "$url" "$2" 5 >"$TMP/web-$1-$2-$3.txt" 2>/dev/null
+    kill -INT $pid; wait $pid 2>/dev/null
+}
+declare -A WFPS WMIN WBPF WMS
+for i in 1 2 3; do
+    for c in "15 1" "15 10" "15 50" "120 1" "120 50"; do
+        read -r fps n <<<"$c"
+        web_rate "$fps" "$n" "$i"
+        f="$TMP/web-$fps-$n-$i.txt"
+        v=$(awk '$1 == "fps_mean" {print $2}' "$f")
+        if [ -n "$v" ] && [ "$(max "${WFPS[$c]:-0}" "$v")" = "$v" ]; then
+            WFPS[$c]=$v
+            WMIN[$c]=$(awk '$1 == "fps_min" {print $2}' "$f")
+            WBPF[$c]=$(awk '$1 == "bytes_per_frame" {print $2}' "$f")
+            WMS[$c]=$(awk '$1 == "render_ms" {print $2}' "$f")
+        fi
+    done
+done
+w1=${WFPS[15 1]:-0}
+row "browser page at --fps 15, 1 client, best of 3 (baseline)" "$w1 frames/s" "1.00" "goal: reference (the server draws 15 frames/s, ${WMS[15 1]:-?} ms each to draw and encode)"
+for n in 10 50; do
+    row "browser page at --fps 15, $n clients, frames/s each (mean), best of 3" "${WFPS[15 $n]:-0} frames/s" "$(ratio "${WFPS[15 $n]:-0}" "$w1") of 1 client" \
+        "goal: ~1.00 (each frame drawn once for all); slowest client ${WMIN[15 $n]:-?} frames/s"
+done
+m1=${WFPS[120 1]:-0}
+row "browser page at --fps 120 (as fast as it draws), 1 client, best of 3" "$m1 frames/s" "$(ratio "$m1" "$w1") of --fps 15" "the ceiling on this machine (${WMS[120 1]:-?} ms a frame)"
+row "browser page at --fps 120, 50 clients, frames/s each (mean), best of 3" "${WFPS[120 50]:-0} frames/s" "$(ratio "${WFPS[120 50]:-0}" "$m1") of 1 client" \
+    "slowest client ${WMIN[120 50]:-?} frames/s; sending shares the cores with drawing"
+row "browser page, bytes per frame (one multipart PNG part, 1280x720)" "${WBPF[15 1]:-0} bytes" \
+    "$(python3 -c "print('%.2f MB/s' % (${WBPF[15 1]:-0} * $w1 / 1e6))") per client at --fps 15" "what the network carries per student"
 for extra in bench_viz bench_sim; do
     if [ -x "$B/$extra" ]; then
         echo "$extra"
@@ -183,6 +224,7 @@ git diff --quiet HEAD 2>/dev/null || rev="$rev + uncommitted changes"
         echo "Baseline: the mean frame at 1280x720 of the synthetic 2 ps + 8 worker run, measured"
         echo "first; a frame row is the best of 3 passes over the middle half of its trace. The"
         echo "goals are absolute frame budgets (8 ms, 16 ms: 60 fps with room to spare)."
+        echo "The projector row draws the baseline run at 1920x1080 in \`--projector\` mode."
         echo
         echo "| measurement | value | ratio | goal |"
         echo "| --- | --- | --- | --- |"

@@ -10,12 +10,13 @@
 #include "cli/cmds.h"
 #include "common/dp.h"
 #include "events/hub.h"
+#include "web/web.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: downpour hub [--listen ADDR] [--trace FILE] [--exit-when-idle MS]\n"
-            "                    [--reorder-ms MS] [--quiet]\n\n"
+            "                    [--reorder-ms MS] [--quiet] [--http ADDR]\n\n"
             "Collects the events of every task (`--hub ADDR` on task/cluster), aligns their\n"
             "clocks, merges them in time order, records them to FILE and serves them live to\n"
             "viewers (`downpour view --connect ADDR`), which may attach at any time.\n\n"
@@ -25,7 +26,10 @@ static void usage(FILE *f)
             "  --exit-when-idle MS   stop once tasks have connected and all have been gone\n"
             "                        for MS milliseconds (for launchers)\n"
             "  --reorder-ms MS       how long events are held to merge in order (default 50)\n"
-            "  --quiet               no periodic statistics on stderr\n\n"
+            "  --quiet               no periodic statistics on stderr\n"
+            "  --http ADDR           also serve the live run as a web page at ADDR (host:port;\n"
+            "                        loopback unless asked, as `downpour serve`), subscribed to\n"
+            "                        the hub like a viewer; \"serving URL\" goes to stdout\n\n"
             "Prints \"hub listening on HOST:PORT\" on stdout once bound. SIGINT/SIGTERM stop it\n"
             "cleanly (the trace is closed properly).\n",
             EVT_HUB_DEFAULT_ADDR);
@@ -46,6 +50,9 @@ int cmd_hub(int argc, char **argv)
 {
     evt_hub_options opt;
     evt_hub_options_init(&opt);
+    web_options web;
+    web_options_init(&web);
+    const char *http = NULL;
     opt.handle_signals = 1;
     opt.progress_ms = 5000;
     for (int i = 1; i < argc; i++) {
@@ -58,6 +65,8 @@ int cmd_hub(int argc, char **argv)
             opt.progress_ms = 0;
         } else if ((v = cli_flag_value("hub", argc, argv, &i, "--listen", &bad))) {
             opt.listen = v;
+        } else if ((v = cli_flag_value("hub", argc, argv, &i, "--http", &bad))) {
+            http = v;
         } else if ((v = cli_flag_value("hub", argc, argv, &i, "--trace", &bad))) {
             opt.trace_path = v;
         } else if ((v = cli_flag_value("hub", argc, argv, &i, "--exit-when-idle", &bad))) {
@@ -73,7 +82,8 @@ int cmd_hub(int argc, char **argv)
     }
 
     char err[DP_ERRLEN];
-    if (evt_hub_serve(&opt, stdout, err)) {
+    web.listen = http;
+    if (http ? web_serve_hub(&opt, &web, stdout, err) : evt_hub_serve(&opt, stdout, err)) {
         fprintf(stderr, "downpour: hub: %s\n", err);
         return 1;
     }

@@ -24,6 +24,7 @@ static const command commands[] = {
     {"keys", cmd_keys, "the run description's key table (scenario keys and flags)"},
     {"lessons", cmd_lessons, "list the lesson library (scenarios/lessons)"},
     {"fork", cmd_fork, "continue a recorded run from a step in the simulator, one key changed"},
+    {"serve", cmd_serve, "serve a trace as a web page: the class follows in a browser"},
 };
 
 static void usage(FILE *f)

@@ -641,6 +641,10 @@ int evt_hub_serve(const evt_hub_options *opt, FILE *out, char *err)
     signal(SIGPIPE, SIG_IGN);
     evt_hub *h = evt_hub_new(opt, err);
     if (!h) return DP_ERR;
+    if (opt->on_bound && opt->on_bound(opt->on_bound_ctx, evt_hub_address(h), err)) {
+        evt_hub_free(h);
+        return DP_ERR;
+    }
     fprintf(out, "hub listening on %s\n", evt_hub_address(h));
     fflush(out);
     if (opt->trace_path) fprintf(stderr, "hub: recording to %s\n", opt->trace_path);

@@ -34,6 +34,12 @@ typedef struct evt_hub_options {
     int progress_ms;           /* > 0: a stats line on stderr this often */
     int quiet;                 /* connection and stop lines at debug level (for launchers
                                 * whose own output tells the story); warnings stay */
+    /* evt_hub_serve() only: called once the hub is bound, before "hub listening on" is
+     * printed and before its loop runs, with the bound address (`downpour hub --http`
+     * starts its web page here, subscribed to the hub: web/web.h). Non-zero, with err
+     * filled, stops the hub before it starts. NULL: nothing. */
+    int (*on_bound)(void *ctx, const char *addr, char *err);
+    void *on_bound_ctx;
 } evt_hub_options;
 
 /* Fills o with the defaults above. */

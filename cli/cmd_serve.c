@@ -1,0 +1,115 @@
+/* cmd_serve.c — `downpour serve`: the class in a browser. Serves a recorded trace as a web
+ * page whose frames are drawn by the viewer's own code on this machine; each browser has
+ * its own position, or with --follow every page shows the server's. Runs until SIGINT /
+ * SIGTERM; "serving URL" goes to stdout once bound. Flag parsing only; the server is
+ * web/. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/cmds.h"
+#include "common/dp.h"
+#include "web/web.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: downpour serve TRACE [--listen ADDR] [--follow] [--at SECONDS] [--paused]\n"
+            "                      [--speed X] [--size WxH] [--fps N] [--max-conns N]\n"
+            "                      [--idle-timeout S]\n\n"
+            "Serves TRACE as a web page: students open the printed address in a browser and\n"
+            "see what `downpour view` shows, drawn here and streamed as PNG frames, with play,\n"
+            "pause, step and a scrubber. Each browser has its own position unless --follow.\n\n"
+            "  --listen ADDR     host:port (default %s; port 0 picks a free one). Only\n"
+            "                    loopback unless asked: 0.0.0.0:PORT serves the whole network\n"
+            "                    (with a warning: there is no password yet)\n"
+            "  --follow          every page shows the server's position; any page's buttons\n"
+            "                    move it for everyone\n"
+            "  --at SECONDS      start there;  --paused  start paused;  --speed X  (0.01..100)\n"
+            "  --size WxH        frame size (default 1280x720)\n"
+            "  --fps N           frames per second while playing (default 15)\n"
+            "  --max-conns N     connection cap (default 128; more are refused and counted)\n"
+            "  --idle-timeout S  close a connection that accepts nothing for S s (default 10)\n\n"
+            "Prints \"serving URL\" on stdout once bound; GET /stats gives the counters\n"
+            "(frames drawn, sent, skipped, pages dropped for reading too slowly).\n",
+            WEB_DEFAULT_ADDR);
+}
+
+static int parse_int(const char *flag, const char *s, int lo, int hi, int *out)
+{
+    long long v;
+    if (dp_parse_int(s, &v) || v < lo || v > hi) {
+        fprintf(stderr, "downpour: serve: %s '%s' must be an integer in %d..%d\n", flag, s, lo, hi);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_num(const char *flag, const char *s, double lo, double hi, double *out)
+{
+    if (dp_parse_double(s, out) || !isfinite(*out) || *out < lo || *out > hi) {
+        fprintf(stderr, "downpour: serve: %s '%s' must be a number in %g..%g\n", flag, s, lo, hi);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    web_options o;
+    web_options_init(&o);
+    const char *v;
+    for (int i = 1; i < argc; i++) {
+        int bad = 0;
+        char tail;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--follow")) {
+            o.follow = 1;
+        } else if (!strcmp(argv[i], "--paused")) {
+            o.start_paused = 1;
+        } else if ((v = cli_flag_value("serve", argc, argv, &i, "--listen", &bad))) {
+            o.listen = v;
+        } else if ((v = cli_flag_value("serve", argc, argv, &i, "--at", &bad))) {
+            if (parse_num("--at", v, 0, 1e9, &o.at_s)) return 2;
+        } else if ((v = cli_flag_value("serve", argc, argv, &i, "--speed", &bad))) {
+            if (parse_num("--speed", v, 0.01, 100, &o.speed)) return 2;
+        } else if ((v = cli_flag_value("serve", argc, argv, &i, "--fps", &bad))) {
+            if (parse_num("--fps", v, 0.1, 120, &o.fps)) return 2;
+        } else if ((v = cli_flag_value("serve", argc, argv, &i, "--max-conns", &bad))) {
+            if (parse_int("--max-conns", v, 1, 10000, &o.max_conns)) return 2;
+        } else if ((v = cli_flag_value("serve", argc, argv, &i, "--idle-timeout", &bad))) {
+            if (parse_int("--idle-timeout", v, 1, 3600, &o.idle_timeout_s)) return 2;
+        } else if ((v = cli_flag_value("serve", argc, argv, &i, "--size", &bad))) {
+            if (sscanf(v, "%dx%d%c", &o.width, &o.height, &tail) != 2 || o.width < 64 ||
+                o.height < 64 || o.width > 8192 || o.height > 8192) {
+                fprintf(stderr, "downpour: serve: --size '%s' is not WxH (64..8192 each)\n", v);
+                return 2;
+            }
+        } else if (bad) {
+            return 2;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "downpour: serve: unknown flag %s (see --help)\n", argv[i]);
+            return 2;
+        } else if (!o.trace) {
+            o.trace = argv[i];
+        } else {
+            fprintf(stderr, "downpour: serve: one trace only (got %s and %s)\n", o.trace, argv[i]);
+            return 2;
+        }
+    }
+    if (!o.trace) {
+        fprintf(stderr, "downpour: serve: need a TRACE (for a live run: downpour hub --http ADDR)\n");
+        usage(stderr);
+        return 2;
+    }
+    char err[DP_ERRLEN];
+    if (web_serve(&o, stdout, err)) {
+        fprintf(stderr, "downpour: serve: %s\n", err);
+        return 1;
+    }
+    return 0;
+}

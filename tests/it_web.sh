@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# it_web.sh — the class in a browser: `downpour serve` on a recorded trace and `downpour hub
+# --http` on a live run. (a) headless Chromium opens the page positioned at 2.5 s and its
+# screenshot must hold the frame `downpour render --at 2.5` draws (and not the one of
+# 2.6 s); (b) play / pause / step / back through the endpoints the page's buttons call,
+# checked on the frames the page's stream delivers; two pages at one moment share one
+# drawn frame; --follow moves every page; (c) 50 loopback clients, one stalled: it alone
+# is dropped and counted, the other 49 keep receiving; the connection cap refuses and
+# counts. Clients are tests/web_client.py (standard library); every wait is bounded.
+# Without chromium the browser checks print "skipped: why" (CI installs it and fails).
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+
+T=scenarios/recorded/sync-vs-async--mode-sync.dptrace     # 10.4 s, 1 ps + 4 workers
+LONG=scenarios/recorded/live-sync--run.dptrace            # 61 s: keeps playing through (c)
+W=960 H=540 WIN_W=1000 WIN_H=640
+CLIENT="python3 tests/web_client.py"
+
+# serve NAME ARGS...: starts `downpour serve ARGS` on a free loopback port in the
+# background; sets PID_<NAME> and URL_<NAME> (empty when it did not start in 10 s).
+serve() {
+    local name=$1; shift
+    "$DOWNPOUR" serve "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+    printf -v "PID_$name" '%s' $!
+    for _ in $(seq 100); do grep -q '^serving ' "$TMP/$name.out" && break; sleep 0.1; done
+    printf -v "URL_$name" '%s' "$(awk '/^serving /{print $2}' "$TMP/$name.out")"
+}
+# stop PID: SIGINT, then its exit status (a non-zero one is also noted in STOP_BAD).
+STOP_BAD=""
+stop() {
+    kill -INT "$1" 2>/dev/null
+    wait "$1"
+    local rc=$?
+    [ "$rc" -eq 0 ] || STOP_BAD="$STOP_BAD $1:rc$rc"
+    return "$rc"
+}
+# render_ns NS OUT: `downpour render` of the moment NS ns of $T, paused, as a page shows it;
+# --at gets NS + 0.4 ns in seconds so that the renderer's conversion lands on NS itself.
+render_ns() {
+    "$DOWNPOUR" render "$T" --at "$(python3 -c "print('%.10f' % (($1 + 0.4) / 1e9))")" \
+        --size ${W}x$H --out "$2" 2>/dev/null
+}
+# val FILE KEY: the value of "KEY value" in FILE.
+val() { awk -v k="$2" '$1 == k {print $2; exit}' "$1"; }
+
+# ---- the command line --------------------------------------------------------------------
+"$DOWNPOUR" serve "$TMP/none.dptrace" --listen 127.0.0.1:0 >/dev/null 2>"$TMP/bad.err"
+rc=$?
+check "a missing trace: rc 1 and one line naming it (rc $rc)" \
+    [ "$rc" -eq 1 -a "$(grep -c "none.dptrace" "$TMP/bad.err")" -eq 1 -a "$(wc -l <"$TMP/bad.err")" -eq 1 ]
+"$DOWNPOUR" serve "$T" --listen 127.0.0.1:99999 >/dev/null 2>"$TMP/bad.err"
+rc=$?
+check "a bad --listen: rc 1 naming the address (rc $rc)" bash -c "[ $rc -eq 1 ] && grep -q 99999 '$TMP/bad.err'"
+serve any "$T" --listen 0.0.0.0:0 --size ${W}x$H
+stop "$PID_any"
+check "a non-loopback address is served with a warning on stderr" grep -q 'warning: .* not a loopback address' "$TMP/any.err"
+check "... and the address to share is not the wildcard one" \
+    bash -c "grep -q 'students open http://' '$TMP/any.err' && ! grep -q 'students open http://0.0.0.0' '$TMP/any.err'"
+
+# ---- (a) a real browser ------------------------------------------------------------------
+serve A "$T" --listen 127.0.0.1:0 --size ${W}x$H --idle-timeout 3
+check "serve prints its loopback address ($URL_A)" grep -q '^http://127\.0\.0\.1:[0-9]*/$' <<<"$URL_A"
+"$DOWNPOUR" render "$T" --at 2.5 --size ${W}x$H --out "$TMP/ref.png"
+"$DOWNPOUR" render "$T" --at 2.6 --size ${W}x$H --out "$TMP/wrong.png"
+if ! command -v chromium >/dev/null 2>&1; then
+    skip "chromium is not installed (apt-get install chromium): the page is not tested in a browser"
+else
+    timeout 90 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
+        --user-data-dir="$TMP/chromium" --virtual-time-budget=2000 --screenshot="$TMP/shot.png" \
+        --window-size=$WIN_W,$WIN_H "${URL_A}?at=2.5&paused=1" >"$TMP/chromium.log" 2>&1
+    check "the browser's screenshot is taken (${WIN_W}x$WIN_H)" \
+        [ "$(python3 tests/png_compare.py size "$TMP/shot.png" 2>/dev/null)" = "$WIN_W $WIN_H" ]
+    # The frame is the page's first element, at (0, 0), drawn 1:1 (the window is wider);
+    # the virtual-time budget lets the page's first /state poll fill its bar before the shot.
+    n=$(python3 tests/png_compare.py diff "$TMP/shot.png" "$TMP/ref.png" 16 0 0 $W $H)
+    check "the page shows the 2.5 s frame: <= 518 of 518400 pixels off by > 16 from render --at 2.5 ($n)" \
+        [ "${n:-999999}" -le 518 ]
+    n=$(python3 tests/png_compare.py diff "$TMP/shot.png" "$TMP/wrong.png" 16 0 0 $W $H)
+    check "... a tolerance another moment exceeds: render --at 2.6 is off in > 518 pixels ($n)" \
+        [ "${n:-0}" -gt 518 ]
+    [ -n "${DOWNPOUR_WEB_SHOT:-}" ] && cp "$TMP/shot.png" "$DOWNPOUR_WEB_SHOT"
+    timeout 90 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$TMP/chromium" \
+        --virtual-time-budget=3000 --dump-dom "${URL_A}?at=2.5&paused=1" >"$TMP/dom.html" 2>/dev/null
+    check "the page shows the address to share ($URL_A)" grep -q "id=\"share\">.*<b>$URL_A</b>" "$TMP/dom.html"
+fi
+
+# ---- (b) play / pause / step from the page's endpoints ------------------------------------
+# Frames carry no times: each one the page got is compared with `downpour render` of the
+# moment the server reported for it (render_ns), byte for byte.
+timeout 120 $CLIENT controls "$URL_A" "$TMP" >"$TMP/ctl.txt" 2>"$TMP/ctl.err"
+tail -3 "$TMP/ctl.err"
+check "a page opened at 2.5 s paused gets, byte for byte, the PNG of render --at 2.5" cmp -s "$TMP/first.png" "$TMP/ref.png"
+st=$(val "$TMP/ctl.txt" step_t)
+check "step: the next global step after 2.5 s, paused ($st ns)" \
+    [ "${st:-0}" -gt 2500000000 -a "${st:-0}" -lt 2600000000 -a "$(val "$TMP/ctl.txt" step_playing)" = 0 ]
+render_ns "${st:-0}" "$TMP/ref-step.png"
+check "... and the page's next frame is render of that moment, byte for byte" cmp -s "$TMP/step.png" "$TMP/ref-step.png"
+bt=$(val "$TMP/ctl.txt" back_t)
+check "back: the global step before that, <= 2.5 s ($bt ns)" [ "${bt:-9999999999}" -le 2500000000 ]
+check "play: 5 different frames follow, and the position moves" \
+    [ "$(val "$TMP/ctl.txt" play_playing)" = 1 -a "$(val "$TMP/ctl.txt" play_distinct_frames)" = 5 -a "$(val "$TMP/ctl.txt" play_moved)" = 1 ]
+pt=$(val "$TMP/ctl.txt" pause_t)
+render_ns "${pt:-0}" "$TMP/ref-pause.png"
+check "pause: the page then shows render of $pt ns (paused), byte for byte" cmp -s "$TMP/pause.png" "$TMP/ref-pause.png"
+check "... and keeps it: the next two frames and the position 0.5 s later are the same" \
+    [ "$(val "$TMP/ctl.txt" pause_playing)" = 0 -a "$(val "$TMP/ctl.txt" pause_next_two_same)" = 1 -a "$(val "$TMP/ctl.txt" pause_state_t)" = "$pt" ]
+check "a control for a page with no stream: 404; an unknown op: 400" \
+    [ "$(val "$TMP/ctl.txt" unknown_page_status)" = 404 -a "$(val "$TMP/ctl.txt" bad_op_status)" = 400 ]
+stop "$PID_A"
+rc=$?
+check "serve stops on SIGINT (rc $rc) with its counts on stderr" bash -c "[ $rc -eq 0 ] && grep -q '^web: done: ' '$TMP/A.err'"
+
+serve S "$T" --listen 127.0.0.1:0 --size ${W}x$H
+timeout 60 $CLIENT share "$URL_S" >"$TMP/share.txt" 2>&1
+stop "$PID_S"
+check "two pages of their own at one moment get the same bytes" [ "$(val "$TMP/share.txt" same_bytes)" = 1 ]
+check "... drawn once: frames_rendered = 1" [ "$(val "$TMP/share.txt" frames_rendered)" = 1 ]
+
+serve F "$T" --listen 127.0.0.1:0 --size ${W}x$H --follow --paused --at 2.5
+timeout 60 $CLIENT follow "$URL_F" "$TMP" >"$TMP/follow.txt" 2>&1
+stop "$PID_F"
+check "--follow: two pages both show the server's 2.5 s: the same bytes, render --at 2.5's" \
+    bash -c "[ '$(val "$TMP/follow.txt" same_bytes)' = 1 ] && cmp -s '$TMP/follow-first.png' '$TMP/ref.png'"
+fst=$(val "$TMP/follow.txt" step_t)
+render_ns "${fst:-0}" "$TMP/ref-fstep.png"
+check "--follow: a step from page a moves page b to render of $fst ns" cmp -s "$TMP/follow-b-step.png" "$TMP/ref-fstep.png"
+check "--follow: two moments for two pages: frames_rendered = 2" [ "$(val "$TMP/follow.txt" frames_rendered)" = 2 ]
+
+# ---- (c) 50 clients, one stalled -------------------------------------------------------------
+serve C "$LONG" --listen 127.0.0.1:0 --size 480x270 --fps 10 --follow --idle-timeout 2
+timeout 150 $CLIENT crowd "$URL_C" 50 >"$TMP/crowd.txt" 2>&1
+stop "$PID_C"
+grep -E '^(min_frames|frames_|reader_error)' "$TMP/crowd.txt"
+check "the stalled client (never reads) is dropped and counted: dropped_stalled = 1" [ "$(val "$TMP/crowd.txt" dropped_stalled)" = 1 ]
+check "... the server closed its connection" [ "$(val "$TMP/crowd.txt" stalled_closed_by_server)" = 1 ]
+check "... and said so on stderr" grep -q 'dropped a stalled page 127\.0\.0\.1:' "$TMP/C.err"
+check "the other 49 kept receiving: each >= 3 more frames after the drop, no errors" \
+    [ "$(val "$TMP/crowd.txt" readers_3_more_after_drop)" = 49 -a "$(val "$TMP/crowd.txt" reader_errors)" = 0 ]
+check "no other client was dropped: dropped = 1" [ "$(val "$TMP/crowd.txt" dropped)" = 1 ]
+fr=$(val "$TMP/crowd.txt" frames_rendered) fs=$(val "$TMP/crowd.txt" frames_sent)
+check "one drawing per frame for all pages: frames_sent $fs >= 10 x frames_rendered $fr" \
+    [ "${fr:-0}" -gt 0 -a "${fs:-0}" -ge $(( 10 * ${fr:-1} )) ]
+
+serve D "$T" --listen 127.0.0.1:0 --size 480x270 --max-conns 4
+timeout 60 $CLIENT cap "$URL_D" 4 >"$TMP/cap.txt" 2>&1
+stop "$PID_D"
+check "--max-conns 4: the 5th connection is closed at once and counted (refused $(val "$TMP/cap.txt" refused))" \
+    [ "$(val "$TMP/cap.txt" extra_closed)" = 1 -a "$(val "$TMP/cap.txt" refused)" -ge 1 ]
+
+# ---- live: downpour hub --http ------------------------------------------------------------------
+"$DOWNPOUR" hub --listen 127.0.0.1:0 --http 127.0.0.1:0 --quiet >"$TMP/hub.out" 2>"$TMP/hub.err" &
+HUB=$!
+for _ in $(seq 100); do grep -q 'listening on' "$TMP/hub.out" && break; sleep 0.1; done
+ADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$TMP/hub.out")
+HURL=$(awk '/^serving /{print $2}' "$TMP/hub.out")
+check "hub --http: the hub ($ADDR) and its page ($HURL) on loopback" \
+    bash -c "[ -n '$ADDR' ] && grep -q '^http://127\.0\.0\.1:[0-9]*/$' <<<'$HURL'"
+"$DOWNPOUR" cluster --ps 1 --workers 2 --mode sync --steps 1500 --data synthetic --hub "$ADDR" \
+    --quiet >"$TMP/cluster.out" 2>"$TMP/cluster.err" &
+CL=$!
+timeout 60 $CLIENT live "$HURL" >"$TMP/live.txt" 2>&1
+wait "$CL"
+rc=$?
+check "hub --http: the live page follows the run: 6 different frames, at the live end" \
+    [ "$(val "$TMP/live.txt" changing_frames)" = 6 -a "$(val "$TMP/live.txt" live)" = 1 -a "$(val "$TMP/live.txt" at_live)" = 1 ]
+check "... and the run finished normally (rc $rc)" [ "$rc" -eq 0 ]
+stop "$HUB"
+rc=$?
+check "hub --http stops on SIGINT (rc $rc), web counts on stderr" bash -c "[ $rc -eq 0 ] && grep -q '^web: done: 1 pages' '$TMP/hub.err'"
+check "every server stopped on SIGINT with rc 0, leaks and sanitizers included (${STOP_BAD:-all 0})" [ -z "$STOP_BAD" ]
+done_tests

@@ -1,0 +1,121 @@
+/* internal.h — what the web module's files share: the server struct, frames (immutable,
+ * reference-counted multipart parts), cursors (positions shown) and the calls between
+ * the render thread (player.c) and the HTTP side (http.c). Invariants: every field below
+ * marked "mu" is read and written under web_server.mu; the viz source is touched only by
+ * the render thread; a frame's bytes never change once published. */
+#ifndef WEB_INTERNAL_H
+#define WEB_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "viz/viz.h"
+#include "web/web.h"
+
+#define WEB_BOUNDARY "dpframe"
+/* A stream opens with a delimiter and a header block; then each frame is a PNG followed by
+ * the next delimiter and header block. A browser shows a part once the header block after
+ * it is in (Chrome does), so sending that right behind each PNG makes a frame appear as
+ * soon as its bytes arrive; the price is that parts carry no per-frame headers (no
+ * Content-Length: a reader splits on the delimiter). */
+#define WEB_PART_END "\r\n--" WEB_BOUNDARY "\r\nContent-Type: image/png\r\n\r\n"
+#define WEB_STREAM_START (WEB_PART_END + 2)
+#define WEB_MAX_OPS 8            /* control requests queued per cursor */
+
+/* Everything that changes a frame's pixels: equal keys draw equal frames. */
+typedef struct web_key {
+    int64_t t;
+    int paused, live, behind_live;
+    double speed;
+} web_key;
+
+/* One drawn frame as a multipart part (the PNG, then WEB_PART_END).
+ * refs (mu): cursors and streams holding it; freed by web_frame_unref at 0. */
+typedef struct web_frame {
+    int refs;
+    web_key key;
+    unsigned char *part;         /* the PNG, then WEB_PART_END */
+    size_t part_len, png_len;
+} web_frame;
+
+enum web_op { WEB_OP_PLAY = 1, WEB_OP_PAUSE, WEB_OP_STEP, WEB_OP_BACK, WEB_OP_NEXT_EVENT,
+              WEB_OP_PREV_EVENT, WEB_OP_SEEK, WEB_OP_SPEED, WEB_OP_LIVE };
+
+/* A position being shown: a page's own, or the server's (id 0). All fields mu. */
+typedef struct web_cursor {
+    uint64_t id;
+    char name[48];               /* the page's id ("" for the server's) */
+    int refs;                    /* streams attached (the server's cursor is never freed) */
+    int64_t t;
+    int playing, at_live;
+    double speed;
+    web_frame *frame;            /* newest frame for this cursor, or NULL (a ref) */
+    uint64_t seq;                /* bumped each time frame changes */
+    int ops[WEB_MAX_OPS];        /* queued controls, applied by the render thread */
+    double op_args[WEB_MAX_OPS];
+    int n_ops;
+    uint64_t ops_queued, ops_taken, ops_done;   /* tickets: queued, applied, shown */
+    struct web_cursor *next;
+} web_cursor;
+
+struct web_server {
+    web_options opt;             /* strings point into the copies below */
+    char *trace, *connect, *title;
+    char url[128], share[128];
+    int loopback;
+    struct MHD_Daemon *mhd;
+    viz_source *src;             /* render thread only after start */
+    pthread_t thread;
+    int has_thread;
+
+    pthread_mutex_t mu;
+    pthread_cond_t tick_cv;      /* wakes the render thread early (controls, new pages) */
+    pthread_cond_t frame_cv;     /* a frame was published, or the server stops */
+    int stopping;                /* mu */
+    web_cursor *cursors;         /* mu; the server's own (id 0, follow only) is never freed */
+    uint64_t next_cursor_id;     /* mu */
+    int64_t t0, t1;              /* mu: the source's range, refreshed each tick */
+    int live, hub_closed;        /* mu */
+    web_stats st;                /* mu */
+};
+
+/* ---- player.c: the render thread and positions ---------------------------------------- */
+/* Starts / stops the render thread (after the source is open). */
+int web_player_start(web_server *w, char *err);
+void web_player_stop(web_server *w);
+
+/* The cursor a stream of page `name` shows, created at (at_s, paused, speed) when new
+ * (at_s < 0: where the server's position is; speed <= 0: the server's speed). In follow
+ * mode, always the server's. Takes a stream reference (release with web_cursor_release).
+ * NULL when the cap on cursors is reached. Call with mu held. */
+web_cursor *web_cursor_attach(web_server *w, const char *name, double at_s, int paused,
+                              double speed);
+void web_cursor_release(web_server *w, web_cursor *c);
+/* The cursor page `name` controls (the server's in follow mode), or NULL. mu held. */
+web_cursor *web_cursor_find(web_server *w, const char *name);
+
+/* Queues op on the cursor of page `name` and waits (at most ~2 s) for the render thread
+ * to apply it. Returns 0, DP_ENOTFOUND (no such page), DP_ERR (queue full) or
+ * DP_ETIMEDOUT. Call without mu. */
+int web_control(web_server *w, const char *name, int op, double arg);
+
+/* Writes the JSON state of page `name`'s cursor into buf (n bytes). mu not held. */
+void web_state_json(web_server *w, const char *name, char *buf, size_t n);
+
+void web_frame_ref(web_frame *f);            /* mu held */
+void web_frame_unref(web_frame *f);          /* mu held */
+
+/* ---- http.c ------------------------------------------------------------------------- */
+int web_http_start(web_server *w, const char *listen, char *err);
+void web_http_stop(web_server *w);
+
+/* ---- serve.c ------------------------------------------------------------------------ */
+/* The host name to give students for a wildcard bind: this machine's first non-loopback
+ * IPv4 address, else its host name. */
+void web_share_host(char *buf, size_t n);
+
+/* ---- page.c ------------------------------------------------------------------------- */
+extern const char web_page_html[];
+
+#endif
