@@ -207,3 +207,13 @@ int dp_mkdirs(const char *path, char *err)
     }
     return DP_OK;
 }
+
+int dp_have_display(void)
+{
+    static const char *const vars[] = {"DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER"};
+    for (size_t i = 0; i < DP_ARRAY_LEN(vars); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return 1;
+    }
+    return 0;
+}

@@ -80,4 +80,9 @@ char *dp_read_file(const char *path, size_t max, size_t *len, char *err);
 /* Creates a folder and its parents (mkdir -p). Returns 0, or DP_EIO with "PATH: reason". */
 int dp_mkdirs(const char *path, char *err);
 
+/* Whether a window can open at all: X11 or Wayland named in the environment, or a video
+ * driver asked for by name (SDL_VIDEODRIVER). Without one SDL falls back to an offscreen
+ * driver and a viewer would run unseen, so callers go headless (or fail) and say so. */
+int dp_have_display(void);
+
 #endif

@@ -134,12 +134,6 @@ static int write_text(const char *path, const char *text, char *err)
     return DP_OK;
 }
 
-static int has_display(void)
-{
-    const char *d = getenv("DISPLAY"), *w = getenv("WAYLAND_DISPLAY");
-    return (d && *d) || (w && *w);
-}
-
 int lab_sheet(const char *trace, const char *png, const char *title, char *err)
 {
     viz_source *src = viz_source_open(trace, err);
@@ -269,7 +263,7 @@ int lab_run(const char *path, const lab_options *o, char *err)
     }
     fprintf(stderr, "downpour: run: %s (%s engine) into %s/\n", s.title, engine == RUN_SIM ? "sim" : "real",
             dir);
-    int view = !o->no_view && has_display();
+    int view = !o->no_view && dp_have_display();
     if (o->quiz) print_quiz(&s, 0);
     rc = lab_run_variant(&s, engine, 0, o, dir, view && engine == RUN_REAL, err);
     if (rc) return rc;

@@ -360,18 +360,6 @@ static void print_summary(launcher *l, double wall_s)
     json_decref(o);
 }
 
-/* Whether --view can open a window: an X11 or Wayland display named in the environment
- * (or an SDL video driver asked for by name). Without one the viewer could only fail, so
- * the run goes on headless and says so. */
-static int have_display(void)
-{
-    static const char *const vars[] = {"DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER"};
-    for (size_t i = 0; i < DP_ARRAY_LEN(vars); i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) return 1;
-    }
-    return 0;
-}
 
 int launcher_run(const rt_config *cfg, const char *self, char *err)
 {
@@ -379,7 +367,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     memset(&l, 0, sizeof l);
     l.cfg = cfg;
     int view = cfg->view;
-    if (view && !have_display()) {
+    if (view && !dp_have_display()) {
         view = 0;
         if (cfg->trace[0])
             dp_log(DP_LOG_WARN, "cluster", "no display for --view: running headless (replay with "

@@ -383,18 +383,6 @@ static int draw(app *a)
     return 0;
 }
 
-/* Whether a window can open at all: X11 or Wayland named in the environment, or a video
- * driver asked for by name (SDL_VIDEODRIVER). Without one SDL falls back to an offscreen
- * driver and the viewer would run, unseen, forever. */
-static int have_display(void)
-{
-    static const char *const vars[] = {"DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER"};
-    for (size_t i = 0; i < DP_ARRAY_LEN(vars); i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) return 1;
-    }
-    return 0;
-}
 
 /* A driver that draws nowhere, unless it was asked for by name. */
 static int invisible_driver(void)
@@ -412,7 +400,7 @@ int viz_app_run(const viz_app_options *o)
     app a;
     memset(&a, 0, sizeof a);
     char err[DP_ERRLEN];
-    if (!have_display()) {   /* before opening anything: say so at once */
+    if (!dp_have_display()) {   /* before opening anything: say so at once */
         fputs(NO_DISPLAY, stderr);
         return 1;
     }
