@@ -356,6 +356,28 @@ int net_listen(const char *host, int port, int *bound_port, char *err)
     return fd;
 }
 
+int net_listen_inherited(const char *host, int port, char *err)
+{
+    const char *env = getenv(NET_LISTEN_ENV);
+    char want[16];
+    snprintf(want, sizeof want, "%d", NET_LISTEN_FD);
+    if (env && !strcmp(env, want)) {
+        unsetenv(NET_LISTEN_ENV);
+        int fd = NET_LISTEN_FD, listening = 0;
+        socklen_t ol = sizeof listening;
+        struct sockaddr_in sin;
+        socklen_t sl = sizeof sin;
+        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ol) == 0 && listening &&
+            getsockname(fd, (struct sockaddr *)&sin, &sl) == 0 && sin.sin_family == AF_INET &&
+            ntohs(sin.sin_port) == port) {
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+            return fd;
+        }
+    }
+    return net_listen(host, port, NULL, err);
+}
+
 int net_accept(int lfd, char *peer, size_t peer_len)
 {
     struct sockaddr_in sin;

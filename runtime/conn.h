@@ -61,6 +61,14 @@ uint64_t net_conn_bytes_out(const net_conn *c);
  * port). Non-blocking, SO_REUSEADDR. Returns the fd or a negative dp_err. */
 int net_listen(const char *host, int port, int *bound_port, char *err);
 
+/* The launcher's handover: it binds each local ps's port itself and passes the listening
+ * socket down as fd NET_LISTEN_FD (named by $DOWNPOUR_LISTEN_FD), so that no other socket
+ * can take the port between choosing and binding it. Returns that fd when it is a
+ * listening socket on `port`, else a fresh net_listen(host, port). */
+#define NET_LISTEN_FD 3
+#define NET_LISTEN_ENV "DOWNPOUR_LISTEN_FD"
+int net_listen_inherited(const char *host, int port, char *err);
+
 /* Accepts one pending connection: fd >= 0, or -1 when none (EAGAIN), or a negative
  * dp_err less than -1 on failure. peer gets "host:port". */
 int net_accept(int lfd, char *peer, size_t peer_len);

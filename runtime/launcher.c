@@ -32,6 +32,7 @@ typedef struct child {
     ev_child cw;
     ev_io out_w;
     int out_fd;
+    int listen_fd;           /* a ps: its listening socket, bound here and handed down */
     char line[4096];
     size_t line_len;
     json_t *stats;           /* last JSON line it printed */
@@ -237,9 +238,16 @@ static int spawn(launcher *l, child *c, char **argv, char *err)
         return dp_fail(err, DP_EIO, "fork: %s", strerror(errno));
     }
     if (pid == 0) {
-        dup2(fds[1], 1);
         close(fds[0]);
+        dup2(fds[1], 1);
         close(fds[1]);
+        if (c->listen_fd >= 0) {
+            if (c->listen_fd == NET_LISTEN_FD) fcntl(NET_LISTEN_FD, F_SETFD, 0);
+            else dup2(c->listen_fd, NET_LISTEN_FD);
+            char v[16];
+            snprintf(v, sizeof v, "%d", NET_LISTEN_FD);
+            setenv(NET_LISTEN_ENV, v, 1);
+        }
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         execv(argv[0], argv);
@@ -378,16 +386,22 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     }
     int n_tasks = cfg->n_ps + cfg->n_workers;
     int *ports = xmalloc((size_t)n_tasks * sizeof *ports);
+    int *listen_fds = xmalloc((size_t)cfg->n_ps * sizeof *listen_fds);
     char *ps_hosts = NULL, *worker_hosts = NULL;
     int rc = DP_OK;
-    for (int i = 0; i < n_tasks; i++) {
-        ports[i] = net_free_port(err);
-        if (ports[i] < 0) {
-            rc = ports[i];
+    /* ps ports are bound here and stay bound until each ps takes its socket over; worker
+     * ports are only names in the spec (workers listen on nothing). */
+    for (int i = 0; i < n_tasks && rc >= 0; i++) {
+        if (i < cfg->n_ps) rc = listen_fds[i] = net_listen("127.0.0.1", 0, &ports[i], err);
+        else rc = ports[i] = net_free_port(err);
+        if (rc < 0) {
+            for (int k = 0; k < i && k < cfg->n_ps; k++) close(listen_fds[k]);
+            free(listen_fds);
             free(ports);
             return rc;
         }
     }
+    rc = DP_OK;
     ps_hosts = hosts_list(cfg->n_ps, ports);
     worker_hosts = hosts_list(cfg->n_workers, ports + cfg->n_ps);
     signal(SIGPIPE, SIG_IGN);
@@ -413,6 +427,8 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
         l.hub = evt_hub_new(&ho, err);
         if (!l.hub || evt_hub_start_thread(l.hub, err)) {
             evt_hub_free(l.hub);
+            for (int i = 0; i < cfg->n_ps; i++) close(listen_fds[i]);
+            free(listen_fds);
             free(meta);
             free(ports);
             free(ps_hosts);
@@ -441,6 +457,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
         c->job = t < cfg->n_ps ? JOB_PS : JOB_WORKER;
         c->index = t < cfg->n_ps ? t : t - cfg->n_ps;
         c->out_fd = -1;
+        c->listen_fd = t < cfg->n_ps ? listen_fds[t] : -1;
         spec_task_name(c->name, sizeof c->name, c->job, c->index);
         char a_job[64], a_idx[64];
         char *a_ps = xmalloc(strlen(ps_hosts) + 16), *a_wk = xmalloc(strlen(worker_hosts) + 20);
@@ -464,12 +481,15 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
         if (!rc) l.n_kids++;
     }
     for (int i = 0; i < n_train; i++) free(train_argv[i]);
+    for (int i = 0; i < cfg->n_ps; i++) close(listen_fds[i]);
+    free(listen_fds);
     if (!rc && view) {
         /* The viewer watches through the hub; closing it never disturbs the run. */
         child *c = &l.kids[l.n_kids];
         c->viewer = 1;
         c->index = -1;
         c->out_fd = -1;
+        c->listen_fd = -1;
         snprintf(c->name, sizeof c->name, "viewer");
         char *argv[] = {(char *)self, "view", "--connect", task_cfg.hub, NULL};
         if (spawn(&l, c, argv, err) == DP_OK) {

@@ -473,7 +473,7 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
         ps.ssp_waiting = xmalloc((size_t)cfg->n_workers * sizeof *ps.ssp_waiting);
     }
     const dp_addr *me = &spec->ps[index];
-    ps.lfd = net_listen(me->host, me->port, NULL, err);
+    ps.lfd = net_listen_inherited(me->host, me->port, err);
     if (ps.lfd < 0) {
         rc = ps.lfd;
         goto fail;

@@ -9,7 +9,10 @@ cd "$(dirname "$0")/.." || exit 1
 
 env -u DISPLAY -u WAYLAND_DISPLAY DEMO_OUT="$TMP/demo" DOWNPOUR="$DOWNPOUR" \
     ./scripts/demo.sh >"$TMP/demo.out" 2>&1
-check "headless demo exits 0" test $? -eq 0
+rc=$?
+check "headless demo exits 0 (rc $rc)" test $rc -eq 0
+# A failed demo shows what it printed (the log keeps it; run.sh shows its error lines).
+[ $rc -eq 0 ] || tail -n 30 "$TMP/demo.out" | sed 's/^/    demo: /'
 for f in run.dptrace summary.json frame-step10.png frame-step300.png frame-step590.png placement.png sheet.png; do
     check "demo wrote $f" test -s "$TMP/demo/$f"
 done

@@ -2,6 +2,7 @@
  * bad magic, wrong version, unknown type, oversized and ill-sized payloads. Also the
  * framed connection over a socketpair: a frame split into 1-byte writes reassembles, a
  * bad frame and a truncated frame close the connection with the reason. */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -110,6 +111,34 @@ static void test_conn(void)
     ev_loop_destroy(loop);
 }
 
+/* The launcher's handover: a listening socket on fd NET_LISTEN_FD is taken over only
+ * when the environment names it and its port is the one asked for. */
+static void test_listen_inherited(void)
+{
+    char err[DP_ERRLEN];
+    int port = 0, other = 0;
+    int lfd = net_listen("127.0.0.1", 0, &port, err);
+    CHECK_MSG(lfd >= 0, "%s", err);
+    CHECK(dup2(lfd, NET_LISTEN_FD) == NET_LISTEN_FD);
+    if (lfd != NET_LISTEN_FD) close(lfd);
+    setenv(NET_LISTEN_ENV, "3", 1);
+    int fd = net_listen_inherited("127.0.0.1", port, err);
+    CHECK_MSG(fd == NET_LISTEN_FD, "took over fd %d (want %d)", fd, NET_LISTEN_FD);
+    CHECK_MSG(getenv(NET_LISTEN_ENV) == NULL, "the variable is not passed on");
+    /* Without the variable, or for another port, a socket of its own. */
+    int fd2 = net_listen_inherited("127.0.0.1", 0, err);
+    CHECK(fd2 >= 0 && fd2 != NET_LISTEN_FD);
+    if (fd2 >= 0) close(fd2);
+    fd2 = net_listen("127.0.0.1", 0, &other, err);
+    close(fd2);
+    setenv(NET_LISTEN_ENV, "3", 1);
+    fd2 = net_listen_inherited("127.0.0.1", other, err);
+    CHECK_MSG(fd2 >= 0 && fd2 != NET_LISTEN_FD, "a socket on port %d is not port %d's (fd %d)", port, other, fd2);
+    if (fd2 >= 0) close(fd2);
+    close(NET_LISTEN_FD);
+    unsetenv(NET_LISTEN_ENV);
+}
+
 int main(void)
 {
     char err[DP_ERRLEN];
@@ -158,5 +187,6 @@ int main(void)
     proto_encode(&h, buf);
     CHECK(proto_decode(buf, &g, err) == DP_EPROTO && strstr(err, "ERROR text"));
     test_conn();
+    test_listen_inherited();
     return CHECK_DONE();
 }
