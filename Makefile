@@ -13,7 +13,8 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -MMD -MP -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -lev -lm -lpthread $(EXTRA_LDLIBS)
 
-LIB_SRC  := $(wildcard common/*.c events/*.c cluster/*.c runtime/*.c sim/*.c viz/*.c lab/*.c web/*.c)
+LIB_SRC  := $(wildcard common/*.c events/*.c cluster/*.c runtime/*.c sim/*.c viz/*.c lab/*.c web/*.c) \
+            runtime/gpu/gpu_none.c
 CLI_SRC  := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 TOOL_SRC := $(wildcard tests/tool_*.c)
