@@ -1,5 +1,6 @@
-/* cmd_trace.c — `downpour trace info|validate|export`: look inside a recorded trace.
+/* cmd_trace.c — `downpour trace info|validate|captions|export`: look inside a trace.
  *   info [--json] FILE          metadata, event counts per kind, duration, dropped events
+ *   captions [--json] FILE      the caption track: rule captions and the lesson's own
  *   validate FILE               exit 0 when every block reads, 1 with a one-line message
  *                               naming the file and the offset of the first damage
  *   export --chrome OUT FILE    Chrome / Perfetto JSON (TensorFlow timeline convention)
@@ -22,6 +23,7 @@ static const char usage_trace[] =
     "commands:\n"
     "  info [--json] TRACE                  metadata, duration, events per kind, dropped\n"
     "  validate TRACE                       check every block; exit 1 if damaged\n"
+    "  captions [--json] TRACE              the caption track a viewer shows over the run\n"
     "  export --chrome OUT.json TRACE       write Chrome/Perfetto trace-event JSON\n"
     "\n"
     "Run `downpour trace <command> --help` for a command's options.\n";
@@ -37,6 +39,19 @@ static const char usage_info[] =
     "            \"dropped\", \"counts\": {kind: n, ...}, \"blocks\", \"ps\", \"workers\",\n"
     "            \"global_step\", \"damage\"}; counts are keyed by snake_case kind names\n"
     "            (pull_end, push_end, apply, drop, step_end, eval, ...)\n"
+    "  -h, --help  this text\n";
+
+static const char usage_captions[] =
+    "usage: downpour trace captions [--json] TRACE\n"
+    "\n"
+    "Prints the run's caption track: every line the viewer's caption bar shows over the\n"
+    "run (the rules of docs/viewer.md, \"A viewer that explains\") and the lesson's own\n"
+    "captions (at_step.N in its [lesson] section), in global-step order, one a line:\n"
+    "time since the first event, global step, rule (\"lesson\" for the lesson's own) and\n"
+    "text. A lesson caption whose step the run never reached shows \"-\" as its time.\n"
+    "\n"
+    "  --json    one JSON object: {\"file\", \"captions\": [{\"t_s\", \"step\", \"rule\",\n"
+    "            \"text\"}], \"lesson_captions\", \"rule_captions\", \"unreached\"}\n"
     "  -h, --help  this text\n";
 
 static const char usage_validate[] =
@@ -73,34 +88,37 @@ static int usage_error(const char *cmd, const char *usage, const char *fmt, cons
     return 2;
 }
 
-static int cmd_info(int argc, char **argv)
+typedef int (*json_tool_fn)(FILE *out, const char *path, int json, trace_tool_report *rep, char *err);
+
+/* `info` and `captions`: [--json] TRACE, the tool's output on stdout, damage on stderr. */
+static int json_tool(const char *cmd, const char *usage, json_tool_fn fn, int argc, char **argv)
 {
     int json = 0;
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
         if (is_help(argv[i])) {
-            fputs(usage_info, stdout);
+            fputs(usage, stdout);
             return 0;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage_error("info", usage_info, "unknown option '%s'", argv[i]);
+            return usage_error(cmd, usage, "unknown option '%s'", argv[i]);
         } else if (path) {
-            return usage_error("info", usage_info, "unexpected argument '%s'", argv[i]);
+            return usage_error(cmd, usage, "unexpected argument '%s'", argv[i]);
         } else {
             path = argv[i];
         }
     }
-    if (!path) return usage_error("info", usage_info, "%s", "missing TRACE");
+    if (!path) return usage_error(cmd, usage, "%s", "missing TRACE");
     char err[DP_ERRLEN];
     trace_tool_report rep;
-    if (trace_tool_info(stdout, path, json, &rep, err)) {
-        fprintf(stderr, "downpour: trace info: %s\n", err);
+    if (fn(stdout, path, json, &rep, err)) {
+        fprintf(stderr, "downpour: trace %s: %s\n", cmd, err);
         return 1;
     }
-    /* --json carries the damage in its object; the text summary also warns on stderr */
+    /* --json carries the damage in its object (info); text output also warns on stderr */
     if (rep.damage[0] && !json)
-        fprintf(stderr, "downpour: trace info: %s: damaged: %s\n", path, rep.damage);
+        fprintf(stderr, "downpour: trace %s: %s: damaged: %s\n", cmd, path, rep.damage);
     return 0;
 }
 
@@ -175,7 +193,9 @@ int cmd_trace(int argc, char **argv)
         fputs(usage_trace, stdout);
         return 0;
     }
-    if (strcmp(sub, "info") == 0) return cmd_info(argc - 1, argv + 1);
+    if (strcmp(sub, "info") == 0) return json_tool("info", usage_info, trace_tool_info, argc - 1, argv + 1);
+    if (strcmp(sub, "captions") == 0)
+        return json_tool("captions", usage_captions, trace_tool_captions, argc - 1, argv + 1);
     if (strcmp(sub, "validate") == 0) return cmd_validate(argc - 1, argv + 1);
     if (strcmp(sub, "export") == 0) return cmd_export(argc - 1, argv + 1);
     return usage_error("", usage_trace, "unknown command '%s'", sub);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dp.h"
+#include "events/caption.h"
 #include "events/chrome.h"
 #include "events/event.h"
 #include "events/state.h"
@@ -141,6 +143,124 @@ int trace_tool_export_chrome(const char *path, const char *out_path, trace_tool_
     if (!r) return DP_EINVAL;
     int rc = chrome_export_file(r, out_path, err);
     report(r, rep);
+    trace_reader_close(r);
+    return rc;
+}
+
+/* ---- captions ------------------------------------------------------------------------ */
+
+typedef struct track_line {
+    int64_t t;          /* ns since the first event; -1: the run never reached the step */
+    int64_t step;
+    const char *rule;   /* "lesson" or evt_caption_rule_name() */
+    const char *text;   /* borrowed from the captioner or the metadata JSON */
+} track_line;
+
+/* The lesson's authored captions (json borrowed), in file order; *n gets the count. */
+static track_line *lesson_lines(json_t *meta, size_t *n)
+{
+    *n = 0;
+    json_t *lesson = json_object_get(meta, "lesson");
+    if (!lesson) lesson = json_object_get(json_object_get(meta, "config"), "lesson");
+    json_t *caps = json_object_get(lesson, "captions");
+    size_t k = json_array_size(caps);
+    track_line *v = xcalloc(k + 1, sizeof *v);
+    for (size_t i = 0; i < k; i++) {
+        json_t *c = json_array_get(caps, i);
+        json_t *st = json_object_get(c, "step"), *tx = json_object_get(c, "text");
+        if (!json_is_integer(st) || !json_is_string(tx)) continue;
+        v[*n].t = -1;
+        v[*n].step = (int64_t)json_integer_value(st);
+        v[*n].rule = "lesson";
+        v[*n].text = json_string_value(tx);
+        (*n)++;
+    }
+    return v;
+}
+
+static int track_cmp(const void *a, const void *b)
+{
+    const track_line *x = a, *y = b;
+    if (x->step != y->step) return x->step < y->step ? -1 : 1;
+    int lx = strcmp(x->rule, "lesson") == 0, ly = strcmp(y->rule, "lesson") == 0;
+    if (lx != ly) return lx ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return 0;
+}
+
+int trace_tool_captions(FILE *out, const char *path, int json, trace_tool_report *rep, char *err)
+{
+    report_clear(rep);
+    trace_reader *r = trace_reader_open(path, err);
+    if (!r) return DP_EINVAL;
+    /* Every caption kept: at most one per rule a global step, and a step per event. */
+    uint64_t n_ev = trace_reader_count(r);
+    size_t cap = (size_t)(n_ev < 1000000 ? n_ev : 1000000) + EVT_CAPTION_RULE_COUNT;
+    evt_captioner *c = evt_captioner_new(trace_reader_metadata(r), evt_caption_trace_str, r, cap);
+    json_error_t jerr;
+    json_t *meta = json_loads(trace_reader_metadata(r), JSON_DECODE_ANY, &jerr);
+    size_t n_lesson;
+    track_line *lesson = lesson_lines(meta, &n_lesson);
+    int64_t t0 = trace_reader_t0(r);
+    evt_record e;
+    trace_reader_rewind(r);
+    size_t next = 0; /* lesson captions sorted by step get the time their step is reached */
+    qsort(lesson, n_lesson, sizeof *lesson, track_cmp);
+    while (trace_reader_next(r, &e) == 1) {
+        evt_captioner_add(c, &e);
+        if (e.kind == EVT_GLOBAL_STEP)
+            while (next < n_lesson && lesson[next].step <= e.step) lesson[next++].t = e.t - t0;
+    }
+    size_t n_rule = evt_captioner_count(c), n = 0, unreached = n_lesson - next;
+    track_line *v = xcalloc(n_rule + n_lesson + 1, sizeof *v);
+    for (size_t i = 0; i < n_rule; i++) {
+        const evt_caption *k = evt_captioner_get(c, i);
+        v[n++] = (track_line){k->t - t0, k->step, evt_caption_rule_name(k->rule), k->text};
+    }
+    memcpy(v + n, lesson, n_lesson * sizeof *v);
+    n += n_lesson;
+    qsort(v, n, sizeof *v, track_cmp);
+    int rc = 0;
+    if (json) {
+        json_t *o = json_object(), *arr = json_array();
+        json_t *file = json_string(path);
+        json_object_set_new(o, "file", file ? file : json_null());
+        for (size_t i = 0; i < n; i++) {
+            json_t *l = json_object();
+            json_object_set_new(l, "t_s", v[i].t < 0 ? json_null() : json_real((double)v[i].t / 1e9));
+            json_object_set_new(l, "step", json_integer((json_int_t)v[i].step));
+            json_object_set_new(l, "rule", json_string(v[i].rule));
+            json_t *tx = json_string(v[i].text);
+            json_object_set_new(l, "text", tx ? tx : json_string(""));
+            json_array_append_new(arr, l);
+        }
+        json_object_set_new(o, "captions", arr);
+        json_object_set_new(o, "lesson_captions", json_integer((json_int_t)n_lesson));
+        json_object_set_new(o, "rule_captions", json_integer((json_int_t)n_rule));
+        json_object_set_new(o, "unreached", json_integer((json_int_t)unreached));
+        char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+        json_decref(o);
+        if (s) {
+            fputs(s, out);
+            fputc('\n', out);
+            free(s);
+        } else {
+            rc = dp_fail(err, DP_ERR, "cannot format JSON");
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (v[i].t < 0) fprintf(out, "%10s    ", "-");
+            else fprintf(out, "%10.3f s  ", (double)v[i].t / 1e9);
+            fprintf(out, "step %-6lld %-11s %s\n", (long long)v[i].step, v[i].rule, v[i].text);
+        }
+        if (evt_captioner_dropped(c))
+            fprintf(out, "(%llu older captions dropped)\n", (unsigned long long)evt_captioner_dropped(c));
+    }
+    report(r, rep);
+    free(v);
+    free(lesson);
+    json_decref(meta);
+    evt_captioner_free(c);
     trace_reader_close(r);
     return rc;
 }

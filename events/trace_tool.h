@@ -53,4 +53,16 @@ int trace_tool_validate(FILE *out, const char *path, trace_tool_report *rep, cha
 int trace_tool_export_chrome(const char *path, const char *out_path, trace_tool_report *rep,
                              char *err);
 
+/* Writes the trace's caption track on out: the lines a viewer's caption bar shows over
+ * the run (events/caption.h rules, fed the whole trace) and the lesson's authored
+ * captions (the metadata's "lesson": {"captions": [{"step", "text"}]}), merged in
+ * global-step order, an authored caption before the rule captions of its step. Text: one
+ * line each, "  12.345 s  step 149  barrier     TEXT" (time since the first event; an
+ * authored caption shows the time its step was reached, "-" when the run never got
+ * there, and the rule "lesson"). JSON: one line, {"file", "captions": [{"t_s", "step",
+ * "rule", "text"}], "lesson_captions", "rule_captions", "unreached"} (t_s null when
+ * unreached). Damaged traces are captioned from their readable part (rep->damage says
+ * so). Returns 0 or a dp_err with err filled. */
+int trace_tool_captions(FILE *out, const char *path, int json, trace_tool_report *rep, char *err);
+
 #endif
