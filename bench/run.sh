@@ -126,14 +126,14 @@ echo "--pace 0 vs no --pace (1 ps + 2 workers sync, best of 3 each, interleaved)
 pair nopace pace0 --ps 1 --workers 2 --steps "$STEPS" -- --ps 1 --workers 2 --steps "$STEPS" --pace 0
 row "no --pace (baseline)" "$PAIR_A samples/s" "1.00" "goal: reference"
 row "--pace 0 (pacing off)" "$PAIR_B samples/s" "$(ratio "$PAIR_B" "$PAIR_A") of no --pace" "goal: ~1.00 (one clock read per step)"
-echo "shipped scenarios: downpour compare FILE (every variant, one after another) or run FILE, wall s"
-for f in scenarios/*.ini; do
+echo "shipped scenarios and lessons: downpour compare FILE (every variant, one after another) or run FILE, wall s"
+for f in scenarios/*.ini scenarios/lessons/*.ini; do
     t0=$(date +%s.%N)
     if grep -q '^\[compare\]' "$f"; then "$D" compare "$f" --out "$TMP/scn" >/dev/null 2>&1 || echo "  $f failed"
     else "$D" run "$f" --no-view --out "$TMP/scn/variants/run" >/dev/null 2>&1 || echo "  $f failed"; fi
     t1=$(date +%s.%N)
     nv=$(ls "$TMP/scn/variants" | wc -l)
-    row "scenario $(basename "$f"): $nv variant(s)" "$(python3 -c "print('%.1f s' % ($t1 - $t0))")" \
+    row "$(case $f in */lessons/*) echo lesson;; *) echo scenario;; esac) $(basename "$f"): $nv variant(s)" "$(python3 -c "print('%.1f s' % ($t1 - $t0))")" \
         "$(python3 -c "print('%.2f of the goal' % (($t1 - $t0) / 120))")" "goal: <= 120 s on 2 cores (absolute)"
     rm -rf "$TMP/scn"
 done
