@@ -291,6 +291,7 @@ int run_value_parse(const run_key *k, const char *text, const char *what, run_va
         return dp_parse_bandwidth(text, what, &out->d, err);
     case RUN_T_STRAGGLER: {
         const char *p = text;
+        if (!strcmp(text, "none")) return DP_OK; /* no stragglers: clears earlier ones */
         while (*p) {
             const char *comma = strchr(p, ',');
             size_t len = comma ? (size_t)(comma - p) : strlen(p);
@@ -337,6 +338,7 @@ static int set_shared(run_desc *d, const run_key *k, const run_value *v)
     else if (!strcmp(n, "seed")) d->seed = (uint64_t)v->i;
     else if (!strcmp(n, "pace")) d->pace_s = v->d;
     else if (!strcmp(n, "straggler")) {
+        if (v->n_st == 0) d->n_stragglers = 0; /* "none" */
         for (int i = 0; i < v->n_st; i++) {
             /* a worker named again takes the new factor */
             int j = 0;

@@ -496,16 +496,18 @@ static void sleep_ns(uint64_t ns)
 
 /* --pace: holds the step that began (its first pull) at step_t0 until pace_s has passed,
  * after its compute and before its push: the gradients are in hand and wait to be applied
- * (docs/runtime.md). The wait is interrupted by a stop request, as every sleep here is.
- * Returns the ns waited (0: pacing off, or the step was already long enough: then no
+ * (docs/runtime.md). A straggler slowed by `slow` (> 1) is held for slow x pace_s, so that
+ * pacing never hides it. The wait is interrupted by a stop request, as every sleep here
+ * is. Returns the ns waited (0: pacing off, or the step was already long enough: then no
  * event and no wait). */
-static uint64_t pace_step(worker *wk, uint64_t step_t0)
+static uint64_t pace_step(worker *wk, uint64_t step_t0, double slow)
 {
     if (wk->cfg->pace_s <= 0) return 0;
-    uint64_t pace = (uint64_t)(wk->cfg->pace_s * 1e9), w0 = dp_now_ns();
+    double pace_s = wk->cfg->pace_s * (slow > 1.0 ? slow : 1.0);
+    uint64_t pace = (uint64_t)(pace_s * 1e9), w0 = dp_now_ns();
     if (w0 - step_t0 >= pace || rt_stop_requested) return 0;
     int64_t pt0 = rt_instr_now(wk->in);
-    emit_step(wk, EVT_PACED_BEGIN, pt0, 0, wk->cfg->pace_s, 0);
+    emit_step(wk, EVT_PACED_BEGIN, pt0, 0, pace_s, 0);
     sleep_ns(step_t0 + pace - w0);
     uint64_t waited = dp_now_ns() - w0;
     /* The span in the trace is the very wait counted in paced_s. */
@@ -615,7 +617,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
             break;
         }
         wk->losses[wk->n_losses++ % LOSS_WINDOW] = loss;
-        t_paced += pace_step(wk, step_t0);
+        t_paced += pace_step(wk, step_t0, slow_factor);
         uint64_t w0 = dp_now_ns();
         if ((rc = push_all(wk, wk->local + 1))) break;
         t_wait += dp_now_ns() - w0;

@@ -114,4 +114,27 @@ $DOWNPOUR $RUN --pace 0 --trace "$TMP/z.dptrace" >"$TMP/z.json" 2>/dev/null
 check "--pace 0 run exits 0" test $? -eq 0
 check "--pace 0 is off: no paced events, the unpaced summary's keys" \
     bash -c "[ '$(count "$TMP/z.dptrace" paced_begin)' = 0 ] && [ '$(keys "$TMP/z.json")' = '$want' ]"
+# ---- pacing never hides a straggler ----------------------------------------------------
+# Worker 1 is slowed 4x: with --pace T its steps last at least 4T (T for the others), so the
+# straggler still shows in a paced run. Shortest step per worker from the Chrome export.
+$DOWNPOUR cluster --ps 1 --workers 2 --steps 16 --mode async $SYN --slow-worker 1:4 --pace 30ms \
+    --trace "$TMP/s.dptrace" >"$TMP/s.json" 2>/dev/null
+check "paced run with a straggler exits 0" test $? -eq 0
+$DOWNPOUR trace export --chrome "$TMP/s.chrome.json" "$TMP/s.dptrace" >/dev/null 2>&1
+read -r w0 w1 <<<"$(python3 - "$TMP/s.chrome.json" <<'PY'
+import json, re, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+names = {e["pid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "process_name"}
+task = {p: int(m.group(1)) for p, n in names.items() if (m := re.fullmatch(r"/job:worker/replica:0/task:(\d+)", n))}
+pull, end = {}, {}
+for e in ev:
+    if e.get("pid") not in task: continue
+    k, st = task[e["pid"]], e.get("args", {}).get("step")
+    if e.get("ph") == "b" and e["name"] == "pull": pull.setdefault(k, {}).setdefault(st, e["ts"])
+    if e.get("ph") == "i" and e["name"] == "step_end": end.setdefault(k, {})[st] = e["ts"]
+print(*(min(t - pull[k][s] for s, t in end[k].items()) / 1000 for k in (0, 1)))
+PY
+)"
+check "the straggler's steps last >= 4 x 30 ms (shortest $w1 ms)" fcmp "${w1:-0}" '>=' 120
+check "the other worker's steps last >= 30 ms (shortest $w0 ms)" fcmp "${w0:-0}" '>=' 30
 done_tests

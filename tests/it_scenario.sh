@@ -190,5 +190,15 @@ check "the simulator names the real runtime's keys it ignores" grep -q "ignores 
 check "--set with an unknown key suggests one" grep -q 'unknown key "wrokers" (did you mean "workers"?)' "$TMP/set.err"
 "$DOWNPOUR" run "$TMP/real.ini" --no-view --set workers=0 >/dev/null 2>"$TMP/set.err"
 check "--set values get the same checks" grep -q -- '--set workers: 0 is outside 1..65536' "$TMP/set.err"
+# straggler = none clears the file's stragglers: the run equals one without any.
+"$DOWNPOUR" run "$TMP/sim.ini" --no-view --set straggler=none --out "$TMP/sim-none" >"$TMP/sim-none.out" 2>/dev/null
+"$DOWNPOUR" sim --seed 3 --ps 2 --workers 16 --compute 'lognormal:mean=20ms,sigma=0.3' --mode async \
+    --steps 50 --model-bytes 4MB --bandwidth 1Gbit --latency 100us \
+    --trace "$TMP/sim-nostr.dptrace" --quiet >"$TMP/sim-nostr.out" 2>/dev/null
+check "--set straggler=none: the run of a file with a straggler equals one without" \
+    same_summary "$TMP/sim-none.out" "$TMP/sim-nostr.out" wall_s events_per_s peak_rss_mb trace
+check "... and differs from the file's own run (the straggler mattered)" \
+    test "$(json "$TMP/sim-none.out" global_step)/$(json "$TMP/sim-none.out" sim_time_s)" != \
+         "$(json "$TMP/sim-file.out" global_step)/$(json "$TMP/sim-file.out" sim_time_s)"
 check "zero compute is a valid pure-network experiment" "$DOWNPOUR" sim --compute constant:mean=0ms --steps 5 --quiet
 done_tests
