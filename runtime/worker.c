@@ -592,8 +592,11 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         uint64_t step_t0 = dp_now_ns();
         if ((rc = pull_all(wk))) break;
         if (wk->gs >= cfg->steps) break;
-        if (wk->chief && cfg->eval_every > 0 && wk->gs > 0 && wk->gs / cfg->eval_every != last_eval &&
-            wk->gs % cfg->eval_every < (cfg->mode == MODE_SYNC ? 1 : cfg->n_workers)) {
+        /* The chief evaluates once in each interval of eval_every global steps it reads a
+         * step of: at the interval's first step in sync, at the first it sees in async and
+         * ssp, where the others' pushes move the global step on between its pulls. */
+        if (wk->chief && cfg->eval_every > 0 && last_eval < 0) last_eval = wk->gs / cfg->eval_every;
+        if (wk->chief && cfg->eval_every > 0 && wk->gs / cfg->eval_every > last_eval) {
             last_eval = wk->gs / cfg->eval_every;
             accuracy = evaluate(wk, &test, &test_loss, "evaluation");
         }

@@ -87,7 +87,25 @@ check "ssp trace holds applies ($n_apply) from 3 workers ($n_workers)" test "$n_
 check "ssp: every applied gradient's staleness <= (W-1)(2S+1) = 6 (max $max_st)" test "$max_st" -le 6
 check "ssp: workers' step counts differ by <= S+1 = 2 (spread $spread)" test "$spread" -le 2
 
-# A worker started 2 s before its ps still joins, and logs that it waits.
+# Async evaluations: the chief evaluates once in every interval of --eval-every global steps
+# it reads a step of, however far the others move the global step between its pulls (a
+# chief slowed 4x sees it jump ~12 at a time). Intervals read come from its step_end
+# events (value2 = the global step it read), the evaluations from its eval events.
+$DOWNPOUR cluster --ps 1 --workers 4 --mode async --steps 600 --eval-every 50 $SYN --slow-worker 0:4 \
+    --trace "$TMP/ev.dptrace" >/dev/null 2>&1
+$DOWNPOUR trace export --chrome "$TMP/ev.json" "$TMP/ev.dptrace" 2>/dev/null
+msg=$(python3 - "$TMP/ev.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))['traceEvents']
+names = {e['pid']: e['args']['name'] for e in ev if e.get('ph') == 'M' and e['name'] == 'process_name'}
+chief = [p for p, n in names.items() if n == '/job:worker/replica:0/task:0'][0]
+read = {int(e['args']['value2']) // 50 for e in ev if e.get('pid') == chief and e['name'] == 'step_end'} - {0}
+evals = [e['args']['step'] // 50 for e in ev if e.get('pid') == chief and e['name'] == 'eval'][:-1]  # less the final one
+print('ok' if sorted(evals) == sorted(read) and len(read) >= 8 else 'bad', len(evals), 'evaluations for', len(read), 'intervals read')
+PY
+)
+check "async chief evaluates once per interval it reads ($msg)" test "${msg%% *}" = ok
+
 P1=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 W1=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 HOSTS="--ps_hosts=127.0.0.1:$P1 --worker_hosts=127.0.0.1:$W1"
