@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -231,13 +232,16 @@ static int spawn(launcher *l, child *c, char **argv, char *err)
 {
     int fds[2];
     if (pipe(fds) < 0) return dp_fail(err, DP_EIO, "pipe: %s", strerror(errno));
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
         return dp_fail(err, DP_EIO, "fork: %s", strerror(errno));
     }
     if (pid == 0) {
+        /* A task never outlives its launcher, even one killed with SIGKILL. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(1);
         close(fds[0]);
         dup2(fds[1], 1);
         close(fds[1]);
@@ -386,21 +390,22 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     }
     int n_tasks = cfg->n_ps + cfg->n_workers;
     int *ports = xmalloc((size_t)n_tasks * sizeof *ports);
-    int *listen_fds = xmalloc((size_t)cfg->n_ps * sizeof *listen_fds);
+    int *listen_fds = xmalloc((size_t)n_tasks * sizeof *listen_fds);
     char *ps_hosts = NULL, *worker_hosts = NULL;
     int rc = DP_OK;
-    /* ps ports are bound here and stay bound until each ps takes its socket over; worker
-     * ports are only names in the spec (workers listen on nothing). */
-    for (int i = 0; i < n_tasks && rc >= 0; i++) {
-        if (i < cfg->n_ps) rc = listen_fds[i] = net_listen("127.0.0.1", 0, &ports[i], err);
-        else rc = ports[i] = net_free_port(err);
+    /* Every port comes from the OS, bound here: a ps's stays bound until the ps takes its
+     * socket over; a worker's (only a name in the spec: workers listen on nothing) until
+     * all are chosen, so that no two tasks are given the same one. */
+    for (int i = 0; i < n_tasks; i++) {
+        rc = listen_fds[i] = net_listen("127.0.0.1", 0, &ports[i], err);
         if (rc < 0) {
-            for (int k = 0; k < i && k < cfg->n_ps; k++) close(listen_fds[k]);
+            for (int k = 0; k < i; k++) close(listen_fds[k]);
             free(listen_fds);
             free(ports);
             return rc;
         }
     }
+    for (int i = cfg->n_ps; i < n_tasks; i++) close(listen_fds[i]);
     rc = DP_OK;
     ps_hosts = hosts_list(cfg->n_ps, ports);
     worker_hosts = hosts_list(cfg->n_workers, ports + cfg->n_ps);

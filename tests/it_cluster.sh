@@ -106,6 +106,29 @@ PY
 )
 check "async chief evaluates once per interval it reads ($msg)" test "${msg%% *}" = ok
 
+
+# Ports come from the OS, each bound while the next is chosen: 128 workers, never the same
+# port twice (picked ahead, a run of 4 failed with "duplicate address").
+for i in 1 2; do
+    $DOWNPOUR cluster --ps 1 --workers 128 --steps 3 --batch 8 --mode async --data synthetic --model softmax \
+        --quiet >/dev/null 2>"$TMP/w128.err"
+    rc=$?
+    check "cluster --workers 128 (run $i) exits 0 (rc $rc$(grep -o 'duplicate address' "$TMP/w128.err" | head -1 | sed 's/^/: /'))" test $rc -eq 0
+done
+
+# Tasks never outlive their launcher: kill -9 it and every task it started exits.
+$DOWNPOUR cluster --ps 1 --workers 2 --steps 100000 $SYN >/dev/null 2>&1 &
+L=$!
+KIDS=""
+for _ in $(seq 50); do KIDS=$(children $L | tr '\n' ' '); [ "$(wc -w <<<"$KIDS")" -ge 3 ] && break; sleep 0.1; done
+check "the launcher started 3 tasks (${KIDS:-none})" test "$(wc -w <<<"$KIDS")" -ge 3
+kill -9 $L 2>/dev/null; wait $L 2>/dev/null
+left=""
+for _ in $(seq 50); do left=$(alive_matching $KIDS -- 'downpour task'); [ -z "$left" ] && break; sleep 0.1; done
+check "after kill -9 of the launcher its tasks exit within 5 s (left: ${left:-none})" test -z "$left"
+[ -n "$left" ] && kill $left 2>/dev/null
+
+# A worker started 2 s before its ps still joins, and logs that it waits.
 P1=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 W1=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 HOSTS="--ps_hosts=127.0.0.1:$P1 --worker_hosts=127.0.0.1:$W1"
