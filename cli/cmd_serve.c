@@ -17,7 +17,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: downpour serve TRACE [--listen ADDR] [--follow] [--at SECONDS] [--paused]\n"
             "                      [--speed X] [--size WxH] [--fps N] [--max-conns N]\n"
-            "                      [--idle-timeout S]\n\n"
+            "                      [--idle-timeout S] [--max-behind FRAMES]\n\n"
             "Serves TRACE as a web page: students open the printed address in a browser and\n"
             "see what `downpour view` shows, drawn here and streamed as PNG frames, with play,\n"
             "pause, step and a scrubber. Each browser has its own position unless --follow.\n\n"
@@ -30,9 +30,13 @@ static void usage(FILE *f)
             "  --size WxH        frame size (default 1280x720)\n"
             "  --fps N           frames per second while playing (default 15)\n"
             "  --max-conns N     connection cap (default 128; more are refused and counted)\n"
-            "  --idle-timeout S  close a connection that accepts nothing for S s (default 10)\n\n"
+            "  --idle-timeout S  close a connection that accepts nothing for S s (default 10)\n"
+            "  --max-behind N    drop a page that falls N frames behind while one frame is being\n"
+            "                    sent to it (default 4 s of frames: 4 x fps + 1)\n\n"
             "Prints \"serving URL\" on stdout once bound; GET /stats gives the counters\n"
-            "(frames drawn, sent, skipped, pages dropped for reading too slowly).\n",
+            "(frames drawn, sent, skipped, pages dropped for reading too slowly). A lesson's\n"
+            "questions appear on the page at their steps; students answer there, and stderr\n"
+            "prints how many answered what (GET /answers: the counts as JSON).\n",
             WEB_DEFAULT_ADDR);
 }
 
@@ -83,6 +87,8 @@ int cmd_serve(int argc, char **argv)
             if (parse_int("--max-conns", v, 1, 10000, &o.max_conns)) return 2;
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--idle-timeout", &bad))) {
             if (parse_int("--idle-timeout", v, 1, 3600, &o.idle_timeout_s)) return 2;
+        } else if ((v = cli_flag_value("serve", argc, argv, &i, "--max-behind", &bad))) {
+            if (parse_int("--max-behind", v, 1, 100000, &o.max_behind)) return 2;
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--size", &bad))) {
             if (sscanf(v, "%dx%d%c", &o.width, &o.height, &tail) != 2 || o.width < 64 ||
                 o.height < 64 || o.width > 8192 || o.height > 8192) {

@@ -5,6 +5,7 @@
 
 int cmd_cluster(int argc, char **argv);
 int cmd_task(int argc, char **argv);
+int cmd_local(int argc, char **argv);
 int cmd_hub(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);

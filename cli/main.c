@@ -12,6 +12,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"cluster", cmd_cluster, "run a real local cluster (ps and worker processes on loopback)"},
+    {"local", cmd_local, "train in one task on several devices (job localhost): single, towers, split"},
     {"task", cmd_task, "run one task of a cluster, TensorFlow style (--job_name, --task_index)"},
     {"hub", cmd_hub, "collect events from tasks, record a trace, serve viewers"},
     {"trace", cmd_trace, "info | validate | export --chrome: work with recorded traces"},

@@ -13,7 +13,8 @@
 #include "common/dp.h"
 #include "common/units.h"
 
-enum { C = RUN_CMD_CLUSTER, T = RUN_CMD_TASK, S = RUN_CMD_SIM, CT = C | T, CTS = C | T | S };
+enum { C = RUN_CMD_CLUSTER, T = RUN_CMD_TASK, S = RUN_CMD_SIM, L = RUN_CMD_LOCAL, CT = C | T,
+       CTS = C | T | S, CTL = C | T | L, CTSL = C | T | S | L };
 
 const char *const run_sections[] = {"scenario", "cluster", "training", "placement", "network",
                                     "faults", "pace", NULL};
@@ -36,36 +37,46 @@ static const run_key keys[] = {
      NULL, "sync: replicas_to_aggregate = workers - B; late gradients are dropped"},
     {"staleness", "training", RUN_T_INT, "S", "3", NULL, 0, 1000000, 0, NULL, CTS, 0, NULL,
      "ssp: a worker may start step s once the slowest has done s - S"},
-    {"steps", "training", RUN_T_INT, "N", "1000", "100", 1, 1e12, 0, NULL, CTS, 0, NULL,
+    {"steps", "training", RUN_T_INT, "N", "1000", "100", 1, 1e12, 0, NULL, CTSL, 0, NULL,
      "train until the global step reaches N"},
-    {"batch", "training", RUN_T_INT, "N", "64", NULL, 1, 65536, 0, NULL, CTS, 0, NULL,
+    {"batch", "training", RUN_T_INT, "N", "64", NULL, 1, 65536, 0, NULL, CTSL, 0, NULL,
      "batch size per worker"},
-    {"lr", "training", RUN_T_REAL, "X", "0.05", "0.2", 0, 1000, 1, NULL, CTS, 0, NULL,
+    {"lr", "training", RUN_T_REAL, "X", "0.05", "0.2", 0, 1000, 1, NULL, CTSL, 0, NULL,
      "learning rate (sim: of the surrogate)"},
-    {"optimizer", "training", RUN_T_ENUM, "O", "sgd", NULL, 0, 0, 0, "sgd|momentum|adagrad", CTS, 0,
+    {"optimizer", "training", RUN_T_ENUM, "O", "sgd", NULL, 0, 0, 0, "sgd|momentum|adagrad", CTSL, 0,
      NULL, "optimizer, applied on the ps"},
-    {"model", "training", RUN_T_ENUM, "M", "mlp", NULL, 0, 0, 0, "softmax|mlp", CTS, 0, NULL,
+    {"model", "training", RUN_T_ENUM, "M", "mlp", NULL, 0, 0, 0, "softmax|mlp", CTSL, 0, NULL,
      "softmax regression or MLP 784-H-10"},
-    {"hidden", "training", RUN_T_INT, "N", "128", NULL, 1, 65536, 0, NULL, CTS, 0, NULL,
+    {"hidden", "training", RUN_T_INT, "N", "128", NULL, 1, 65536, 0, NULL, CTSL, 0, NULL,
      "mlp hidden units"},
     {"model_bytes", "training", RUN_T_BYTES, "SIZE", NULL, NULL, 4, 1e15, 0, NULL, S, 0, NULL,
      "model size, e.g. 100MB (an MLP of about that size, weights partitioned over the ps)"},
     {"data", "training", RUN_T_TEXT, "DIR", "/usr/share/datasets/fashion-mnist", NULL, 0, 0, 0, NULL,
-     CT, 0, NULL, "Fashion-MNIST IDX directory, or 'synthetic'"},
-    {"synthetic_samples", "training", RUN_T_INT, "N", "6000", NULL, 100, 1e7, 0, NULL, CT, 0, NULL,
+     CTL, 0, NULL, "Fashion-MNIST IDX directory, or 'synthetic'"},
+    {"synthetic_samples", "training", RUN_T_INT, "N", "6000", NULL, 100, 1e7, 0, NULL, CTL, 0, NULL,
      "size of the synthetic training set"},
-    {"eval_every", "training", RUN_T_INT, "N", "500", NULL, 0, 1e9, 0, NULL, CT, 0, NULL,
+    {"eval_every", "training", RUN_T_INT, "N", "500", NULL, 0, 1e9, 0, NULL, CTL, 0, NULL,
      "chief evaluates every N global steps (0: only at the end)"},
     {"max_sim_time", "training", RUN_T_TIME, "T", NULL, NULL, 0, 1e9, 0, NULL, S, 0, NULL,
      "stop after this much simulated time (whatever the global step)"},
     {"nqm_dims", "training", RUN_T_INT, "N", "32", NULL, 0, 4096, 0, NULL, S, 0, NULL,
      "dimensions of the simulator's surrogate loss"},
-    {"seed", "scenario", RUN_T_INT, "N", "1", NULL, 0, 9e18, 0, NULL, CTS, 0, NULL,
+    {"seed", "scenario", RUN_T_INT, "N", "1", NULL, 0, 9e18, 0, NULL, CTSL, 0, NULL,
      "seed for initialisation, data order and the simulator: same seed, same run"},
     {"placement", "placement", RUN_T_ENUM, "P", "round-robin", NULL, 0, 0, 0, "round-robin|greedy",
      CTS, 0, NULL, "variables to ps tasks: round-robin or greedy by size"},
     {"partition", "placement", RUN_T_INT, "K", "1", "0", 0, 1024, 0, NULL, CTS, 0, NULL,
      "split weight matrices into K parts along axis 0 (0: sim picks one per ps with model_bytes)"},
+    {"strategy", "placement", RUN_T_ENUM, "S", "single", NULL, 0, 0, 0, "single|towers|split", L, 0, NULL,
+     "local: one device does all, one tower per device (gradients averaged on /cpu:0), or layers split over devices"},
+    {"cpu_devices", "placement", RUN_T_INT, "N", "1", NULL, 1, 64, 0, NULL, L, 0, NULL,
+     "local: virtual CPU devices in the task, each with its own thread (TensorFlow's device_count)"},
+    {"worker_devices", "placement", RUN_T_TEXT, "cpu:N|gpu:N", "cpu:1", NULL, 0, 0, 0, NULL, CT, 0, NULL,
+     "devices of each worker: it runs one tower per device and pushes their averaged gradients"},
+    {"device_for", "placement", RUN_T_TEXT, "PAT=DEV", NULL, NULL, 0, 0, 0, NULL, CTL, 1, NULL,
+     "ops whose name matches glob PAT go to device DEV, e.g. 'hidden/*=/gpu:1' (a list, or repeat the flag)"},
+    {"allow_soft_placement", "placement", RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, CTL, 0, NULL,
+     "an op whose device does not exist falls back to its default device instead of failing"},
     {"bandwidth", "network", RUN_T_BANDWIDTH, "BW", "10Gbit", NULL, 0, 0, 0, NULL, S, 0, NULL,
      "every NIC, each direction, e.g. 10Gbit"},
     {"ps_bandwidth", "network", RUN_T_BANDWIDTH, "BW", NULL, NULL, 0, 0, 0, NULL, S, 0, NULL,
@@ -75,32 +86,32 @@ static const run_key keys[] = {
     {"latency", "network", RUN_T_TIME, "T", "50us", NULL, 0, 60, 0, NULL, S, 0, NULL,
      "one-way latency per message"},
     {"straggler", "faults", RUN_T_STRAGGLER, "worker:IxF", NULL, NULL, 1, 1000, 0, NULL, CTS, 1,
-     "slow-worker", "worker I computes F times slower (a list, or repeat the flag)"},
+     "slow-worker", "worker I computes F times slower (a list, or repeat the flag; none clears)"},
     {"fail", "faults", RUN_T_TEXT, "JOB:I@step=N", NULL, NULL, 0, 0, 0, NULL, S, 1, NULL,
      "a task dies at a step or time (@t=T), optionally ,restart=T"},
     {"pace", "pace", RUN_T_TIME, "T", "0", NULL, 0, 3600, 0, NULL, CT, 0, NULL,
      "every worker step takes at least T (e.g. 200ms), to watch live; 0: off"},
     /* flags only: where the run goes and how it talks */
-    {"trace", NULL, RUN_T_TEXT, "FILE", NULL, NULL, 0, 0, 0, NULL, C | S, 0, NULL,
+    {"trace", NULL, RUN_T_TEXT, "FILE", NULL, NULL, 0, 0, 0, NULL, C | S | L, 0, NULL,
      "record the run's events to FILE"},
-    {"summary", NULL, RUN_T_TEXT, "FILE", NULL, NULL, 0, 0, 0, NULL, C | S, 0, NULL,
+    {"summary", NULL, RUN_T_TEXT, "FILE", NULL, NULL, 0, 0, 0, NULL, C | S | L, 0, NULL,
      "also write the summary JSON to FILE"},
-    {"hub", NULL, RUN_T_TEXT, "ADDR", NULL, NULL, 0, 0, 0, NULL, CT, 0, NULL,
+    {"hub", NULL, RUN_T_TEXT, "ADDR", NULL, NULL, 0, 0, 0, NULL, CTL, 0, NULL,
      "send events to an existing hub"},
-    {"view", NULL, RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, C, 0, NULL, "open the live viewer"},
-    {"log_device_placement", NULL, RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, CT, 0, NULL,
+    {"view", NULL, RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, C | L, 0, NULL, "open the live viewer"},
+    {"log_device_placement", NULL, RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, CTL, 0, NULL,
      "print TensorFlow's device placement log"},
-    {"checkpoint_dir", NULL, RUN_T_TEXT, "DIR", NULL, NULL, 0, 0, 0, NULL, CT, 0, NULL,
+    {"checkpoint_dir", NULL, RUN_T_TEXT, "DIR", NULL, NULL, 0, 0, 0, NULL, CTL, 0, NULL,
      "write checkpoints; resume from one"},
     {"connect_timeout", NULL, RUN_T_INT, "S", "60", NULL, 1, 86400, 0, NULL, CT, 0, NULL,
      "seconds a worker waits for its ps"},
-    {"log_every", NULL, RUN_T_INT, "N", "100", NULL, 1, 1e9, 0, NULL, CT, 0, NULL,
+    {"log_every", NULL, RUN_T_INT, "N", "100", NULL, 1, 1e9, 0, NULL, CTL, 0, NULL,
      "worker progress line every N local steps"},
     {"trace_level", NULL, RUN_T_TEXT, "L", "auto", NULL, 0, 0, 0, NULL, S, 0, NULL,
      "full | sample[:K] | steps | auto (full up to 64 workers, else 16 sampled)"},
 
 
-    {"quiet", NULL, RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, CTS, 0, NULL, "fewer progress lines"},
+    {"quiet", NULL, RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, CTSL, 0, NULL, "fewer progress lines"},
 };
 
 const run_key *run_keys(size_t *n)
@@ -127,7 +138,7 @@ const run_key *run_key_find(const char *name)
 
 int run_key_engines(const run_key *k)
 {
-    return ((k->cmds & (RUN_CMD_CLUSTER | RUN_CMD_TASK)) ? RUN_REAL : 0) |
+    return ((k->cmds & (RUN_CMD_CLUSTER | RUN_CMD_TASK | RUN_CMD_LOCAL)) ? RUN_REAL : 0) |
            ((k->cmds & RUN_CMD_SIM) ? RUN_SIM : 0);
 }
 
@@ -604,6 +615,7 @@ void run_print_keys_json(FILE *f)
         if (k[i].cmds & RUN_CMD_CLUSTER) json_array_append_new(cmds, json_string("cluster"));
         if (k[i].cmds & RUN_CMD_TASK) json_array_append_new(cmds, json_string("task"));
         if (k[i].cmds & RUN_CMD_SIM) json_array_append_new(cmds, json_string("sim"));
+        if (k[i].cmds & RUN_CMD_LOCAL) json_array_append_new(cmds, json_string("local"));
         json_object_set_new(o, "engines", eng);
         json_object_set_new(o, "commands", cmds);
         json_object_set_new(o, "alias", k[i].alias ? json_string(k[i].alias) : json_null());

@@ -22,7 +22,7 @@
 enum run_engine { RUN_REAL = 1, RUN_SIM = 2, RUN_BOTH = 3 };
 
 /* The commands whose flags a key is (as a mask). */
-enum run_cmd { RUN_CMD_CLUSTER = 1, RUN_CMD_TASK = 2, RUN_CMD_SIM = 4 };
+enum run_cmd { RUN_CMD_CLUSTER = 1, RUN_CMD_TASK = 2, RUN_CMD_SIM = 4, RUN_CMD_LOCAL = 8 };
 
 typedef struct run_straggler { int worker; double factor; } run_straggler;
 #define RUN_MAX_STRAGGLERS 64
@@ -101,7 +101,7 @@ typedef struct run_value {
     double d;                   /* REAL, TIME (s), BYTES, BANDWIDTH (bytes/s) */
     const char *text;           /* the text as given (borrowed) */
     run_straggler st[RUN_MAX_STRAGGLERS];
-    int n_st;                   /* STRAGGLER */
+    int n_st;                   /* STRAGGLER; "none" gives 0 and clears the list */
 } run_value;
 
 /* Parses `text` as a value of k; `what` names the input in messages ("--lr" or

@@ -270,8 +270,9 @@ static int handler(void *user, const char *section, const char *name, const char
         } else {
             if (p->have_engine) return fail(p, p->line, "duplicate key \"engine\" in [scenario]");
             if (!strcmp(value, "real")) s->engine = RUN_REAL;
+            else if (!strcmp(value, "local")) s->engine = RUN_REAL, s->local = 1;
             else if (!strcmp(value, "sim")) s->engine = RUN_SIM;
-            else return fail(p, p->line, "engine: \"%s\" is not real or sim", value);
+            else return fail(p, p->line, "engine: \"%s\" is not real, local or sim", value);
             if (s->n_entries || s->n_vary)
                 return fail(p, p->line, "engine must come before the run's keys");
             p->have_engine = 1;

@@ -1,7 +1,7 @@
 /* scenario.h — scenario files: a run described in INI (parsed with inih) whose keys are
  * exactly the run description's key table (cluster/run.h), each in its own section:
  *
- *   [scenario]  title, description, engine = real | sim, seed
+ *   [scenario]  title, description, engine = real | local | sim, seed
  *   [cluster] [training] [placement] [network] [faults] [pace]   (see `downpour keys`)
  *   [compare]   vary = KEY: V1, V2, ...   (one or two lines; their product is the
  *               variant set)   label = TEXT (optional: the report's heading)
@@ -74,6 +74,7 @@ typedef struct scenario {
     char description[SCN_VALUE_MAX];
     char label[256];                /* [compare] label, or "" */
     int engine;                     /* RUN_REAL or RUN_SIM */
+    int local;                      /* engine = local: the real runtime's `downpour local` */
     scn_entry entries[SCN_MAX_ENTRIES];
     int n_entries;
     scn_vary vary[SCN_MAX_VARY];

@@ -189,73 +189,100 @@ const char *placement_name(placement_kind p)
     return p == PLACE_GREEDY ? "greedy" : p == PLACE_ROUND_ROBIN ? "round-robin" : "?";
 }
 
-/* Prints one "name: (OpType): device" line. */
-static void log_op(FILE *f, const char *name, const char *type, const char *dev)
+/* ---- one replica's graph ------------------------------------------------------- */
+
+static const struct { const char *name, *type; graph_op forward; } graph_ops[GOP_COUNT] = {
+    [GOP_X] = {"x", "Placeholder", GOP_X},
+    [GOP_Y] = {"y", "Placeholder", GOP_Y},
+    [GOP_HID_CONCAT] = {"hidden/weights/ConcatPartitions/concat", "ConcatV2", GOP_HID_CONCAT},
+    [GOP_HID_MATMUL] = {"hidden/MatMul", "MatMul", GOP_HID_MATMUL},
+    [GOP_HID_ADD] = {"hidden/add", "Add", GOP_HID_ADD},
+    [GOP_HID_RELU] = {"hidden/Relu", "Relu", GOP_HID_RELU},
+    [GOP_SM_CONCAT] = {"softmax/weights/ConcatPartitions/concat", "ConcatV2", GOP_SM_CONCAT},
+    [GOP_SM_MATMUL] = {"softmax/MatMul", "MatMul", GOP_SM_MATMUL},
+    [GOP_SM_ADD] = {"softmax/add", "Add", GOP_SM_ADD},
+    [GOP_XENT] = {"loss/SparseSoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
+                  GOP_XENT},
+    [GOP_MEAN] = {"loss/Mean", "Mean", GOP_MEAN},
+    [GOP_MEAN_GRAD] = {"gradients/loss/Mean_grad/truediv", "RealDiv", GOP_MEAN},
+    [GOP_XENT_GRAD] = {"gradients/loss/SparseSoftmaxCrossEntropyWithLogits_grad/mul", "Mul", GOP_XENT},
+    [GOP_SM_ADD_GRAD] = {"gradients/softmax/add_grad/Sum_1", "Sum", GOP_SM_ADD},
+    [GOP_SM_MATMUL_GRAD_W] = {"gradients/softmax/MatMul_grad/MatMul_1", "MatMul", GOP_SM_MATMUL},
+    [GOP_SM_MATMUL_GRAD_X] = {"gradients/softmax/MatMul_grad/MatMul", "MatMul", GOP_SM_MATMUL},
+    [GOP_RELU_GRAD] = {"gradients/hidden/Relu_grad/ReluGrad", "ReluGrad", GOP_HID_RELU},
+    [GOP_HID_ADD_GRAD] = {"gradients/hidden/add_grad/Sum_1", "Sum", GOP_HID_ADD},
+    [GOP_HID_MATMUL_GRAD_W] = {"gradients/hidden/MatMul_grad/MatMul_1", "MatMul", GOP_HID_MATMUL},
+};
+
+const char *graph_op_name(graph_op op)
 {
-    fprintf(f, "%s: (%s): %s\n", name, type, dev);
+    dp_assert("graph_op_name: op out of range", op >= 0 && op < GOP_COUNT);
+    return graph_ops[op].name;
 }
 
-/* Prints worker 0's ops for one dense layer "scope" (x @ W + b), with the concat that
- * TensorFlow inserts when the weights are partitioned. */
-static void log_layer(FILE *f, const var_catalog *cat, const char *scope, const char *dev)
+const char *graph_op_type(graph_op op)
 {
-    char nm[2 * VAR_NAME_MAX];
-    snprintf(nm, sizeof nm, "%s/weights", scope);
-    int w = catalog_find(cat, nm);
-    if (w < 0) {
-        snprintf(nm, sizeof nm, "%s/weights/part_0", scope);
-        w = catalog_find(cat, nm);
-    }
-    if (w >= 0 && cat->v[w].n_parts > 1) {
-        snprintf(nm, sizeof nm, "%s/weights/ConcatPartitions/concat", scope);
-        log_op(f, nm, "ConcatV2", dev);
-    }
-    snprintf(nm, sizeof nm, "%s/MatMul", scope);
-    log_op(f, nm, "MatMul", dev);
-    snprintf(nm, sizeof nm, "%s/add", scope);
-    log_op(f, nm, "Add", dev);
+    dp_assert("graph_op_type: op out of range", op >= 0 && op < GOP_COUNT);
+    return graph_ops[op].type;
 }
 
-void catalog_log_placement(FILE *f, const var_catalog *cat, int n_ps, int n_workers)
+graph_op graph_op_forward(graph_op op)
+{
+    dp_assert("graph_op_forward: op out of range", op >= 0 && op < GOP_COUNT);
+    return graph_ops[op].forward;
+}
+
+int graph_op_in(graph_op op, model_kind model, int partitioned)
+{
+    int mlp = model == MODEL_MLP;
+    switch (op) {
+    case GOP_HID_CONCAT: return mlp && (partitioned & 1);
+    case GOP_SM_CONCAT: return (partitioned & 2) != 0;
+    case GOP_HID_MATMUL: case GOP_HID_ADD: case GOP_HID_RELU: case GOP_SM_MATMUL_GRAD_X:
+    case GOP_RELU_GRAD: case GOP_HID_ADD_GRAD: case GOP_HID_MATMUL_GRAD_W:
+        return mlp;
+    default: return op >= 0 && op < GOP_COUNT;
+    }
+}
+
+int catalog_partitioned(const var_catalog *cat)
+{
+    int mask = 0;
+    for (int i = 0; i < cat->n; i++) {
+        if (cat->v[i].n_parts < 2) continue;
+        if (!strcmp(cat->v[i].base, "hidden/weights")) mask |= 1;
+        if (!strcmp(cat->v[i].base, "softmax/weights")) mask |= 2;
+    }
+    return mask;
+}
+
+void graph_log_op(FILE *f, const char *prefix, const char *name, const char *type, const char *dev)
+{
+    fprintf(f, "%s%s%s: (%s): %s\n", prefix ? prefix : "", prefix && *prefix ? "/" : "", name, type,
+            dev);
+}
+
+void catalog_log_vars(FILE *f, const var_catalog *cat)
+{
+    char dev[128];
+    for (int i = 0; i < cat->n; i++) {
+        const var_def *d = &cat->v[i];
+        graph_log_op(f, NULL, d->name, "VariableV2",
+                     d->ps < 0 ? "(unplaced)" : spec_device_name(dev, sizeof dev, JOB_PS, d->ps, "CPU", 0));
+    }
+}
+
+void catalog_log_placement(FILE *f, const var_catalog *cat, int worker)
 {
     assert(((void)"catalog_log_placement: NULL argument", f && cat));
     char dev[128];
-    fputs("Device mapping:\n", f);
-    for (int i = 0; i < n_ps; i++)
-        fprintf(f, "%s -> device: CPU device\n", spec_device_name(dev, sizeof dev, JOB_PS, i,
-                                                                   "CPU", 0));
-    for (int i = 0; i < n_workers; i++)
-        fprintf(f, "%s -> device: CPU device\n", spec_device_name(dev, sizeof dev, JOB_WORKER,
-                                                                   i, "CPU", 0));
-
-    for (int i = 0; i < cat->n; i++) {
-        const var_def *d = &cat->v[i];
-        if (d->ps < 0) log_op(f, d->name, "VariableV2", "(unplaced)");
-        else log_op(f, d->name, "VariableV2", spec_device_name(dev, sizeof dev, JOB_PS, d->ps,
-                                                                 "CPU", 0));
-    }
-
-    /* worker 0's graph, forward then backward, in TensorFlow's op names */
-    spec_device_name(dev, sizeof dev, JOB_WORKER, 0, "CPU", 0);
-    int mlp = cat->model == MODEL_MLP;
-    log_op(f, "x", "Placeholder", dev);
-    log_op(f, "y", "Placeholder", dev);
-    if (mlp) {
-        log_layer(f, cat, "hidden", dev);
-        log_op(f, "hidden/Relu", "Relu", dev);
-    }
-    log_layer(f, cat, "softmax", dev);
-    log_op(f, "loss/SparseSoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
-           dev);
-    log_op(f, "loss/Mean", "Mean", dev);
-    log_op(f, "gradients/loss/Mean_grad/truediv", "RealDiv", dev);
-    log_op(f, "gradients/loss/SparseSoftmaxCrossEntropyWithLogits_grad/mul", "Mul", dev);
-    log_op(f, "gradients/softmax/add_grad/Sum_1", "Sum", dev);
-    log_op(f, "gradients/softmax/MatMul_grad/MatMul_1", "MatMul", dev);
-    if (mlp) {
-        log_op(f, "gradients/softmax/MatMul_grad/MatMul", "MatMul", dev);
-        log_op(f, "gradients/hidden/Relu_grad/ReluGrad", "ReluGrad", dev);
-        log_op(f, "gradients/hidden/add_grad/Sum_1", "Sum", dev);
-        log_op(f, "gradients/hidden/MatMul_grad/MatMul_1", "MatMul", dev);
-    }
+    /* TensorFlow lists only accelerators in the mapping: a CPU-only task has none. */
+    fputs("Device mapping: no known devices.\n", f);
+    catalog_log_vars(f, cat);
+    /* this worker's graph, forward then backward, in TensorFlow's op names */
+    spec_device_name(dev, sizeof dev, JOB_WORKER, worker, "CPU", 0);
+    int parts = catalog_partitioned(cat);
+    for (int op = 0; op < GOP_COUNT; op++)
+        if (graph_op_in((graph_op)op, cat->model, parts))
+            graph_log_op(f, NULL, graph_op_name((graph_op)op), graph_op_type((graph_op)op), dev);
 }

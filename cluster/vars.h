@@ -68,10 +68,40 @@ int placement_parse(const char *s, placement_kind *out);
 const char *model_name(model_kind m);
 const char *placement_name(placement_kind p);
 
-/* Prints TensorFlow's log_device_placement output for the run to f: "Device mapping:"
- * and one line per device of the cluster, then one line per variable
- * ("hidden/weights: (VariableV2): /job:ps/replica:0/task:1/device:CPU:0") and per op
- * of worker 0's graph ("hidden/MatMul: (MatMul): /job:worker/replica:0/task:0/device:CPU:0"). */
-void catalog_log_placement(FILE *f, const var_catalog *cat, int n_ps, int n_workers);
+/* ---- one replica's graph: the ops of its forward and backward pass, in TensorFlow's
+ * names, in the order they run (and log_device_placement lists them). */
+typedef enum graph_op {
+    GOP_X, GOP_Y,
+    GOP_HID_CONCAT, GOP_HID_MATMUL, GOP_HID_ADD, GOP_HID_RELU,
+    GOP_SM_CONCAT, GOP_SM_MATMUL, GOP_SM_ADD,
+    GOP_XENT, GOP_MEAN, GOP_MEAN_GRAD, GOP_XENT_GRAD,
+    GOP_SM_ADD_GRAD, GOP_SM_MATMUL_GRAD_W, GOP_SM_MATMUL_GRAD_X,
+    GOP_RELU_GRAD, GOP_HID_ADD_GRAD, GOP_HID_MATMUL_GRAD_W,
+    GOP_COUNT
+} graph_op;
+
+/* "hidden/MatMul" and "MatMul" (static strings). */
+const char *graph_op_name(graph_op op);
+const char *graph_op_type(graph_op op);
+/* The forward op a gradient op differentiates (the op itself for a forward op): a
+ * gradient op without a device of its own is colocated with it. */
+graph_op graph_op_forward(graph_op op);
+/* 1 when op is in the graph of `model`; partitioned is catalog_partitioned()'s mask
+ * (bit 0 hidden/weights, bit 1 softmax/weights split into parts: a ConcatV2 joins
+ * them before the layer's MatMul). */
+int graph_op_in(graph_op op, model_kind model, int partitioned);
+/* Which weights of cat are split into parts (the mask graph_op_in takes). */
+int catalog_partitioned(const var_catalog *cat);
+
+/* Prints one log_device_placement line "[prefix/]name: (type): device". */
+void graph_log_op(FILE *f, const char *prefix, const char *name, const char *type, const char *dev);
+/* One "name: (VariableV2): /job:ps/replica:0/task:K/device:CPU:0" line per variable. */
+void catalog_log_vars(FILE *f, const var_catalog *cat);
+
+/* Prints what TensorFlow's log_device_placement prints in worker task `worker` of a
+ * CPU-only cluster: "Device mapping: no known devices.", one line per variable (on its
+ * ps) and one per op of that worker's graph on /job:worker/replica:0/task:W/device:CPU:0
+ * (workers with several devices compose the log from the pieces above). */
+void catalog_log_placement(FILE *f, const var_catalog *cat, int worker);
 
 #endif

@@ -13,6 +13,7 @@
 #include "common/dp.h"
 #include "runtime/config.h"
 #include "runtime/launcher.h"
+#include "runtime/local.h"
 #include "sim/sim.h"
 #include "viz/viz.h"
 
@@ -166,6 +167,7 @@ int lab_run_variant(const scenario *s, int engine, int variant, const lab_option
         cfg.view = view;
         cfg.lesson_json = lesson;
         if (!o->self) rc = dp_fail(err, DP_EINVAL, "the real runtime needs the downpour binary's path");
+        else if (s->local) rc = local_run(&cfg, o->self, err);
         else rc = launcher_run(&cfg, o->self, err);
         free(lesson);
         if (rc) return rc;
@@ -261,8 +263,8 @@ int lab_run(const char *path, const lab_options *o, char *err)
         fprintf(stderr, "downpour: run: %s has %d variants; running the first (%s) — `downpour compare "
                         "%s` runs them all\n", path, n, label, path);
     }
-    fprintf(stderr, "downpour: run: %s (%s engine) into %s/\n", s.title, engine == RUN_SIM ? "sim" : "real",
-            dir);
+    fprintf(stderr, "downpour: run: %s (%s engine) into %s/\n", s.title,
+            engine == RUN_SIM ? "sim" : s.local ? "local" : "real", dir);
     int view = !o->no_view && dp_have_display();
     if (o->quiz) print_quiz(&s, 0);
     rc = lab_run_variant(&s, engine, 0, o, dir, view && engine == RUN_REAL, err);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/dp.h"
+#include "runtime/device.h"
 
 /* A text extra's field, or NULL. */
 static char *text_field(rt_config *c, const char *name)
@@ -17,6 +18,8 @@ static char *text_field(rt_config *c, const char *name)
     if (!strcmp(name, "hub")) return c->hub;
     if (!strcmp(name, "checkpoint_dir")) return c->checkpoint_dir;
     if (!strcmp(name, "summary")) return c->summary;
+    if (!strcmp(name, "device_for")) return c->device_for;
+    if (!strcmp(name, "worker_devices")) return c->worker_devices;
     return NULL;
 }
 
@@ -30,13 +33,47 @@ static int *int_field(rt_config *c, const char *name)
     if (!strcmp(name, "view")) return &c->view;
     if (!strcmp(name, "log_device_placement")) return &c->log_placement;
     if (!strcmp(name, "quiet")) return &c->quiet;
+    if (!strcmp(name, "strategy")) return &c->strategy;
+    if (!strcmp(name, "cpu_devices")) return &c->cpu_devices;
+    if (!strcmp(name, "allow_soft_placement")) return &c->allow_soft;
     return NULL;
+}
+
+/* --device-for: every rule checked, appended to the ones given before. */
+static int set_device_for(rt_config *c, const char *text, const char *what, char *err)
+{
+    dev_rule rules[DEV_MAX_RULES];
+    int n = 0;
+    int rc = dev_rules_parse(c->device_for, rules, &n, DEV_MAX_RULES, what, err);
+    if (!rc) rc = dev_rules_parse(text, rules, &n, DEV_MAX_RULES, what, err);
+    if (rc) return rc;
+    size_t len = strlen(c->device_for);
+    if (len + strlen(text) + 2 >= RT_PATH_MAX)
+        return dp_fail(err, DP_EINVAL, "%s: the rules are longer than %d bytes", what, RT_PATH_MAX - 1);
+    snprintf(c->device_for + len, RT_PATH_MAX - len, "%s%s", len ? ";" : "", text);
+    return DP_OK;
+}
+
+/* --worker-devices cpu:N | gpu:N */
+static int set_worker_devices(rt_config *c, const char *text, const char *what, char *err)
+{
+    long long n = 0;
+    int gpu = !strncmp(text, "gpu:", 4);
+    if ((!gpu && strncmp(text, "cpu:", 4)) || dp_parse_int(text + 4, &n) || n < 1 || n > DEV_MAX)
+        return dp_fail(err, DP_EINVAL, "%s: \"%s\" is not cpu:N or gpu:N with N in 1..%d", what, text,
+                       DEV_MAX);
+    snprintf(c->worker_devices, sizeof c->worker_devices, "%s", text);
+    c->worker_dev_gpu = gpu;
+    c->worker_dev_n = (int)n;
+    return DP_OK;
 }
 
 static int rt_extra(void *ctx, const run_key *k, const run_value *v, const char *what, char *err)
 {
     rt_config *c = ctx;
     if (!k) return 1;
+    if (!strcmp(k->name, "device_for")) return set_device_for(c, v->text, what, err);
+    if (!strcmp(k->name, "worker_devices")) return set_worker_devices(c, v->text, what, err);
     char *t = text_field(c, k->name);
     if (t) {
         if (strlen(v->text) >= RT_PATH_MAX)
@@ -82,7 +119,7 @@ int rt_config_check(const rt_config *c, char *err)
 
 static int scope_cmd(int scope)
 {
-    return (scope & RT_FLAG_CLUSTER) ? RUN_CMD_CLUSTER : RUN_CMD_TASK;
+    return (scope & RT_FLAG_LOCAL) ? RUN_CMD_LOCAL : (scope & RT_FLAG_CLUSTER) ? RUN_CMD_CLUSTER : RUN_CMD_TASK;
 }
 
 void rt_config_usage(FILE *f, int scope)

@@ -30,6 +30,13 @@ typedef struct rt_config {
     int log_every;                  /* worker progress line every N local steps */
     int synthetic_n;                /* samples in the synthetic training set */
     int quiet;
+    /* devices (runtime/device.h) */
+    int strategy;                   /* local: RT_STRATEGY_* */
+    int cpu_devices;                /* local: virtual CPU devices */
+    char worker_devices[32];        /* "cpu:N" or "gpu:N" as given */
+    int worker_dev_gpu, worker_dev_n;
+    char device_for[RT_PATH_MAX];   /* --device-for rules, ';'-separated, each checked */
+    int allow_soft;                 /* --allow-soft-placement */
     const char *lesson_json;        /* a lesson's [lesson] as JSON, for the trace metadata
                                      * (borrowed; NULL: none) */
 } rt_config;
@@ -39,8 +46,11 @@ typedef struct rt_config {
  * directory, round-robin, seed 1, no partitioning, eval every 500. */
 void rt_config_init(rt_config *c);
 
-/* Which command's flags: `cluster` (all) or `task` (the training flags). */
-enum { RT_FLAG_TRAIN = 1, RT_FLAG_CLUSTER = 2 };
+/* Which command's flags: `cluster` (all), `task` (the training flags) or `local`. */
+enum { RT_FLAG_TRAIN = 1, RT_FLAG_CLUSTER = 2, RT_FLAG_LOCAL = 4 };
+
+/* `local --strategy`, in the key's order. */
+enum { RT_STRATEGY_SINGLE = 0, RT_STRATEGY_TOWERS = 1, RT_STRATEGY_SPLIT = 2 };
 
 /* Sets one key from text (a flag or a scenario key; `what` names it in messages).
  * Returns 0 or DP_EINVAL. */

@@ -27,6 +27,7 @@
 #include "runtime/data.h"
 #include "runtime/instr.h"
 #include "runtime/nn.h"
+#include "runtime/towers.h"
 
 #define LOSS_WINDOW 20
 
@@ -47,6 +48,8 @@ typedef struct worker {
     var_catalog cat;
     int step_var;               /* catalogue index of global_step */
     nn_net *net, *eval_net;
+    dev_set *devs;              /* --worker-devices beyond cpu:1: its devices and towers */
+    tw_set *tw;
     int n_tensors;
     float *params[8], *grads[8];
     wk_ps *ps;
@@ -350,8 +353,9 @@ static void emit_path(worker *wk, evt_kind kind, const char *path, int64_t gs)
     rt_instr_emit(wk->in, &e);
 }
 
-/* TASK_START and DEVICE; the chief also describes the model: variables, their
- * placement, and the ops of its graph (the log_device_placement lines). */
+/* TASK_START and DEVICE(s); the chief also describes the model (variables and their
+ * placement); every worker announces the ops of its own graph on its own devices (the
+ * log_device_placement lines). */
 static void announce(worker *wk)
 {
     rt_instr *in = wk->in;
@@ -361,48 +365,84 @@ static void announce(worker *wk)
     e.str = rt_instr_str(in, wk->spec->workers[wk->index].host);
     e.bytes = getpid();
     rt_instr_emit(in, &e);
-    e = rt_instr_record(in, EVT_DEVICE);
-    e.device = wk->device;
-    rt_instr_emit(in, &e);
-    if (!wk->chief) return;
-    for (int v = 0; v < wk->cat.n; v++) {
-        const var_def *d = &wk->cat.v[v];
-        char shape[64];
-        if (d->ndim == 2) snprintf(shape, sizeof shape, "%dx%d", d->rows, d->cols);
-        else if (d->ndim == 1) snprintf(shape, sizeof shape, "%d", d->rows);
-        else snprintf(shape, sizeof shape, "scalar");
-        e = rt_instr_record(in, EVT_VAR_DEFINE);
-        e.var = rt_instr_var(in, v);
-        e.str = rt_instr_str(in, shape);
-        e.bytes = (int64_t)d->bytes;
-        rt_instr_emit(in, &e);
-        e = rt_instr_record(in, EVT_VAR_PLACE);
-        e.var = rt_instr_var(in, v);
-        e.peer_job = EVT_JOB_PS;
-        e.peer = d->ps;
-        e.device = rt_instr_cpu(in, EVT_JOB_PS, d->ps);
+    for (int d = 0; d < (wk->devs ? dev_count(wk->devs) : 1); d++) {
+        e = rt_instr_record(in, EVT_DEVICE);
+        e.device = wk->devs ? rt_instr_str(in, dev_name(wk->devs, d)) : wk->device;
         rt_instr_emit(in, &e);
     }
-    /* Ops: the same lines log_device_placement prints, "name: (Type): device". */
+    if (wk->chief) {
+        for (int v = 0; v < wk->cat.n; v++) {
+            const var_def *d = &wk->cat.v[v];
+            char shape[64];
+            if (d->ndim == 2) snprintf(shape, sizeof shape, "%dx%d", d->rows, d->cols);
+            else if (d->ndim == 1) snprintf(shape, sizeof shape, "%d", d->rows);
+            else snprintf(shape, sizeof shape, "scalar");
+            e = rt_instr_record(in, EVT_VAR_DEFINE);
+            e.var = rt_instr_var(in, v);
+            e.str = rt_instr_str(in, shape);
+            e.bytes = (int64_t)d->bytes;
+            rt_instr_emit(in, &e);
+            e = rt_instr_record(in, EVT_VAR_PLACE);
+            e.var = rt_instr_var(in, v);
+            e.peer_job = EVT_JOB_PS;
+            e.peer = d->ps;
+            e.device = rt_instr_cpu(in, EVT_JOB_PS, d->ps);
+            rt_instr_emit(in, &e);
+        }
+    }
+    if (wk->tw) {
+        tw_announce(wk->tw);
+        return;
+    }
+    int parts = catalog_partitioned(&wk->cat);
+    for (int op = 0; op < GOP_COUNT; op++) {
+        if (!graph_op_in((graph_op)op, wk->cat.model, parts)) continue;
+        e = rt_instr_record(in, EVT_OP_PLACE);
+        e.var = rt_instr_str(in, graph_op_name((graph_op)op));
+        e.str = rt_instr_str(in, graph_op_type((graph_op)op));
+        e.device = wk->device;
+        rt_instr_emit(in, &e);
+    }
+}
+
+/* --log-device-placement: what this worker's TensorFlow would print, in one write so
+ * that the workers' blocks never interleave. */
+static void log_placement(worker *wk)
+{
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) return;
-    catalog_log_placement(f, &wk->cat, wk->spec->n_ps, wk->spec->n_workers);
-    fclose(f);
-    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
-        char *a = strstr(line, ": (");
-        char *b = a ? strstr(a, "): ") : NULL;
-        if (!a || !b || strncmp(b + 3, "/job:worker", 11)) continue;
-        *a = 0;
-        *b = 0;
-        e = rt_instr_record(in, EVT_OP_PLACE);
-        e.var = rt_instr_str(in, line);
-        e.str = rt_instr_str(in, a + 3);
-        e.device = rt_instr_str(in, b + 3);
-        rt_instr_emit(in, &e);
+    if (!wk->tw) {
+        catalog_log_placement(f, &wk->cat, wk->index);
+    } else {
+        dev_log_mapping(f, wk->devs);
+        catalog_log_vars(f, &wk->cat);
+        tw_log_ops(f, wk->tw);
     }
+    fclose(f);
+    fwrite(buf, 1, len, stderr);
+    fflush(stderr);
     free(buf);
+}
+
+/* --worker-devices cpu:N (N > 1) or gpu:N: this worker's devices and one tower on each. */
+static int open_devices(worker *wk, char *err)
+{
+    const rt_config *cfg = wk->cfg;
+    if (!cfg->worker_dev_gpu && cfg->worker_dev_n <= 1) return DP_OK;
+    if (cfg->worker_dev_gpu) {
+        const char *why = NULL;
+        int have = gpu_device_count(&why);
+        if (have < cfg->worker_dev_n)
+            return dp_fail(err, DP_EINVAL, "--worker-devices %s: this machine has %d CUDA device%s%s%s",
+                           cfg->worker_devices, have, have == 1 ? "" : "s", why ? " (" : "", why ? why : "");
+    }
+    wk->devs = dev_set_new("worker", wk->index, cfg->worker_dev_gpu ? 1 : cfg->worker_dev_n,
+                           cfg->worker_dev_gpu ? cfg->worker_dev_n : 0, err);
+    if (!wk->devs) return DP_EINVAL;
+    wk->tw = tw_new(cfg, wk->devs, RT_STRATEGY_TOWERS, wk->in, err);
+    return wk->tw ? DP_OK : DP_EINVAL;
 }
 
 /* Chief: evaluates the pulled parameters on the test set, logs and emits EVAL. */
@@ -549,10 +589,12 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     rc = catalog_place(&wk->cat, spec->n_ps, cfg->placement, err);
     if (rc) goto out;
     wk->step_var = catalog_find(&wk->cat, "global_step");
-    if (cfg->log_placement && wk->chief) catalog_log_placement(stderr, &wk->cat, spec->n_ps, spec->n_workers);
     wk->version = xcalloc((size_t)wk->cat.n, sizeof *wk->version);
     wk->t_begin = xcalloc((size_t)wk->cat.n, sizeof *wk->t_begin);
     wk->in = rt_instr_new(cfg->hub, EVT_JOB_WORKER, index, &wk->cat);
+    rc = open_devices(wk, err);
+    if (rc) goto out;
+    if (cfg->log_placement) log_placement(wk);
     announce(wk);
     wk->ps = xcalloc((size_t)spec->n_ps, sizeof *wk->ps);
     for (int i = 0; i < spec->n_ps; i++) {
@@ -608,7 +650,13 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         int64_t ct0 = rt_instr_now(wk->in);
         emit_step(wk, EVT_COMPUTE_BEGIN, ct0, 0, 0, 0);
         uint64_t c0 = dp_now_ns();
-        float loss = nn_train_step(wk->net, wk->params, wk->grads, bx, by, cfg->batch);
+        err[0] = 0;
+        float loss = wk->tw ? tw_step(wk->tw, wk->params, wk->grads, bx, by, cfg->batch, wk->local, err)
+                            : nn_train_step(wk->net, wk->params, wk->grads, bx, by, cfg->batch);
+        if (wk->tw && !isfinite(loss) && err[0]) {
+            rc = DP_ERR;
+            break;
+        }
         uint64_t c1 = dp_now_ns();
         if (slow_factor > 1.0) sleep_ns((uint64_t)((double)(c1 - c0) * (slow_factor - 1.0)));
         t_compute += dp_now_ns() - c0;
@@ -695,6 +743,8 @@ out:
     }
     nn_free(wk->net);
     nn_free(wk->eval_net);
+    tw_free(wk->tw);
+    dev_set_free(wk->devs);
     free(wk->version);
     free(idx);
     free(bx);

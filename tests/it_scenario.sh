@@ -55,7 +55,7 @@ bad_file engine-key '5: "bandwidth" is used by the simulator only, and this scen
     "${H[@]}" '[network]' 'bandwidth = 1Gbit'
 bad_file unknown-section '4: unknown section [bogus]; valid sections: [scenario] [cluster] [training] [placement] [network] [faults] [pace] [compare] [lesson]' \
     "${H[@]}" '[bogus]' 'x = 1'
-bad_file bad-engine '3: engine: "quantum" is not real or sim' '[scenario]' 'title = t' 'engine = quantum'
+bad_file bad-engine '3: engine: "quantum" is not real, local or sim' '[scenario]' 'title = t' 'engine = quantum'
 bad_file not-ini '4: not INI: expected [section] or key = value' "${H[@]}" '[cluster' 'ps = 1'
 bad_file dash-spelling '5: unknown key "backup-workers" in [training] (did you mean "backup_workers"?); valid keys: mode, backup_workers, staleness, steps, batch, lr, optimizer, model, hidden, model_bytes, data, synthetic_samples, eval_every, max_sim_time, nqm_dims' \
     "${H[@]}" '[training]' 'backup-workers = 1'

@@ -105,8 +105,10 @@ t3=$(sed -n 's/.* t=\([0-9]*\).*/\1/p' <<<"$line3")
 check "time moved forward while playing" [ "${t3:-0}" -gt 1500000000 ]
 check "help overlay shown" grep -q 'help=1' <<<"$(sed -n 4p "$TMP/view.out")"
 # Shots 3 and 4 are the same paused frame without and with help. The card is centred in
-# the window (1280x720: about 330..950 x 170..550); inside it, 384..896 x 216..504 is the
-# middle 40 % of the window, where the frame itself has little pure white (pull outlines).
+# the window and grows with its rows (16 keys at 1280x720: about 330..954 x 115..610 with
+# its shadow; a key more adds ~28 px of height, and the box below must widen with it);
+# inside it, 384..896 x 216..504 is the middle 40 % of the window, where the frame itself
+# has little pure white (pull outlines).
 H3=$TMP/shots/downpour-0003.png H4=$TMP/shots/downpour-0004.png
 n=$(pixels color "$H4" 255 255 255 3 384 216 896 504)
 check "help: >= 70 % of the window's middle is the card's white ($n of 147456)" [ "${n:-0}" -ge 103219 ]
@@ -116,8 +118,53 @@ check "help: >= 50 % of the window's middle differs from the frame without help 
 n3=$(pixels color "$H3" 0 114 178 3 384 216 512 504) n4=$(pixels color "$H4" 0 114 178 3 384 216 512 504)
 check "help: key names in accent blue in the card's left column ($n4 vs $n3 without help)" \
     [ "${n4:-0}" -ge $(( ${n3:-0} + 150 )) ]
-n=$(pixels diff "$H3" "$H4" 0 0 0 1280 720 320 160 960 560)
+n=$(pixels diff "$H3" "$H4" 0 0 0 1280 720 320 104 964 620)
 check "help: the frame outside the card is unchanged ($n pixels differ)" [ "${n:--1}" -eq 0 ]
+
+# ---- fork from here: f opens the chooser, Enter forks, the simulated run shows beside -----
+# A recorded real run (sync, 1 ps + 4 workers, 300 steps), paused at 0.5 s; `f` opens the
+# chooser (its first row, add a backup worker), Enter asks lab's fork for the continuation,
+# which is drawn as B. Shots: before f, the chooser, the fork beside the replay.
+R=tests/data/real_sync_1ps_4w_slow.trace
+mkdir -p "$TMP/fork"
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 30 "$DOWNPOUR" view "$R" --paused --at 0.5 --size 1280x720 \
+    --screenshot-dir "$TMP/fork" --fork-dir "$TMP/fork" --script "s,f,s,enter,wait:300,s,q" >"$TMP/fork.out" 2>"$TMP/fork.err"
+rc=$?
+check "fork: the viewer quits on q (rc $rc)" [ "$rc" -eq 0 ]
+grep -q '^saved ' "$TMP/fork.out" || tail -5 "$TMP/fork.err"
+F1=$(grep '^saved ' "$TMP/fork.out" | sed -n 1p) F2=$(grep '^saved ' "$TMP/fork.out" | sed -n 2p)
+F3=$(grep '^saved ' "$TMP/fork.out" | sed -n 3p) FL=$(grep '^forked ' "$TMP/fork.out")
+check "fork: f opens the chooser on its first choice (fork_menu=1)" grep -q 'fork_menu=1' <<<"$F2"
+P1=$(awk '{print $2}' <<<"$F1") P2=$(awk '{print $2}' <<<"$F2") P3=$(awk '{print $2}' <<<"$F3")
+n1=$(pixels color "$P1" 0 114 178 3 0 44 880 570) n2=$(pixels color "$P2" 0 114 178 3 0 44 880 570)
+check "fork: the chooser's highlighted row, >= 8000 more accent-blue pixels over the cluster ($n2 vs $n1)" \
+    [ "${n2:-0}" -ge $(( ${n1:-0} + 8000 )) ]
+echo "$FL"
+N=$(sed -n 's/.* at_step=\([0-9]*\) .*/\1/p' <<<"$FL") FP=$(awk '{print $2}' <<<"$FL")
+check "fork: Enter forks at the paused moment's global step with the first choice ($FL)" \
+    grep -q "at_step=[0-9]* set=backup_workers=1 first_frame_ms=" <<<"$FL"
+check "fork: the next frame is the compare view with the simulated fork as B ($F3)" \
+    grep -q "compare=1 compare_engine=sim fork_step=$N fork=$FP" <<<"$F3"
+# literal RGB: the SIMULATED badge is Okabe-Ito reddish purple, REAL bluish green
+n=$(pixels color "$P3" 204 121 167 3 640 0 1280 34)
+check "fork: B's top bar is labelled SIMULATED (>= 400 reddish-purple pixels: $n)" [ "${n:-0}" -ge 400 ]
+n=$(pixels color "$P3" 204 121 167 3 0 0 640 34)
+check "fork: A's top bar is not ($n)" [ "${n:--1}" -eq 0 ]
+n=$(pixels color "$P3" 0 158 115 3 0 0 640 34)
+check "fork: A's top bar says REAL (>= 300 bluish-green pixels: $n)" [ "${n:-0}" -ge 300 ]
+n=$(pixels diff "$P1" "$P3" 5 640 34 1280 390)
+check "fork: B's half is a cluster of its own, not the replay's panels (>= 20000 pixels differ: $n)" [ "${n:-0}" -ge 20000 ]
+"$DOWNPOUR" trace export --chrome "$TMP/fork.json" "$FP" >/dev/null 2>&1
+"$DOWNPOUR" trace info --json "$FP" >"$TMP/fork.info" 2>/dev/null
+first=$(python3 -c "
+import json, sys
+d = json.load(open('$TMP/fork.json')); e = d['traceEvents'] if isinstance(d, dict) else d
+print(min(x['args']['global_step'] for x in e if x.get('name') == 'global_step' and x.get('ph') == 'C'))" 2>/dev/null)
+check "fork: the fork's first global step is N + 1 ($first, N = $N)" [ "${first:-0}" -eq $(( ${N:-0} + 1 )) ]
+fm=$(python3 -c "
+import json; m = json.load(open('$TMP/fork.info'))['metadata']; f = m.get('config', m)['fork']
+print(f['at_step'], ','.join(f['set']))" 2>/dev/null)
+check "fork: its metadata names the step and the changed key ($fm)" [ "$fm" = "$N backup_workers=1" ]
 
 # ---- live: hub + real cluster + viewer closed mid-run --------------------------------
 "$DOWNPOUR" hub --listen 127.0.0.1:0 --trace "$TMP/live.trace" --quiet >"$TMP/hub.out" 2>"$TMP/hub.err" &

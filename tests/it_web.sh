@@ -6,13 +6,21 @@
 # checked on the frames the page's stream delivers; two pages at one moment share one
 # drawn frame; --follow moves every page; (c) 50 loopback clients, one stalled: it alone
 # is dropped and counted, the other 49 keep receiving; the connection cap refuses and
-# counts. Clients are tests/web_client.py (standard library); every wait is bounded.
-# Without chromium the browser checks print "skipped: why" (CI installs it and fails).
+# counts; (d) a lesson: the page stops at the lesson's pauses and questions, its caption
+# text is the viewer's caption bar's (tests/tool_caption) at the frame's moment, 20 answers
+# from Python and one clicked in Chromium (tests/web_browser.py: real mouse events over
+# the DevTools pipe) are counted on /answers, on the page and on the terminal (rate-limited),
+# and bad input on every endpoint gets a one-line error; (e) a client that reads slowly
+# skips frames, then is dropped past the bound while a normal one keeps receiving; (f)
+# `view --serve --follow` under Xvfb: the page follows the window. Clients are
+# tests/web_client.py (standard library); every wait is bounded. Without chromium or
+# Xvfb those checks print "skipped: why" (CI installs both and fails).
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 
 T=scenarios/recorded/sync-vs-async--mode-sync.dptrace     # 10.4 s, 1 ps + 4 workers
 LONG=scenarios/recorded/live-sync--run.dptrace            # 61 s: keeps playing through (c)
+LES=scenarios/recorded/lesson-04-first-cluster--run.dptrace  # questions at steps 10 150 240 400
 W=960 H=540 WIN_W=1000 WIN_H=640
 CLIENT="python3 tests/web_client.py"
 
@@ -146,6 +154,104 @@ timeout 60 $CLIENT cap "$URL_D" 4 >"$TMP/cap.txt" 2>&1
 stop "$PID_D"
 check "--max-conns 4: the 5th connection is closed at once and counted (refused $(val "$TMP/cap.txt" refused))" \
     [ "$(val "$TMP/cap.txt" extra_closed)" = 1 -a "$(val "$TMP/cap.txt" refused)" -ge 1 ]
+
+# ---- (d) a lesson: stops, captions, questions and answers ------------------------------------
+CAPTION="$PWD/$BUILD/tests/tool_caption"
+serve L "$LES" --listen 127.0.0.1:0 --size ${W}x$H
+timeout 120 $CLIENT lesson "$URL_L" "$TMP" >"$TMP/les.txt" 2>"$TMP/les.err"
+tail -3 "$TMP/les.err"
+check "GET /lesson: the 4 questions, without their answers" \
+    [ "$(val "$TMP/les.txt" questions)" = 4 -a "$(val "$TMP/les.txt" answers_hidden)" = 1 ]
+check "play from the start stops at the lesson's pause of step 1, then at question 1 (step 10)" \
+    [ "$(val "$TMP/les.txt" stop1_gstep)" = 1 -a "$(val "$TMP/les.txt" stop1_question)" = -1 \
+      -a "$(val "$TMP/les.txt" stop2_gstep)" = 10 -a "$(val "$TMP/les.txt" stop2_question)" = 0 ]
+check "scrubbed to 20 s (global step 387) the page's question is question 3 (step 240)" [ "$(val "$TMP/les.txt" seek_question)" = 2 ]
+for k in stop1 stop2 seek; do
+    read -r tns cap <"$TMP/caption-$k.txt"
+    ref=$("$CAPTION" "$LES" "$tns" | cut -d' ' -f3-)
+    check "caption at $k ($tns ns) is the viewer's caption bar there: '$cap'" [ -n "$ref" -a "$cap" = "$ref" ]
+done
+check "20 students answer (10 at once, 10 spread over 1 s): all taken; counts A 5, B 12, C 3 (/answers: $(val "$TMP/les.txt" counts_q0))" \
+    [ "$(val "$TMP/les.txt" burst_200)" = 20 -a "$(val "$TMP/les.txt" counts_q0)" = 5,12,3 -a "$(val "$TMP/les.txt" answered_q0)" = 20 ]
+check "a second answer from the same student: 409, the first one kept, nothing counted twice" \
+    [ "$(val "$TMP/les.txt" again_status)" = 409 -a "$(val "$TMP/les.txt" again_keeps_first)" = 1 ]
+timeout 60 $CLIENT badinput "$URL_L" >"$TMP/bad.txt" 2>&1
+check "bad input on every endpoint (22 kinds): a 4xx with a one-line JSON error each ($(val "$TMP/bad.txt" not_one_line_4xx))" \
+    [ "$(val "$TMP/bad.txt" not_one_line_4xx)" = - -a "$(grep -c '^status_' "$TMP/bad.txt")" = 22 ]
+check "... unknown question 400, unknown choice 400, a bad id 400" \
+    [ "$(val "$TMP/bad.txt" status_unknown_question)" = 400 -a "$(val "$TMP/bad.txt" status_choice_out_of_range)" = 400 -a "$(val "$TMP/bad.txt" status_id_space)" = 400 ]
+check "... and the server still serves after them (and a 20 kB request line, and non-HTTP bytes)" [ "$(val "$TMP/bad.txt" still_serving)" = 1 ]
+n=$(grep -c '^web: answers: question 1 ' "$TMP/L.err")
+check "the terminal: 20 answers in about 1 s give 1 to 4 lines (at most one a second), not one per change ($n)" [ "$n" -ge 1 -a "$n" -le 4 ]
+if ! command -v chromium >/dev/null 2>&1; then
+    skip "chromium is not installed: answers are not clicked in a browser"
+else
+    t2=$(val "$TMP/les.txt" stop2_t)
+    at=$(python3 -c "print('%.10f' % (($t2 + 0.4) / 1e9))")
+    timeout 90 python3 tests/web_browser.py answer "${URL_L}?at=$at&paused=1&student=chromium1" B "$TMP/answer.png" >"$TMP/br.txt" 2>"$TMP/br.err"
+    tail -3 "$TMP/br.err"
+    check "Chromium: the page shows question 1 under the frame" grep -q '^question Question 1 (step 10): Two workers' "$TMP/br.txt"
+    ref=$("$CAPTION" "$LES" "$t2" | cut -d' ' -f3-)
+    check "Chromium: the caption text under the frame is the caption bar's ('$ref')" [ -n "$ref" -a "$(sed -n 's/^caption //p' "$TMP/br.txt")" = "$ref" ]
+    check "Chromium: a real click on B is counted: the page shows 21 answered: A 5, B 13, C 3" \
+        grep -qx 'counts 21 answered: A 5, B 13, C 3' "$TMP/br.txt"
+    check "... the answer revealed (B right, marked) and the choices locked" \
+        bash -c "grep -qx 'result You answered B: right.' '$TMP/br.txt' && [ '$(val "$TMP/br.txt" right_marked)' = 1 -a '$(val "$TMP/br.txt" buttons_disabled)' = 1 ]"
+    [ -n "${DOWNPOUR_WEB_LESSON_SHOT:-}" ] && cp "$TMP/answer.png" "$DOWNPOUR_WEB_LESSON_SHOT"
+    timeout 90 python3 tests/web_browser.py text "${URL_L}?at=$at&paused=1&teacher=1" "$TMP/teacher.png" >"$TMP/teacher.txt" 2>&1
+    grep -v '^counts' "$TMP/teacher.txt" | grep -v '^[a-z_]* ' | tail -3
+    check "a teacher view (?teacher=1) shows the counts before answering" grep -qx 'counts 21 answered: A 5, B 13, C 3' "$TMP/teacher.txt"
+    timeout 90 python3 tests/web_browser.py text "${URL_L}?at=$at&paused=1" "$TMP/student.png" >"$TMP/student.txt" 2>&1
+    check "... a student who has not answered sees no counts" grep -qx 'counts -' "$TMP/student.txt"
+fi
+stop "$PID_L"
+check "the terminal's last answers line holds the final counts" \
+    bash -c "grep '^web: answers: question 1 ' '$TMP/L.err' | tail -n1 | grep -q ': $( command -v chromium >/dev/null && echo '21 answered: A 5, B 13, C 3' || echo '20 answered: A 5, B 12, C 3')\$'"
+
+# ---- (e) a slow page: frames skipped, then dropped past the bound, counted ---------------------
+serve SL "$LONG" --listen 127.0.0.1:0 --fps 15 --follow --max-behind 8 --idle-timeout 10
+timeout 150 $CLIENT slow "$URL_SL" >"$TMP/slow.txt" 2>&1
+stop "$PID_SL"
+cat "$TMP/slow.txt" | tr '\n' ' '; echo
+check "a client reading a few frames a second skips frames ($(val "$TMP/slow.txt" phase1_frames_skipped) skipped, it got $(val "$TMP/slow.txt" phase1_slow_frames) of $(val "$TMP/slow.txt" phase1_frames_rendered)) and is kept" \
+    [ "$(val "$TMP/slow.txt" phase1_frames_skipped)" -gt 0 -a "$(val "$TMP/slow.txt" phase1_dropped_slow)" = 0 -a "$(val "$TMP/slow.txt" phase1_still_open)" = 1 ]
+check "reading 40 KB/s it falls > 8 frames behind mid-frame: closed by the server, dropped_slow = 1, not stalled" \
+    [ "$(val "$TMP/slow.txt" slow_closed_by_server)" = 1 -a "$(val "$TMP/slow.txt" dropped_slow)" = 1 -a "$(val "$TMP/slow.txt" dropped_stalled)" = 0 ]
+check "... said on stderr" grep -q 'dropped a slow page 127\.0\.0\.1:[0-9]*: [0-9]* frames behind' "$TMP/SL.err"
+check "the normal client kept receiving: >= 10 frames after the drop, no errors" \
+    [ "$(val "$TMP/slow.txt" fast_frames_after_drop)" -ge 10 -a "$(val "$TMP/slow.txt" fast_errors)" = 0 ]
+
+# ---- (f) downpour view TRACE --serve ADDR --follow: the window and the page -------------------
+if ! command -v Xvfb >/dev/null 2>&1; then
+    skip "Xvfb is not installed: view --serve is not tested"
+else
+    DISP=$(( 500 + RANDOM % 400 ))
+    while [ -e "/tmp/.X11-unix/X$DISP" ] || [ -e "/tmp/.X$DISP-lock" ]; do DISP=$((DISP + 1)); done
+    Xvfb ":$DISP" -screen 0 1280x800x24 -nolisten tcp >"$TMP/xvfb.log" 2>&1 &
+    XVFB=$!
+    for _ in $(seq 50); do [ -e "/tmp/.X11-unix/X$DISP" ] && break; sleep 0.1; done
+    mkdir -p "$TMP/vs"
+    DISPLAY=":$DISP" ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 60 "$DOWNPOUR" view "$T" --paused --at 2.5 \
+        --size 1280x720 --serve 127.0.0.1:0 --follow --screenshot-dir "$TMP/vs" \
+        --script "wait:4000,period,wait:300,s,wait:5000,q" >"$TMP/vs.out" 2>"$TMP/vs.err" &
+    VIEW=$!
+    for _ in $(seq 100); do grep -q '^serving ' "$TMP/vs.out" && break; sleep 0.1; done
+    VURL=$(awk '/^serving /{print $2}' "$TMP/vs.out")
+    timeout 40 $CLIENT drive "$VURL" "$TMP" >"$TMP/drive.txt" 2>&1
+    wait "$VIEW"
+    rc=$?
+    kill "$XVFB" 2>/dev/null; wait "$XVFB" 2>/dev/null
+    "$DOWNPOUR" render "$T" --at 2.5 --out "$TMP/ref720.png" 2>/dev/null
+    check "view --serve: the window quits on q (rc $rc) and the page was served ($VURL)" \
+        bash -c "[ $rc -eq 0 ] && grep -q '^http://127\.0\.0\.1:[0-9]*/$' <<<'$VURL'"
+    check "view --serve --follow: the page first shows the window's 2.5 s: render --at 2.5, byte for byte" cmp -s "$TMP/drive-first.png" "$TMP/ref720.png"
+    wt=$(sed -n 's/^saved .* t=\([0-9]*\) .*/\1/p' "$TMP/vs.out")
+    check "the window's step (key .) moves the page to the window's moment ($wt ns)" \
+        [ -n "$wt" -a "$(val "$TMP/drive.txt" moved_t)" = "$wt" -a "$(val "$TMP/drive.txt" moved_frame_seen)" = 1 ]
+    "$DOWNPOUR" render "$T" --at "$(python3 -c "print('%.10f' % ((${wt:-0} + 0.4) / 1e9))")" --out "$TMP/ref720-step.png" 2>/dev/null
+    check "... its frame is render of that moment, byte for byte" cmp -s "$TMP/drive-moved.png" "$TMP/ref720-step.png"
+    check "... and the page's buttons are off: a control answers 409" [ "$(val "$TMP/drive.txt" play_status)" = 409 -a "$(val "$TMP/drive.txt" driven)" = 1 ]
+fi
 
 # ---- live: downpour hub --http ------------------------------------------------------------------
 "$DOWNPOUR" hub --listen 127.0.0.1:0 --http 127.0.0.1:0 --quiet >"$TMP/hub.out" 2>"$TMP/hub.err" &

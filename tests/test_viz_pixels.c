@@ -182,7 +182,9 @@ static void test_overlays(void)
     viz_rect toast = {l->cluster.x + 10 * l->s, l->timeline.y - 8 * l->s - l->font_small * 1.6, 60 * l->s,
                       l->font_small * 1.2};
     viz_ctx_end(&c);
-    viz_rect plot = {20, H * 0.79, W - 40, H * 0.2};   /* the strip below its title line */
+    viz_compare_layout cmp;   /* the strip's chart, below its title line */
+    viz_layout_compare(W, H, v.dpr, &cmp);
+    viz_rect plot = cmp.plot;
     double a_centre = centre.w * centre.h, a_card = card.w * card.h, a_toast = toast.w * toast.h;
 
     viz_view o = v;

@@ -11,6 +11,11 @@ script holds the checks.
   web_client.py crowd URL N              N-1 readers and one stalled client (never reads)
   web_client.py cap URL MAX              MAX idle connections, then one more
   web_client.py rate URL N SECONDS       N readers: frames per second each, bytes per frame
+  web_client.py lesson URL DIR           a lesson trace: the page stops at the lesson's
+                                         stops, its caption and question; 20 answers
+  web_client.py badinput URL             bad input on every endpoint: one-line errors
+  web_client.py slow URL                 a client that reads slowly beside a normal one
+  web_client.py drive URL DIR            a page of `view --serve --follow`: follows the window
 """
 import http.client, json, selectors, socket, sys, threading, time, urllib.parse
 
@@ -355,6 +360,223 @@ def mode_rate(url, n, secs):
         s.close()
 
 
+def post(url, path):
+    h, p = hostport(url)
+    c = http.client.HTTPConnection(h, p, timeout=20)
+    c.request('POST', path)
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r.status, body
+
+
+def wait_still(url, page, timeout=30):
+    """Waits until page's position is paused and its frame shows that moment."""
+    deadline = time.time() + timeout
+    j = {}
+    while time.time() < deadline:
+        j = get_json(url, '/state?id=' + page)[1]
+        if not j.get('playing') and j.get('frame_t_ns') == j.get('t_ns'):
+            break
+        time.sleep(0.1)
+    return j
+
+
+def mode_lesson(url, outdir):
+    st, les = get_json(url, '/lesson')
+    qs = les.get('questions', [])
+    out('lesson_status', st)
+    out('questions', len(qs))
+    out('answers_hidden', int(all('answer' not in q for q in qs)))
+    s = Stream(url, dict(id='les', at='0', paused='1', speed='20'))
+    s.part()
+    # Played from the start, the page stops where the window would: the lesson's pause at
+    # step 1, then the question of step 10.
+    for k in (1, 2):
+        control(url, 'les', 'play')
+        j = wait_still(url, 'les')
+        out('stop%d_gstep' % k, j.get('gstep'))
+        out('stop%d_question' % k, j.get('question'))
+        out('stop%d_t' % k, j.get('t_ns'))
+        with open('%s/caption-stop%d.txt' % (outdir, k), 'w') as f:
+            f.write('%d %s\n' % (j['frame_t_ns'], j.get('caption') or '-'))
+    control(url, 'les', 'seek', t='20')
+    j = wait_still(url, 'les')
+    out('seek_question', j.get('question'))
+    with open(outdir + '/caption-seek.txt', 'w') as f:
+        f.write('%d %s\n' % (j['frame_t_ns'], j.get('caption') or '-'))
+    # 20 students answer question 0: 5 A, 12 B, 3 C (letters either case, or digits); the
+    # first 10 at once, then one every 100 ms (so that the terminal's rate limit shows)
+    picks = ['A'] * 5 + ['B', 'b', '1'] * 4 + ['C'] * 3
+    res = []
+    threads = [threading.Thread(target=lambda i=i, c=c: res.append(
+        post(url, '/answer?id=py%d&q=0&choice=%s' % (i, c))[0])) for i, c in enumerate(picks)]
+    for t in threads[:10]:
+        t.start()
+    for t in threads[:10]:
+        t.join()
+    for t in threads[10:]:
+        t.start()
+        t.join()
+        time.sleep(0.1)
+    out('burst_200', sum(1 for r in res if r == 200))
+    st, body = post(url, '/answer?id=py0&q=0&choice=C')
+    out('again_status', st)
+    j = json.loads(body)
+    out('again_keeps_first', int(j.get('choice') == 0))
+    a = get_json(url, '/answers')[1]
+    out('counts_q0', ','.join(str(x) for x in a['questions'][0]['counts']))
+    out('answered_q0', a['questions'][0]['answered'])
+    out('counts_q1', ','.join(str(x) for x in a['questions'][1]['counts']))
+    s.close()
+
+
+def mode_badinput(url):
+    """Each bad request: its status, and whether the body is one line of JSON with an error."""
+    def one_line_error(body):
+        try:
+            return int(b'\n' not in body.strip() and 'error' in json.loads(body))
+        except ValueError:
+            return 0
+    cases = [
+        ('POST', '/answer?id=x&q=99&choice=A', 'unknown_question'),
+        ('POST', '/answer?id=x&q=-1&choice=A', 'negative_question'),
+        ('POST', '/answer?id=x&q=zero&choice=A', 'text_question'),
+        ('POST', '/answer?id=x&choice=A', 'no_question'),
+        ('POST', '/answer?id=x&q=0&choice=D', 'choice_out_of_range'),
+        ('POST', '/answer?id=x&q=0&choice=AB', 'choice_two_letters'),
+        ('POST', '/answer?id=x&q=0&choice=', 'choice_empty'),
+        ('POST', '/answer?id=x&q=0', 'no_choice'),
+        ('POST', '/answer?id=a%20b&q=0&choice=A', 'id_space'),
+        ('POST', '/answer?id=' + 'x' * 48 + '&q=0&choice=A', 'id_too_long'),
+        ('POST', '/answer?q=0&choice=A', 'no_id'),
+        ('GET', '/answer?id=x&q=0&choice=A', 'answer_get'),
+        ('GET', '/stream?id=b&at=soon', 'stream_at_text'),
+        ('GET', '/stream?id=b&speed=-2', 'stream_speed_negative'),
+        ('POST', '/control?id=les&op=seek&t=later', 'seek_text'),
+        ('POST', '/control?id=les&op=speed&x=0', 'speed_zero'),
+        ('POST', '/control?id=les&op=explode', 'op_unknown'),
+        ('GET', '/control?id=les&op=play', 'control_get'),
+        ('GET', '/state?id=nobody', 'state_unknown_page'),
+        ('GET', '/frame.png?id=nobody', 'frame_unknown_page'),
+        ('POST', '/stats', 'stats_post'),
+        ('GET', '/no/such/thing', 'unknown_path'),
+    ]
+    bad = []
+    for method, path, name in cases:
+        h, p = hostport(url)
+        c = http.client.HTTPConnection(h, p, timeout=20)
+        c.request(method, path)
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        out('status_' + name, r.status)
+        if not (400 <= r.status < 500 and one_line_error(body)):
+            bad.append(name)
+    out('not_one_line_4xx', ','.join(bad) or '-')
+    # a request line far too long, and bytes that are not HTTP: answered or closed, no crash
+    h, p = hostport(url)
+    for junk in (b'GET /answer?id=' + b'x' * 20000 + b' HTTP/1.1\r\nHost: x\r\n\r\n',
+                 b'\x00\xff\x16\x03 not http at all\r\n\r\n'):
+        k = socket.create_connection((h, p), timeout=10)
+        k.sendall(junk)
+        try:
+            k.recv(4096)
+        except (ConnectionResetError, socket.timeout):
+            pass
+        k.close()
+    out('still_serving', int(get_json(url, '/stats')[0] == 200))
+
+
+def mode_slow(url):
+    """A normal reader beside one that reads slowly: first at most 16 KiB every 50 ms (a few
+    frames a second: it must skip frames, and stay), then 2 KiB every 50 ms (40 KB/s: one
+    frame takes seconds, it falls past the bound mid-frame and must be dropped). The
+    normal reader must keep receiving throughout."""
+    h, p = hostport(url)
+    fast = Stream(url, dict(id='fast'))
+    fast.part()
+    stop = threading.Event()
+    errors = []
+
+    def read_fast():
+        try:
+            while not stop.is_set():
+                fast.part()
+        except Exception as e:
+            errors.append(str(e))
+    th = threading.Thread(target=read_fast, daemon=True)
+    th.start()
+    k = socket.socket()
+    k.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+    k.connect((h, p))
+    k.sendall(b'GET /stream?id=slow HTTP/1.1\r\nHost: x\r\n\r\n')
+    k.settimeout(20)
+    state = {'frames': 0, 'tail': b'', 'closed': 0}
+
+    def read_for(secs, chunk):
+        t0 = time.time()
+        while time.time() - t0 < secs:
+            try:
+                d = k.recv(chunk)
+            except (ConnectionResetError, socket.timeout):
+                d = b''
+            if not d:
+                state['closed'] = 1
+                return
+            data = state['tail'] + d
+            state['frames'] += data.count(PART_END)
+            state['tail'] = data[-(len(PART_END) - 1):]
+            time.sleep(0.05)
+    st0 = get_json(url, '/stats')[1]
+    read_for(6, 16384)
+    st1 = get_json(url, '/stats')[1]
+    out('phase1_slow_frames', state['frames'])
+    out('phase1_frames_rendered', st1['frames_rendered'] - st0['frames_rendered'])
+    out('phase1_frames_skipped', st1['frames_skipped'] - st0['frames_skipped'])
+    out('phase1_dropped_slow', st1['dropped_slow'])
+    out('phase1_still_open', 1 - state['closed'])
+    t0 = time.time()
+    read_for(90, 2048)
+    k.close()
+    out('slow_closed_by_server', state['closed'])
+    out('phase2_seconds', '%.1f' % (time.time() - t0))
+    at_drop = fast.count
+    deadline = time.time() + 20
+    while time.time() < deadline and fast.count < at_drop + 10:
+        time.sleep(0.1)
+    out('fast_frames_after_drop', fast.count - at_drop)
+    stop.set()
+    st = get_json(url, '/stats')[1]
+    for key in ('dropped_slow', 'dropped_stalled', 'frames_skipped', 'frames_rendered'):
+        out(key, st[key])
+    out('fast_errors', len(errors))
+    fast.close()
+
+
+def mode_drive(url, outdir):
+    s = Stream(url, dict(id='d'))
+    first = s.part()
+    save(outdir + '/drive-first.png', first)
+    j0 = get_json(url, '/state?id=d')[1]
+    out('first_t', j0['t_ns'])
+    out('driven', int(j0.get('driven', False)))
+    out('play_status', control(url, 'd', 'play')[0])
+    deadline = time.time() + 20
+    j = j0
+    while time.time() < deadline:
+        j = get_json(url, '/state?id=d')[1]
+        if j['t_ns'] != j0['t_ns'] and j['frame_t_ns'] == j['t_ns']:
+            break
+        time.sleep(0.1)
+    out('moved_t', j['t_ns'])
+    now = get_bytes(url, '/frame.png?id=d')
+    got = part_until(s, lambda png: png == now, 60)
+    out('moved_frame_seen', int(bool(got)))
+    save(outdir + '/drive-moved.png', now)
+    s.close()
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == 'controls':
@@ -371,6 +593,14 @@ def main():
         mode_cap(args[0], int(args[1]))
     elif mode == 'rate':
         mode_rate(args[0], int(args[1]), float(args[2]))
+    elif mode == 'lesson':
+        mode_lesson(args[0], args[1])
+    elif mode == 'badinput':
+        mode_badinput(args[0])
+    elif mode == 'slow':
+        mode_slow(args[0])
+    elif mode == 'drive':
+        mode_drive(args[0], args[1])
     else:
         sys.exit('web_client.py: unknown mode ' + mode)
 

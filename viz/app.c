@@ -27,8 +27,16 @@ typedef struct app {
     uint64_t last_ns, toast_until_ns, live_anchor_ns;
     int64_t live_anchor_t;
     char toast[600];
+    char note[256];            /* the tick hook's line (view --serve: the answers), or "" */
     const char *shot_dir;
     const char *script; size_t script_pos; uint64_t script_next_ns;
+    const viz_app_options *o;
+    /* fork from here: the fork shown as B (owned, replaces --compare's B while shown), the
+     * step and key it changed, and when it was asked for (0: its first frame is drawn) */
+    viz_source *fork_src;
+    char fork_path[4096], fork_set[64];
+    int64_t fork_step;
+    uint64_t fork_asked_ns, fork_key_ns;
 } app;
 
 void viz_app_options_init(viz_app_options *o)
@@ -74,8 +82,12 @@ static void save_frame(app *a)
     }
     char lesson[600];
     viz_lesson_describe(a->src, &v, lesson, sizeof lesson);
-    printf("saved %s t=%lld paused=%d speed=%g placement=%d help=%d live=%d%s\n", path,
-           (long long)v.t, v.paused, v.speed, v.placement, v.help, v.live, lesson);
+    char fork[4400] = "";
+    if (v.compare)
+        snprintf(fork, sizeof fork, " compare=1 compare_engine=%s fork_step=%lld%s%s", v.compare->m.engine,
+                 (long long)v.compare->m.fork_step, a->fork_src ? " fork=" : "", a->fork_src ? a->fork_path : "");
+    printf("saved %s t=%lld paused=%d speed=%g placement=%d help=%d live=%d fork_menu=%d%s%s\n", path,
+           (long long)v.t, v.paused, v.speed, v.placement, v.help, v.live, v.fork_menu, lesson, fork);
     fflush(stdout);
     char msg[4200];
     snprintf(msg, sizeof msg, "saved %s", path);
@@ -119,11 +131,100 @@ static int lesson_key(app *a, SDL_Keycode k)
     return 0;
 }
 
+/* ---- fork from here ------------------------------------------------------------------- */
+/* Key f: opens the chooser over a paused replay at its global step. */
+static void fork_open(app *a)
+{
+    if (viz_source_is_live(a->src)) {
+        set_toast(a, "fork: only a replay can be forked (record the run, then view its trace)");
+        return;
+    }
+    if (!a->o->fork) {
+        set_toast(a, "fork: not available in this viewer");
+        return;
+    }
+    if (viz_source_state_at(a->src, a->view.t)->global_step < 1) {
+        set_toast(a, "fork: no global step yet: play on to a step, then f");
+        return;
+    }
+    pause_view(a, 1);
+    a->view.fork_menu = 1;
+    a->fork_key_ns = dp_now_ns();
+    a->dirty = 1;
+}
+
+/* Enter in the chooser: asks the callback for the fork and shows it as B. */
+static void fork_run(app *a)
+{
+    viz_fork_choice ch[VIZ_FORK_CHOICES];
+    int n = viz_fork_choices(a->src, ch), i = a->view.fork_menu - 1;
+    int64_t step = viz_source_state_at(a->src, a->view.t)->global_step;
+    a->view.fork_menu = 0;
+    a->dirty = 1;
+    if (i < 0 || i >= n) return;
+    char path[4096], err[DP_ERRLEN], msg[DP_ERRLEN + 32];
+    uint64_t asked = dp_now_ns();
+    if (a->o->fork(a->o->fork_ctx, a->o->trace, step, ch[i].set, path, sizeof path, err)) {
+        snprintf(msg, sizeof msg, "fork: %s", err);
+        set_toast(a, msg);
+        fprintf(stderr, "downpour: view: %s\n", msg);
+        return;
+    }
+    viz_source *f = viz_source_open(path, err);
+    if (!f) {
+        snprintf(msg, sizeof msg, "fork: %s", err);
+        set_toast(a, msg);
+        return;
+    }
+    viz_source_free(a->fork_src);
+    a->fork_src = f;
+    snprintf(a->fork_path, sizeof a->fork_path, "%s", path);
+    snprintf(a->fork_set, sizeof a->fork_set, "%s", ch[i].set);
+    a->fork_step = step;
+    a->view.compare = f;
+    a->view.compare_by_step = 0;   /* the fork is on the replay's clock */
+    a->fork_asked_ns = asked;
+    snprintf(msg, sizeof msg, "forked at step %lld: %s (simulated, right)", (long long)step, ch[i].set);
+    set_toast(a, msg);
+}
+
+/* Keys while the chooser is open: f / Tab / arrows move, 1-4 pick, Enter forks, Esc
+ * closes. Returns 1 when the key was the chooser's. */
+static int fork_key(app *a, SDL_Keycode k)
+{
+    viz_view *v = &a->view;
+    if (!v->fork_menu) return 0;
+    viz_fork_choice ch[VIZ_FORK_CHOICES];
+    int n = viz_fork_choices(a->src, ch);
+    if (k == SDLK_f || k == SDLK_TAB || k == SDLK_DOWN) v->fork_menu = v->fork_menu % n + 1;
+    else if (k == SDLK_UP) v->fork_menu = (v->fork_menu + n - 2) % n + 1;
+    else if (k >= '1' && k < '1' + n) v->fork_menu = (int)(k - '0');
+    else if (k == SDLK_RETURN || k == SDLK_KP_ENTER) fork_run(a);
+    else if (k == SDLK_ESCAPE) v->fork_menu = 0;
+    else if (k == SDLK_q || k == SDLK_s) return 0;   /* quit and save still work */
+    a->dirty = 1;
+    return 1;
+}
+
+/* After a frame is shown: the first one with the fork beside the replay says how long it
+ * took from the request (Enter) and from the `f` that opened the chooser. */
+static void fork_drawn(app *a)
+{
+    if (!a->fork_asked_ns) return;
+    uint64_t now = dp_now_ns();
+    printf("forked %s at_step=%lld set=%s first_frame_ms=%.1f since_f_ms=%.1f\n", a->fork_path,
+           (long long)a->fork_step, a->fork_set, (double)(now - a->fork_asked_ns) / 1e6,
+           (double)(now - a->fork_key_ns) / 1e6);
+    fflush(stdout);
+    a->fork_asked_ns = 0;
+}
+
 /* ---- input --------------------------------------------------------------------------- */
 static void on_key(app *a, SDL_Keycode k)
 {
     viz_view *v = &a->view;
     if (lesson_key(a, k)) return;
+    if (fork_key(a, k)) return;
     if (k == SDLK_e && (SDL_GetModState() & KMOD_SHIFT)) k = 'E';
     switch (k) {
     case 'E':   /* the caption history; up / down scroll it */
@@ -162,7 +263,8 @@ static void on_key(app *a, SDL_Keycode k)
     case SDLK_h: v->help = !v->help; a->dirty = 1; break;
     case SDLK_t: v->compare_by_step = !v->compare_by_step; a->dirty = 1; break;
     case SDLK_s: save_frame(a); break;
-    case SDLK_f:
+    case SDLK_f: fork_open(a); break;
+    case SDLK_F11:
         a->fullscreen = !a->fullscreen;
         SDL_SetWindowFullscreen(a->win, a->fullscreen ? SDL_WINDOW_FULLSCREEN_DESKTOP : 0);
         a->dirty = 1;
@@ -239,7 +341,7 @@ static void script_step(app *a)
         {"space", SDLK_SPACE}, {"left", SDLK_LEFT}, {"right", SDLK_RIGHT}, {"comma", SDLK_COMMA},
         {"period", SDLK_PERIOD}, {"[", SDLK_LEFTBRACKET}, {"]", SDLK_RIGHTBRACKET},
         {"home", SDLK_HOME}, {"end", SDLK_END}, {"esc", SDLK_ESCAPE}, {"up", SDLK_UP},
-        {"down", SDLK_DOWN},
+        {"down", SDLK_DOWN}, {"enter", SDLK_RETURN}, {"tab", SDLK_TAB}, {"f11", SDLK_F11},
     };
     SDL_Event ev;
     memset(&ev, 0, sizeof ev);
@@ -365,7 +467,7 @@ static int draw(app *a)
     a->view.width = w;
     a->view.height = h;
     a->view.dpr = ww > 0 ? fmax(1, (double)w / ww) : 1;
-    a->view.toast = a->toast[0] ? a->toast : NULL;
+    a->view.toast = a->toast[0] ? a->toast : a->note[0] ? a->note : NULL;
     void *pixels;
     int pitch;
     if (SDL_LockTexture(a->tex, NULL, &pixels, &pitch)) return -1;
@@ -384,6 +486,18 @@ static int draw(app *a)
 }
 
 
+/* ---- the tick hook (view --serve): a front end sharing this process ---------------------- */
+/* Hands the view to o->tick once per loop turn; redraws when its note changes. */
+static void app_tick(app *a, const viz_app_options *o)
+{
+    char note[sizeof a->note] = "";
+    o->tick(o->tick_ctx, &a->view, note, sizeof note);
+    if (strcmp(note, a->note)) {
+        snprintf(a->note, sizeof a->note, "%s", note);
+        a->dirty = 1;
+    }
+}
+
 /* A driver that draws nowhere, unless it was asked for by name. */
 static int invisible_driver(void)
 {
@@ -399,6 +513,7 @@ int viz_app_run(const viz_app_options *o)
     /* ---- initialise ---- */
     app a;
     memset(&a, 0, sizeof a);
+    a.o = o;
     char err[DP_ERRLEN];
     if (!dp_have_display()) {   /* before opening anything: say so at once */
         fputs(NO_DISPLAY, stderr);
@@ -463,10 +578,12 @@ int viz_app_run(const viz_app_options *o)
         uint64_t start = dp_now_ns();
         input(&a);
         update(&a);
+        if (o->tick) app_tick(&a, o);
         if (a.dirty && draw(&a)) {
             rc = 1;
             break;
         }
+        fork_drawn(&a);
         uint64_t spent = dp_now_ns() - start, frame = a.playing || a.dragging ? 16000000ull : 30000000ull;
         if (spent < frame) SDL_Delay((uint32_t)((frame - spent) / 1000000));
     }
@@ -475,6 +592,7 @@ int viz_app_run(const viz_app_options *o)
     if (a.ren) SDL_DestroyRenderer(a.ren);
     if (a.win) SDL_DestroyWindow(a.win);
     SDL_Quit();
+    viz_source_free(a.fork_src);
     viz_source_free(a.cmp);
     viz_source_free(a.src);
     return rc;

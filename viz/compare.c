@@ -3,7 +3,9 @@
  * on shared axes. The clock is the time since each run's start (its CLUSTER_START), so a
  * live A whose hub started long before its cluster still lines up with a recording, or
  * (compare_by_step) B is shown when it reached A's global step. The strip has a time axis
- * and a loss axis with ticks at plot_ticks' nice values and a cursor at A's time. */
+ * and a loss axis with ticks at plot_ticks' nice values and a cursor at A's time; under it
+ * a diff strip marks where the runs differ (one waits and the other does not, drops,
+ * staleness), since a difference reads more easily than two animations. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,13 +14,21 @@
 #include "viz/internal.h"
 #include "viz/plot.h"
 
+/* B's start on its own clock. A fork of A (its metadata's "fork") is written on A's clock,
+ * from the moment A reached the fork's step: it shares A's start, so both halves show the
+ * same trace time. */
+static int64_t origin_b(const viz_source *a, const viz_source *b)
+{
+    return b->m.fork_step > 0 ? viz_source_origin(a) : viz_source_origin(b);
+}
+
 int64_t viz_compare_time(viz_source *a, viz_source *b, const viz_view *v)
 {
     if (v->compare_by_step) {
         int64_t step = viz_source_state_at(a, v->t)->global_step;
-        return step > 0 ? viz_source_time_of_step(b, step) : viz_source_origin(b);
+        return step > 0 ? viz_source_time_of_step(b, step) : origin_b(a, b);
     }
-    int64_t tb = viz_source_origin(b) + (v->t - viz_source_origin(a));
+    int64_t tb = origin_b(a, b) + (v->t - viz_source_origin(a));
     return tb > 0 ? tb : 0;
 }
 
@@ -99,6 +109,87 @@ static void cursor(cairo_t *cr, viz_rect p, double x, viz_rgb col, int dashed, d
     cairo_set_dash(cr, NULL, 0, 0);
 }
 
+/* Which run a difference belongs to in one column of the diff strip: 0 neither, 1 A, 2 B.
+ * row 0: one waits (barrier or ssp) for a larger share of its workers' time (20 points or
+ * more); row 1: one drops gradients and the other none (or half as many); row 2: the
+ * applied gradients' mean staleness differs by 1 or more. */
+int viz_diff_who(int row, const viz_diff_stats *x, const viz_diff_stats *y)
+{
+    if (row == 0) {
+        if (!x->busy && !y->busy) return 0;
+        double d = x->wait - y->wait;
+        return d >= 0.2 ? 1 : d <= -0.2 ? 2 : 0;
+    }
+    if (row == 1) {
+        if (x->drops > 0 && (y->drops <= 0 || x->drops >= 2 * y->drops)) return 1;
+        if (y->drops > 0 && (x->drops <= 0 || y->drops >= 2 * x->drops)) return 2;
+        return 0;
+    }
+    if (x->stale < 0 || y->stale < 0) return 0;
+    return x->stale - y->stale >= 1 ? 1 : y->stale - x->stale >= 1 ? 2 : 0;
+}
+
+/* The diff strip: where the two runs differ, on the chart's time axis (time since each
+ * run's start), up to both cursors; a row per difference, labelled, with a legend. */
+static void draw_diff(viz_ctx *c, const viz_compare_layout *cl, viz_source *a, viz_source *b, int64_t oa,
+                      int64_t ob, int64_t span, int64_t ta, int64_t tb)
+{
+    static const char *rows[VIZ_DIFF_ROWS] = {"waits", "drops", "stale"};
+    cairo_t *cr = c->cr;
+    double s = c->lay.s, fs = c->lay.font_small * 0.85, rh = cl->diff_row_h;
+    viz_rect d = cl->diff;
+    viz_rgb col[3] = {VIZ_INK, VIZ_ACCENT, viz_phase_color(EVT_PHASE_DEAD)};
+    viz_font(cr, fs, 0);
+    for (int r = 0; r < VIZ_DIFF_ROWS; r++) {   /* tracks and their labels */
+        viz_seta(cr, VIZ_LINE, 0.45);
+        cairo_rectangle(cr, d.x, d.y + rh * r + rh * 0.1, d.w, rh * 0.8);
+        cairo_fill(cr);
+        viz_set(cr, VIZ_MUTED);
+        viz_text(cr, d.x - 6 * s, d.y + rh * r + rh * 0.5 + fs * 0.35, rows[r], 2, 0);
+    }
+    /* columns of at least 8 buckets of the coarser run, so bucketing never reads as a difference */
+    int64_t bw = a->m.bw > b->m.bw ? a->m.bw : b->m.bw;
+    int n = (int)fmax(1, fmin(fmin(160, d.w / 3), (double)span / (8.0 * (double)bw)));
+    int64_t upto = ta - oa < tb - ob ? ta - oa : tb - ob;
+    for (int i = 0; i < n; i++) {
+        int64_t u0 = (int64_t)((double)span * i / n), u1 = (int64_t)((double)span * (i + 1) / n);
+        if (u1 > upto) break;
+        /* only where both runs are under way: a fork starts at its step, not at A's start,
+         * and a run that has ended neither waits nor drops */
+        if (oa + u0 < viz_source_t0(a) || ob + u0 < viz_source_t0(b) || oa + u1 > viz_source_t1(a) ||
+            ob + u1 > viz_source_t1(b))
+            continue;
+        viz_diff_stats x, y;
+        viz_model_diff_stats(&a->m, oa + u0, oa + u1, &x);
+        viz_model_diff_stats(&b->m, ob + u0, ob + u1, &y);
+        double x0 = floor(d.x + d.w * i / n), x1 = floor(d.x + d.w * (i + 1) / n);
+        for (int r = 0; r < VIZ_DIFF_ROWS; r++) {
+            int who = viz_diff_who(r, &x, &y);
+            if (!who) continue;
+            viz_set(cr, col[who]);
+            cairo_rectangle(cr, x0, round(d.y + rh * r + rh * 0.1), x1 - x0, round(rh * 0.8));
+            cairo_fill(cr);
+        }
+    }
+    /* the legend: what a mark means, in the runs' colours */
+    double x = d.x, y = cl->diff_legend_y, sw = fs * 0.9;
+    viz_font(cr, fs, 1);
+    viz_set(cr, VIZ_INK);
+    x += viz_text(cr, x, y, "where the runs differ:", 0, 0) + 10 * s;
+    viz_font(cr, fs, 0);
+    for (int k = 1; k <= 2; k++) {
+        viz_set(cr, col[k]);
+        cairo_rectangle(cr, x, y - sw * 0.85, sw, sw);
+        cairo_fill(cr);
+        x += sw * 1.3;
+        viz_set(cr, VIZ_INK);
+        x += viz_text(cr, x, y, k == 1 ? "A more" : "B more", 0, 0) + 14 * s;
+    }
+    viz_set(cr, VIZ_MUTED);
+    viz_text(cr, x, y, "(share of time waiting at the barrier, gradients dropped as stale, mean staleness)", 0,
+             d.x + d.w - x);
+}
+
 void viz_draw_compare(cairo_t *cr, viz_source *a, const viz_view *v)
 {
     viz_source *b = v->compare;
@@ -122,7 +213,11 @@ void viz_draw_compare(cairo_t *cr, viz_source *a, const viz_view *v)
     cairo_translate(cr, half, 0);
     cairo_rectangle(cr, 0, 0, w - half, top_h);
     cairo_clip(cr);
-    viz_draw_frame(cr, b, &vb, tb, w - half, top_h, 0, "B");
+    char tag_b[160] = "B";   /* a fork says what it is: simulated, from which step, what changed */
+    if (b->m.fork_step > 0)
+        snprintf(tag_b, sizeof tag_b, "B fork @%lld", (long long)b->m.fork_step);
+    vb.fork_menu = 0;
+    viz_draw_frame(cr, b, &vb, tb, w - half, top_h, 0, tag_b);
     cairo_restore(cr);
     /* shared strip: both loss curves against the time since each run's start */
     viz_ctx c;
@@ -135,7 +230,7 @@ void viz_draw_compare(cairo_t *cr, viz_source *a, const viz_view *v)
     viz_set(cr, VIZ_PANEL);
     viz_round_rect(cr, strip, 6 * s);
     cairo_fill(cr);
-    int64_t oa = viz_source_origin(a), ob = viz_source_origin(b);
+    int64_t oa = viz_source_origin(a), ob = origin_b(a, b);
     int64_t da = viz_source_t1(a) - oa, db = viz_source_t1(b) - ob;
     int64_t span = da > db ? da : db;
     if (v->t - oa > span) span = v->t - oa;   /* a live A runs ahead of its last event */
@@ -149,6 +244,7 @@ void viz_draw_compare(cairo_t *cr, viz_source *a, const viz_view *v)
     double xb = plot.x + plot.w * (double)(tb - ob) / (double)span;
     if (v->compare_by_step && fabs(xb - xa) > 1) cursor(cr, plot, xb, cb, 1, s);
     cursor(cr, plot, xa, VIZ_INK, 0, s);
+    draw_diff(&c, &cl, a, b, oa, ob, span, v->t, tb);
     char buf[320];
     viz_font(cr, c.lay.font_small, 1);
     viz_set(cr, ca);
@@ -156,13 +252,18 @@ void viz_draw_compare(cairo_t *cr, viz_source *a, const viz_view *v)
     snprintf(buf, sizeof buf, "loss  A: %s (%s)", a->m.title[0] ? a->m.title : "A", a->m.mode);
     x += viz_text(cr, x, y, buf, 0, strip.w * 0.45) + 24 * s;
     viz_set(cr, cb);
-    snprintf(buf, sizeof buf, "B: %s (%s)", b->m.title[0] ? b->m.title : "B", b->m.mode);
-    x += viz_text(cr, x, y, buf, 0, strip.w * 0.3) + 24 * s;
+    if (b->m.fork_step > 0)
+        snprintf(buf, sizeof buf, "B: simulated from step %lld, %s (%s)", (long long)b->m.fork_step,
+                 b->m.fork_set[0] ? b->m.fork_set : "fork", b->m.mode);
+    else
+        snprintf(buf, sizeof buf, "B: %s (%s)", b->m.title[0] ? b->m.title : "B", b->m.mode);
+    x += viz_text(cr, x, y, buf, 0, strip.w * 0.4) + 24 * s;
     viz_set(cr, VIZ_MUTED);
     viz_text(cr, strip.x + strip.w - 10 * s, y,
              v->compare_by_step ? "clock: global step" : "clock: time since each run's start", 2,
              strip.x + strip.w - 10 * s - x);
     if (v->help) viz_draw_help(&c);
+    if (v->fork_menu) viz_draw_fork_menu(&c);
     if (v->toast) viz_draw_toast(&c, v->toast);
     viz_ctx_end(&c);
 }

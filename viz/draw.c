@@ -149,6 +149,56 @@ static void draw_ps(viz_ctx *c, int p)
     draw_chips(c, b, EVT_JOB_PS, p, b.y + b.h - 6 * s);
 }
 
+void viz_device_lanes(viz_rect inner, double lh, double s, int n, viz_rect *out)
+{
+    double gap = 3 * s, x0 = inner.x + 4 * s, w = (inner.w - 8 * s - gap * (n - 1)) / n;
+    for (int i = 0; i < n; i++)
+        out[i] = (viz_rect){x0 + i * (w + gap), inner.y + lh * 2.3, w, fmin(lh * 0.85, inner.y + inner.h - lh * 2.3 - s)};
+}
+
+/* A task with several devices (towers, a layer per device): its bottom line becomes one
+ * compute lane per device, side by side in the order the devices were listed, each with
+ * its device's colour as a tab, filled in the computing colour while an op runs on it,
+ * and its short name ("GPU:1") where it fits. Returns 1 when drawn (2 or more devices). */
+static int draw_device_lanes(viz_ctx *c, int w, viz_rect inner, double lh)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    uint32_t ids[VIZ_MAX_DEVICE_LANES];
+    int n = viz_model_task_devices(&c->src->m, EVT_JOB_WORKER, w, ids, VIZ_MAX_DEVICE_LANES);
+    if (n < 2) return 0;
+    viz_rect lane[VIZ_MAX_DEVICE_LANES];
+    viz_device_lanes(inner, lh, l->s, n, lane);
+    double fs = viz_layout_font(l, fmin(l->font_small * 0.85, lane[0].h * 0.9));
+    viz_font(cr, fs, 0);
+    for (int i = 0; i < n; i++) {
+        viz_rect r = lane[i];
+        int busy = 0;
+        for (int d = 0; d < c->st->n_devices; d++) {
+            const evt_device_state *ds = &c->st->devices[d];
+            if (ds->job == EVT_JOB_WORKER && ds->task == w && ds->name == ids[i]) busy = ds->busy > 0;
+        }
+        viz_seta(cr, VIZ_LINE, 0.9);
+        cairo_rectangle(cr, r.x, r.y, r.w, r.h);
+        cairo_fill(cr);
+        if (busy) {
+            viz_set(cr, viz_phase_color(EVT_PHASE_COMPUTING));
+            cairo_rectangle(cr, r.x, r.y, r.w, r.h);
+            cairo_fill(cr);
+        }
+        double tab = fmin(r.w * 0.2, r.h * 0.6);
+        viz_set(cr, viz_device_color(viz_model_device_index(&c->src->m, ids[i])));
+        cairo_rectangle(cr, r.x, r.y, tab, r.h);
+        cairo_fill(cr);
+        const char *name = viz_device_short(viz_source_string(c->src, ids[i]));
+        if (fs <= r.h * 1.05 && viz_text_width(cr, name) <= r.w - tab - 4 * l->s) {
+            viz_set(cr, busy ? (viz_rgb){1, 1, 1} : VIZ_INK);
+            viz_text(cr, r.x + tab + 2 * l->s, r.y + r.h * 0.5 + fs * 0.36, name, 0, 0);
+        }
+    }
+    return 1;
+}
+
 static void draw_worker(viz_ctx *c, int w, double lift)
 {
     cairo_t *cr = c->cr;
@@ -232,6 +282,7 @@ static void draw_worker(viz_ctx *c, int w, double lift)
             cairo_fill(cr);
         }
     }
+    if (draw_device_lanes(c, w, inner, lh)) goto crossed;
     viz_font(cr, l->font_small, 0);
     char st[32] = "";
     double sv = c->fr.staleness && w < c->src->m.n_workers ? c->fr.staleness[w] : -1;
@@ -247,6 +298,7 @@ static void draw_worker(viz_ctx *c, int w, double lift)
     if (viz_text_width(cr, buf) > inner.w - 8 * s) snprintf(buf, sizeof buf, "step %lld", step);
     viz_set(cr, VIZ_INK);
     viz_text(cr, x, inner.y + lh * 3.0, buf, 0, inner.w - 8 * s);
+crossed:
     if (phase == EVT_PHASE_DEAD) {  /* crossed out */
         viz_set(cr, viz_phase_color(EVT_PHASE_DEAD));
         cairo_set_line_width(cr, 4 * s);
@@ -371,6 +423,59 @@ static void draw_bands(viz_ctx *c)
     free(rate);
 }
 
+/* Stragglers on the dense grid: an ink ring round each slowed worker's cell where the cell
+ * is big enough to hold one (4 px and up). Returns how many workers are slowed. */
+static int draw_dense_slow(viz_ctx *c)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    const viz_model *m = &c->src->m;
+    int n = 0;
+    for (int w = 0; w < m->slow_len && w < l->n_workers; w++) {
+        if (!(viz_model_slow(m, w) > 0)) continue;
+        n++;
+        if (l->cell < 4) continue;
+        viz_rect r = viz_layout_cell(l, w);
+        double lw = fmax(1, round(l->cell * 0.18));
+        viz_set(cr, VIZ_INK);
+        cairo_set_line_width(cr, lw);
+        cairo_rectangle(cr, r.x + lw / 2, r.y + lw / 2, r.w - lw, r.h - lw);
+        cairo_stroke(cr);
+    }
+    return n;
+}
+
+/* The grid's caption says which workers are slow, from x on its line: "slow: 3 ×4, 17 ×2",
+ * the first few and then how many more, in an ink tag like a worker box's. */
+static void dense_slow_legend(viz_ctx *c, double x, double y, int n_slow)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    const viz_model *m = &c->src->m;
+    char buf[200] = "slow:";
+    int listed = 0;
+    for (int w = 0; w < m->slow_len && w < l->n_workers && listed < 3; w++) {
+        double f = viz_model_slow(m, w);
+        if (!(f > 0)) continue;
+        size_t len = strlen(buf);
+        snprintf(buf + len, sizeof buf - len, "%s %d \xc3\x97%g", listed ? "," : "", w, f);
+        listed++;
+    }
+    if (n_slow > listed) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, sizeof buf - len, " +%d more", n_slow - listed);
+    }
+    double s = l->s, fs = viz_layout_font(l, l->font_small * 0.9), right = l->grid.x + l->grid.w;
+    viz_font(cr, fs, 1);
+    double w = viz_text_width(cr, buf) + 10 * s;
+    if (x + w > right) x = fmax(l->grid.x, right - w);   /* no room after the counts: right-aligned */
+    viz_set(cr, VIZ_INK);
+    viz_round_rect(cr, (viz_rect){x, y - fs * 0.95, w, fs * 1.25}, 4 * s);
+    cairo_fill(cr);
+    viz_set(cr, VIZ_PANEL);
+    viz_text(cr, x + 5 * s, y, buf, 0, 0);
+}
+
 static void draw_dense(viz_ctx *c, const int *count)
 {
     cairo_t *cr = c->cr;
@@ -409,6 +514,7 @@ static void draw_dense(viz_ctx *c, const int *count)
     cairo_fill(cr);
     cairo_restore(cr);
     cairo_surface_destroy(img);
+    int n_slow = draw_dense_slow(c);
     /* caption: counts per phase with swatches */
     static const int order[] = {EVT_PHASE_PULLING, EVT_PHASE_COMPUTING, EVT_PHASE_PACED,
                                 EVT_PHASE_PUSHING, EVT_PHASE_BARRIER, EVT_PHASE_SSP,
@@ -434,6 +540,7 @@ static void draw_dense(viz_ctx *c, const int *count)
         snprintf(buf, sizeof buf, "%s %d", viz_phase_name(order[i]), count[order[i]]);
         x += viz_text(cr, x, y, buf, 0, 0) + 12 * s;
     }
+    if (n_slow) dense_slow_legend(c, x, y, n_slow);
 }
 
 void viz_draw_cluster(viz_ctx *c)

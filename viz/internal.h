@@ -76,6 +76,7 @@ typedef struct viz_model {
      * per-message events (a transfer naming a ps, or an apply / drop naming them). */
     int trace_level;          /* VIZ_TRACE_FULL, _SAMPLE or _STEPS */
     int meta_workers;         /* "cluster": {"workers": N} from the metadata, 0 unknown */
+    int meta_ps;              /* ... and its "ps" */
     uint8_t *sampled; int sampled_len, n_sampled;
     int lane_job[VIZ_MAX_LANES], lane_task[VIZ_MAX_LANES], n_lanes;
     int16_t *lane_of[2];      /* [job][task] -> lane + 1 (0 = none), job ps/worker */
@@ -86,6 +87,13 @@ typedef struct viz_model {
     uint64_t events;
     char title[128], engine[32], mode[96];
     int metadata_mode;        /* mode came from metadata (config JSON does not override) */
+    char run_mode[16];        /* the run's "mode" key as written ("sync", "async", "ssp") */
+    int run_backup;           /* its backup_workers (0 none) */
+    /* A fork ("fork from here", lab/fork.c): the recorded run's global step it continues
+     * from (0: not a fork) and the keys it changed ("backup_workers=1"). A fork's events
+     * are on the recorded run's clock, so compare mode shows it at the same trace time. */
+    int64_t fork_step;
+    char fork_set[96];
 } viz_model;
 
 enum { VIZ_TRACE_FULL = 0, VIZ_TRACE_SAMPLE, VIZ_TRACE_STEPS };
@@ -120,6 +128,11 @@ int viz_model_var_index(const viz_model *m, uint32_t name);
 double viz_model_slow(const viz_model *m, int w);
 /* The evaluation in progress at time t (t0 <= t < its t), or NULL. Borrowed. */
 const viz_eval *viz_model_eval_at(const viz_model *m, int64_t t);
+/* What a run did over [t0, t1) (whole buckets), for compare mode's diff strip: the share of
+ * worker time spent waiting (barrier or ssp), whether the workers did anything at all, the
+ * gradients dropped and applied, and the mean staleness of the applied ones (-1 none). */
+typedef struct viz_diff_stats { double wait, drops, applies, stale; int busy; } viz_diff_stats;
+void viz_model_diff_stats(const viz_model *m, int64_t t0, int64_t t1, viz_diff_stats *out);
 /* When traffic and applies cover only a sample of the workers, writes the note every panel
  * that counts them carries ("16 sampled of 1,200") into buf and returns 1; else returns 0
  * with buf empty. */
@@ -220,6 +233,11 @@ void viz_ctx_begin(viz_ctx *c, cairo_t *cr, viz_source *s, const viz_view *v, in
                    int w, int h, int side_panels);
 void viz_ctx_end(viz_ctx *c);
 void viz_draw_cluster(viz_ctx *c);          /* draw.c */
+/* A worker box with several devices draws one compute lane per device (up to this many)
+ * across its bottom line: where lane i of n sits in a box whose inner rectangle is inner
+ * with line height lh (out: n long). */
+#define VIZ_MAX_DEVICE_LANES 8
+void viz_device_lanes(viz_rect inner, double lh, double s, int n, viz_rect *out);
 void viz_draw_packets(viz_ctx *c);          /* packets.c: transfers in flight, their key */
 void viz_draw_ps_cells(viz_ctx *c);         /* pscells.c: compact ps row */
 void viz_draw_ps_col_bands(viz_ctx *c);     /* pscells.c: dense traffic per column of cells */
@@ -241,6 +259,9 @@ void viz_var_version_label(const viz_ctx *c, int v, char *buf, size_t n);
  * since each run's start, or (compare_by_step) when B reached A's global step. */
 int64_t viz_compare_time(viz_source *a, viz_source *b, const viz_view *v);
 void viz_draw_compare(cairo_t *cr, viz_source *a, const viz_view *v);
+/* The diff strip's verdict for one column (compare.c): 0 the runs agree, 1 A has more, 2 B
+ * has more, of row 0 waiting, 1 drops, 2 staleness (x is A's, y B's). */
+int viz_diff_who(int row, const viz_diff_stats *x, const viz_diff_stats *y);
 /* One whole frame of s at time t into (0, 0, w, h) of cr (view.c); tag ("A", "B") leads the
  * title, side_panels 0 leaves the panels out. */
 void viz_draw_frame(cairo_t *cr, viz_source *s, const viz_view *v, int64_t t, int w, int h,
@@ -250,6 +271,20 @@ void viz_draw_frame(cairo_t *cr, viz_source *s, const viz_view *v, int64_t t, in
 void viz_plot_loss(viz_ctx *c, viz_rect r, const viz_model *m, int64_t from, int64_t t,
                    int64_t span, viz_rgb color, int per_worker, double ymax);
 double viz_model_loss_max(const viz_model *m);
+
+/* ---- fork from here (fork.c) --------------------------------------------------------- */
+#define VIZ_FORK_CHOICES 4
+/* A key the chooser offers: set "backup_workers=1" (what the fork changes), label "add a
+ * backup worker" (what the card says). */
+typedef struct viz_fork_choice { char set[64]; char label[96]; } viz_fork_choice;
+/* The choices for s's run, from its metadata (out: VIZ_FORK_CHOICES long): a backup worker
+ * more (sync only), the other of sync / async, the last worker slowed 4x, a ps more.
+ * Returns their count (2..VIZ_FORK_CHOICES). */
+int viz_fork_choices(const viz_source *s, viz_fork_choice *out);
+/* The chooser's card and its n rows for layout l. */
+void viz_fork_menu_layout(const viz_layout *l, int n, viz_rect *card, viz_rect *rows);
+/* The chooser, when view->fork_menu (the highlighted choice + 1). */
+void viz_draw_fork_menu(viz_ctx *c);
 
 /* ---- lessons and captions (lesson.c) ------------------------------------------------- */
 #define VIZ_LESSON_CHOICES 6

@@ -298,13 +298,17 @@ void viz_layout_compare(int width, int height, double dpr, viz_compare_layout *o
     if (dpr < 1) dpr = 1;
     double font = fmax(19 * s, 15 * dpr), small = fmax(15 * s, 12 * dpr);
     o->half_w = width / 2;
-    o->top_h = (int)(height * 0.74);
+    o->top_h = (int)(height * 0.70);
     o->strip = (viz_rect){10 * s, o->top_h + 6 * s, width - 20 * s, height - o->top_h - 12 * s};
     double left = small * 3.2, top = font * 1.6, bottom = small * 1.5;
+    double legend = small * 1.25, row = fmax(small * 0.85, 10 * s), diff_h = legend + row * VIZ_DIFF_ROWS;
     o->plot = (viz_rect){o->strip.x + 10 * s + left, o->strip.y + top,
-                         o->strip.w - 20 * s - left, o->strip.h - top - bottom - 2 * s};
+                         o->strip.w - 20 * s - left, o->strip.h - top - bottom - diff_h - 6 * s};
     if (o->plot.w < 1) o->plot.w = 1;
     if (o->plot.h < 1) o->plot.h = 1;
+    o->diff_row_h = row;
+    o->diff_legend_y = o->plot.y + o->plot.h + bottom + legend * 0.8;
+    o->diff = (viz_rect){o->plot.x, o->plot.y + o->plot.h + bottom + legend, o->plot.w, row * VIZ_DIFF_ROWS};
 }
 
 void viz_layout_release(viz_layout *l)

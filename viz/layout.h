@@ -108,7 +108,13 @@ viz_point viz_layout_packet_pos(const viz_layout *l, int ps, int worker, int is_
 typedef struct viz_compare_layout {
     int half_w, top_h;       /* A: (0, 0, half_w, top_h); B: (half_w, 0, width - half_w, top_h) */
     viz_rect strip, plot;
+    /* The diff strip under the chart's time labels, as wide as the plot and on its time
+     * axis: a legend line (diff_legend_y its baseline), then one row per difference
+     * (VIZ_DIFF_ROWS: waits, drops, staleness), labelled in the margin left of the plot. */
+    viz_rect diff;
+    double diff_legend_y, diff_row_h;
 } viz_compare_layout;
+#define VIZ_DIFF_ROWS 3
 void viz_layout_compare(int width, int height, double dpr, viz_compare_layout *out);
 
 int viz_rect_contains(viz_rect r, double x, double y);

@@ -365,3 +365,41 @@ void viz_lesson_describe(viz_source *s, const viz_view *v, char *buf, size_t n)
         len += snprintf(buf + len, n - (size_t)len, " choice%d=%.0f,%.0f,%.0f,%.0f", i, ch[i].x, ch[i].y,
                         ch[i].x + ch[i].w, ch[i].y + ch[i].h);
 }
+
+/* ---- for other front ends (web/): read-only accessors declared in viz.h ---------------- */
+int viz_lesson_question_count(const viz_source *s)
+{
+    return s->lesson && s->lesson->present ? s->lesson->n_qs : 0;
+}
+
+int viz_lesson_question(const viz_source *s, int q, viz_question *out)
+{
+    memset(out, 0, sizeof *out);
+    out->answer = -1;
+    if (q < 0 || q >= viz_lesson_question_count(s)) return -1;
+    const viz_lesson *l = s->lesson;
+    const lesson_question *lq = &l->qs[q];
+    out->step = lq->step;
+    out->text = lq->question;
+    out->n_choices = lq->n_choices < VIZ_QUESTION_CHOICES ? lq->n_choices : VIZ_QUESTION_CHOICES;
+    for (int i = 0; i < out->n_choices; i++) out->choices[i] = lq->choices[i];
+    out->answer = lq->answer < out->n_choices ? lq->answer : -1;
+    for (int i = 0; i < l->n_caps; i++)   /* as draw_question: the authored caption of its step */
+        if (l->caps[i].step == lq->step) out->explain = l->caps[i].text;
+    return 0;
+}
+
+const char *viz_caption_text(viz_source *s, int64_t t)
+{
+    if (!s->lesson) return NULL;
+    return viz_lesson_caption(s, t, viz_source_state_at(s, t)->global_step);
+}
+
+int viz_lesson_stop_between(viz_source *s, int64_t a, int64_t b, int64_t *t_out, int *question)
+{
+    viz_lesson_stop st;
+    if (!viz_lesson_next_stop(s, a, b, &st)) return 0;
+    *t_out = st.t;
+    *question = st.kind == VIZ_STOP_QUESTION ? st.index : -1;
+    return 1;
+}

@@ -295,6 +295,8 @@ static void mode_from_json(viz_model *m, json_t *o)
     const char *mode = json_string_value(json_object_get(o, "mode"));
     if (!mode) return;
     json_int_t backup = json_integer_value(json_object_get(o, "backup_workers"));
+    snprintf(m->run_mode, sizeof m->run_mode, "%s", mode);
+    m->run_backup = (int)(backup > 0 && backup < 65536 ? backup : 0);
     json_t *sb = json_object_get(o, "staleness_bound");
     if (!sb) sb = json_object_get(o, "staleness");
     if (!strcmp(mode, "sync") && backup > 0)
@@ -353,10 +355,26 @@ static void meta_run(viz_model *m, json_t *o)
     const char *lvl = json_string_value(json_object_get(o, "trace_level"));
     if (lvl && !strcmp(lvl, "sample")) m->trace_level = VIZ_TRACE_SAMPLE;
     else if (lvl && !strcmp(lvl, "steps")) m->trace_level = VIZ_TRACE_STEPS;
+    for (int i = 0; i < 2 && where[i]; i++) {   /* a fork: "fork": {"at_step", "set"} */
+        json_t *f = json_object_get(where[i], "fork");
+        json_t *at = json_is_object(f) ? json_object_get(f, "at_step") : NULL;
+        if (!json_is_integer(at) || json_integer_value(at) < 1) continue;
+        m->fork_step = (int64_t)json_integer_value(at);
+        json_t *set = json_object_get(f, "set");
+        m->fork_set[0] = 0;
+        for (size_t k = 0; json_is_array(set) && k < json_array_size(set); k++) {
+            const char *kv = json_string_value(json_array_get(set, k));
+            size_t used = strlen(m->fork_set);
+            if (kv) snprintf(m->fork_set + used, sizeof m->fork_set - used, "%s%s", used ? ", " : "", kv);
+        }
+    }
     json_t *cl = json_object_get(o, "cluster");
     json_t *nw = json_is_object(cl) ? json_object_get(cl, "workers") : json_object_get(o, "workers");
     if (json_is_integer(nw) && json_integer_value(nw) > 0 && json_integer_value(nw) < EVT_STATE_MAX_TASKS)
         m->meta_workers = (int)json_integer_value(nw);
+    json_t *np = json_is_object(cl) ? json_object_get(cl, "ps") : json_object_get(o, "ps");
+    if (json_is_integer(np) && json_integer_value(np) > 0 && json_integer_value(np) < EVT_STATE_MAX_TASKS)
+        m->meta_ps = (int)json_integer_value(np);
 }
 
 int viz_model_sample_note(const viz_model *m, char *buf, size_t n)
@@ -380,6 +398,37 @@ const viz_eval *viz_model_eval_at(const viz_model *m, int64_t t)
         if (t < ev->t) return ev;
     }
     return NULL;
+}
+
+void viz_model_diff_stats(const viz_model *m, int64_t t0, int64_t t1, viz_diff_stats *out)
+{
+    /* a bin's staleness: exact below 8, then about the middle of the bin (geometric) */
+    static const double mid[VIZ_STALE_BINS] = {0, 1, 2, 3, 4, 5, 6, 7, 16, 90, 720, 4000};
+    double wait = 0, busy = 0, n_st = 0, sum_st = 0, drops = 0;
+    memset(out, 0, sizeof *out);
+    out->stale = -1;
+    if (t1 <= t0 || m->nb <= 0 || t0 >= (int64_t)m->nb * m->bw) return;
+    int b0 = viz_model_bucket(m, t0), b1 = viz_model_bucket(m, t1 - 1);
+    for (int b = b0; b <= b1; b++) {
+        /* a bucket counts by the share of it inside [t0, t1), so that two runs bucketed
+         * differently (on different clocks) still read the same */
+        int64_t lo = (int64_t)b * m->bw > t0 ? (int64_t)b * m->bw : t0;
+        int64_t hi = (int64_t)(b + 1) * m->bw < t1 ? (int64_t)(b + 1) * m->bw : t1;
+        double k = hi > lo ? (double)(hi - lo) / (double)m->bw : 0;
+        const double *ag = m->agg.v + (size_t)b * (size_t)m->agg.k;
+        for (int a = 0; a < VIZ_N_ACT; a++) busy += ag[a] * k;
+        wait += ag[VIZ_ACT_WAIT] * k;
+        const double *st = m->stale.v + (size_t)b * (size_t)m->stale.k;
+        for (int j = 0; j < VIZ_STALE_BINS; j++) n_st += st[j] * k, sum_st += st[j] * k * mid[j];
+        drops += st[VIZ_STALE_BINS] * k;
+    }
+    int nw = m->n_workers > 0 ? m->n_workers : 1;
+    double span = (double)(t1 - t0) * nw;
+    out->wait = span > 0 ? wait / span : 0;
+    out->busy = busy > 0;
+    out->drops = drops;
+    out->applies = n_st;
+    if (n_st > 0) out->stale = sum_st / n_st;
 }
 
 void viz_model_metadata(viz_model *m, const char *json)

@@ -1,6 +1,7 @@
 /* overlay.c — what is drawn over or instead of the cluster: the placement view
- * (TensorFlow's log_device_placement lines, each op / variable coloured by its device,
- * with a device legend), the help card listing every key, the inspector card for a
+ * (the seed's roles — client, the chief's master duties, each task's master and worker
+ * services — over TensorFlow's log_device_placement lines, each op / variable coloured by
+ * its device, with a device legend), the help card listing every key, the inspector card for a
  * clicked task or packet, and the short toast message ("saved frame-0001.png"). */
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +26,101 @@ static viz_rect card(viz_ctx *c, viz_rect r, const char *title)
     viz_font(cr, c->lay.font, 1);
     viz_text(cr, r.x + 14 * s, r.y + c->lay.font * 1.5, title, 0, r.w - 28 * s);
     return (viz_rect){r.x + 14 * s, r.y + c->lay.font * 2.0, r.w - 28 * s, r.h - c->lay.font * 2.4};
+}
+
+/* A chip at (x, baseline y) with text: filled in col when on, outlined in ink when not.
+ * Returns its width. */
+static double role_chip(cairo_t *cr, double x, double y, double fs, const char *text, int on, viz_rgb col)
+{
+    double w = viz_text_width(cr, text) + fs * 0.9;
+    viz_rect r = {x, y - fs * 1.0, w, fs * 1.35};
+    if (on) {
+        viz_set(cr, col);
+        viz_round_rect(cr, r, fs * 0.3);
+        cairo_fill(cr);
+    } else {
+        viz_set(cr, VIZ_LINE);
+        cairo_set_line_width(cr, 1);
+        viz_round_rect(cr, r, fs * 0.3);
+        cairo_stroke(cr);
+    }
+    viz_set(cr, on ? (viz_rgb){1, 1, 1} : VIZ_INK);
+    viz_text(cr, x + fs * 0.45, y, text, 0, 0);
+    return w;
+}
+
+/* The seed's roles, above the placement log: the client (the launcher, or the simulator,
+ * that started the cluster), then each task with its two services — every TensorFlow
+ * server offers a master service and a worker service — and the chief's master duties
+ * (initialise, global step, evaluation, checkpoints), the one under way filled: evaluating
+ * while the chief evaluates, checkpoints as one is written. Returns the y below it. */
+#define VIZ_ROLE_TASKS 4
+static double draw_roles(viz_ctx *c, viz_rect in, double y)
+{
+    cairo_t *cr = c->cr;
+    const viz_layout *l = &c->lay;
+    const viz_model *m = &c->src->m;
+    double fs = l->font_small * 0.9, rh = fs * 1.6, x;
+    char buf[160];
+    int sim = !strcmp(m->engine, "sim");
+    viz_font(cr, fs, 1);
+    viz_set(cr, VIZ_INK);
+    x = in.x + viz_text(cr, in.x, y, "client", 0, 0) + fs;
+    viz_font(cr, fs, 0);
+    viz_text(cr, x, y, sim ? "the simulator (downpour sim) that started the cluster and drives its tasks"
+                           : "the launcher (downpour cluster) that started the cluster: it builds the job and "
+                             "starts every task", 0, in.x + in.w - x);
+    /* the chief's duty under way */
+    int evaluating = viz_model_eval_at(m, c->t) != NULL, ckpt = 0;
+    for (size_t i = 0; i < m->n_marks; i++) {   /* a checkpoint written in the last 250 ms, long enough to see */
+        const viz_mark *k = &m->marks[i];
+        if (k->t > c->t) break;
+        if (k->kind == EVT_CHECKPOINT_WRITE && c->t - k->t <= 250000000) ckpt = 1;
+    }
+    int64_t gs = c->st->global_step;
+    /* the chief first (it carries the master duties), then the ps, then the other workers */
+    int jobs[VIZ_ROLE_TASKS], tasks[VIZ_ROLE_TASKS], n = 0, n_tasks = m->n_ps + m->n_workers;
+    if (m->n_workers > m->chief) jobs[n] = EVT_JOB_WORKER, tasks[n++] = m->chief;
+    for (int p = 0; p < m->n_ps && n < VIZ_ROLE_TASKS; p++) jobs[n] = EVT_JOB_PS, tasks[n++] = p;
+    for (int w = 0; w < m->n_workers && n < VIZ_ROLE_TASKS; w++)
+        if (w != m->chief) jobs[n] = EVT_JOB_WORKER, tasks[n++] = w;
+    int shown = n;
+    for (int k = 0; k < n; k++) {
+        int job = jobs[k], task = tasks[k];
+        y += rh;
+        viz_font(cr, fs, 1);
+        viz_set(cr, VIZ_INK);
+        viz_task_name(buf, sizeof buf, job, task);
+        int chief = job == EVT_JOB_WORKER && task == m->chief;
+        if (chief) strncat(buf, " \xe2\x98\x85 chief", sizeof buf - strlen(buf) - 1);
+        x = in.x + viz_text(cr, in.x, y, buf, 0, in.w * 0.3) + fs;
+        viz_font(cr, fs, 0);
+        if (chief) {   /* master service: its duties, the one under way filled */
+            x += viz_text(cr, x, y, "master service:", 0, 0) + fs * 0.5;
+            x += role_chip(cr, x, y, fs, "initialise", gs == 0 && c->st->workers_len > 0, VIZ_ACCENT) + fs * 0.4;
+            snprintf(buf, sizeof buf, "global step %lld", (long long)gs);
+            x += role_chip(cr, x, y, fs, buf, 0, VIZ_ACCENT) + fs * 0.4;
+            x += role_chip(cr, x, y, fs, evaluating ? "evaluating" : "evaluation", evaluating,
+                           viz_phase_color(VIZ_PHASE_EVALUATING)) + fs * 0.4;
+            x += role_chip(cr, x, y, fs, ckpt ? "checkpointing" : "checkpoints", ckpt,
+                           viz_phase_color(EVT_PHASE_COMPUTING)) + fs;
+            viz_set(cr, VIZ_INK);
+            viz_text(cr, x, y, "\xc2\xb7 worker service", 0, in.x + in.w - x);
+        } else if (job == EVT_JOB_PS) {
+            viz_text(cr, x, y, "master service (unused: the chief's coordinates) \xc2\xb7 worker service: "
+                               "holds variables, applies gradients", 0, in.x + in.w - x);
+        } else {
+            viz_text(cr, x, y, "master service (unused: the chief's coordinates) \xc2\xb7 worker service: "
+                               "pull, compute, push", 0, in.x + in.w - x);
+        }
+    }
+    if (n_tasks > shown) {
+        y += rh;
+        viz_set(cr, VIZ_MUTED);
+        snprintf(buf, sizeof buf, "\xe2\x80\xa6 %d more tasks, each a server with both services", n_tasks - shown);
+        viz_text(cr, in.x, y, buf, 0, in.w);
+    }
+    return y;
 }
 
 void viz_draw_placement(viz_ctx *c)
@@ -52,7 +148,8 @@ void viz_draw_placement(viz_ctx *c)
         viz_text(cr, x + fs * 1.3, y, name, 0, 0);
         x += w + fs;
     }
-    y += fs * 1.8;
+    y = draw_roles(c, in, y + fs * 1.9);
+    y += fs * 1.2;
     if (m->n_ops == 0) {
         viz_set(cr, VIZ_MUTED);
         viz_text(cr, in.x, y, "no placement events in this run", 0, 0);
@@ -102,8 +199,12 @@ void viz_draw_help(viz_ctx *c)
         {"p", "placement view"},
         {"s", "save this frame as PNG"},
         {"c / End", "catch up with the live run"},
+        {"e", "captions on / off"},
+        {"E", "caption history (\xe2\x86\x91 \xe2\x86\x93 scroll)"},
+        {"f", "fork from here: change a key, simulate on"},
+        {"t", "compare: follow by time / by global step"},
         {"h", "this help"},
-        {"f", "fullscreen"},
+        {"F11", "fullscreen"},
         {"q / Esc", "quit"},
     };
     const viz_layout *l = &c->lay;

@@ -102,8 +102,9 @@ void viz_draw_topbar(viz_ctx *c, viz_rect r, const char *tag)
     viz_rgb white = {1, 1, 1}, soft = {0.78, 0.78, 0.82};
     viz_set(cr, white);
     viz_font(cr, l->font, 1);
-    snprintf(buf, sizeof buf, "%s%s%s", tag ? tag : "", tag ? " " : "",
-             m->title[0] ? m->title : "Downpour");
+    /* a compare half's tag ("A", "B fork @100") stands alone when the run has no title */
+    if (tag && !m->title[0]) snprintf(buf, sizeof buf, "%s", tag);
+    else snprintf(buf, sizeof buf, "%s%s%s", tag ? tag : "", tag ? " " : "", m->title[0] ? m->title : "Downpour");
     x += viz_text(cr, x, y, buf, 0, r.w * 0.28) + 16 * s;
     /* engine badge */
     int sim = !strcmp(m->engine, "sim");

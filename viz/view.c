@@ -70,6 +70,7 @@ void viz_draw_frame(cairo_t *cr, viz_source *s, const viz_view *v, int64_t t, in
     viz_draw_topbar(&c, c.lay.top, tag);
     if (v->sel.kind != VIZ_SEL_NONE && !v->placement) viz_draw_inspector(&c);
     if (side_panels) viz_draw_lesson(&c);   /* not in compare halves */
+    if (side_panels && v->fork_menu) viz_draw_fork_menu(&c);
     if (v->help) viz_draw_help(&c);
     if (v->toast) viz_draw_toast(&c, v->toast);
     viz_ctx_end(&c);

@@ -103,6 +103,7 @@ typedef struct viz_view {
     int revealed;        /* its answer is shown (the right choice highlighted) */
     int picked;          /* the choice picked + 1 (0: none, space revealed it) */
     int projector;       /* projector mode: no text below 18 px, fewer and larger panels */
+    int fork_menu;       /* the fork chooser (key f): its highlighted choice + 1, 0 hidden */
 } viz_view;
 
 /* A default view: t = start, 1280x720, dpr 1, speed 1, nothing toggled. */
@@ -145,11 +146,53 @@ typedef struct viz_app_options {
     int start_paused;
     double at_s;               /* initial time, seconds (replay); < 0: where the story starts */
     int projector;             /* projector mode (1920x1080 unless --size; see viz_view) */
+    /* "Fork from here" (key f in a replay, then a choice and Enter): continues the replayed
+     * trace from global step `step` with one key changed (set: "KEY=VALUE") and writes the
+     * continuation as a trace file whose path it puts in out (n bytes); the window opens it
+     * and shows it beside the replay (compare mode, labelled simulated), from the same
+     * instant. Returns 0, or a dp_err with err filled (shown as a toast). Called on the
+     * window's thread, which waits for it. The file is the callback's: the window only reads
+     * it, until viz_app_run returns. NULL: `f` says forks are not available. */
+    int (*fork)(void *ctx, const char *trace, int64_t step, const char *set, char *out, size_t n,
+                char *err);
+    void *fork_ctx;            /* borrowed: passed to fork */
+    /* A front end sharing the window's process (`view --serve`, web/): called once per
+     * loop turn with the window's view; it may write a line into note (n bytes; "" for
+     * none) that the window shows in its corner. NULL: none. */
+    void (*tick)(void *ctx, const viz_view *view, char *note, size_t n);
+    void *tick_ctx;            /* borrowed: passed to tick */
 } viz_app_options;
 
 void viz_app_options_init(viz_app_options *o);
 /* Opens the window and runs until `q`/close. Returns the exit status (0 ok, 1 failure
  * with a message on stderr). */
 int viz_app_run(const viz_app_options *o);
+
+/* ---- lessons for other front ends (the browser page, web/) ----------------------------
+ * Read-only views of what viz/lesson.c keeps, so that a page shows the captions and the
+ * questions the window shows without a second reading of the lesson. Same thread rules
+ * as the source. */
+#define VIZ_QUESTION_CHOICES 6
+typedef struct viz_question {
+    int64_t step;                                /* ask_at_step */
+    const char *text;                            /* the question */
+    const char *choices[VIZ_QUESTION_CHOICES];
+    int n_choices;
+    int answer;                                  /* the right choice, -1 none */
+    const char *explain;                         /* the lesson's caption of that step, or NULL */
+} viz_question;
+
+/* Number of questions in the source's lesson (0 without one). */
+int viz_lesson_question_count(const viz_source *s);
+/* Question q (0-based) into out; strings borrowed until viz_source_free(). Returns 0, or
+ * -1 (out zeroed) when q is out of range. */
+int viz_lesson_question(const viz_source *s, int q, viz_question *out);
+/* The caption the window's caption bar shows at time t (the lesson's caption of the
+ * global step, or the caption rules' line), or NULL. Borrowed until the next call on s. */
+const char *viz_caption_text(viz_source *s, int64_t t);
+/* The first lesson stop (a pause or, winning a tie, a question) that playback from a to b
+ * crosses, t in (a, b]: returns 1 with *t_out its time and *question its index or -1 for
+ * a pause; 0 when there is none. */
+int viz_lesson_stop_between(viz_source *s, int64_t a, int64_t b, int64_t *t_out, int *question);
 
 #endif

@@ -4,6 +4,8 @@
  *                          multipart/x-mixed-replace of PNG frames of that page's position
  *   GET  /state?id=PAGE    its position as JSON;  POST /control?id=PAGE&op=OP[&t=S][&x=X]
  *   GET  /frame.png?id=PAGE   the frame it shows now;  GET /stats   the counters as JSON
+ *   GET  /lesson           the lesson's questions (no answers);  GET /answers   the counts
+ *   POST /answer?id=PAGE&q=N&choice=C   that page's answer (answers.c validates it)
  * A stream's thread blocks in stream_read() only while its page waits for a new frame
  * (at most a heartbeat period: a paused page gets its frame again so that the idle
  * timeout spares it). Frames are shared and immutable; a stream holds one reference. A
@@ -246,7 +248,7 @@ static enum MHD_Result serve_frame(web_server *w, struct MHD_Connection *conn)
 
 static enum MHD_Result serve_state(web_server *w, struct MHD_Connection *conn)
 {
-    char buf[2048];
+    char buf[8192];
     const char *id = arg(conn, "id");
     web_state_json(w, id ? id : "", buf, sizeof buf);
     return respond_json(conn, strstr(buf, "\"error\"") ? MHD_HTTP_NOT_FOUND : MHD_HTTP_OK, buf);
@@ -264,6 +266,9 @@ static enum MHD_Result serve_control(web_server *w, struct MHD_Connection *conn)
     for (size_t i = 0; name && i < DP_ARRAY_LEN(ops); i++)
         if (!strcmp(name, ops[i].name)) op = ops[i].op;
     double x = 0;
+    if (w->opt.driven)
+        return respond_error(conn, MHD_HTTP_CONFLICT,
+                             "the teacher's window moves every page: its buttons are off");
     if (!op)
         return respond_error(conn, MHD_HTTP_BAD_REQUEST,
                              "op must be play, pause, step, back, next, prev, seek, speed or live");
@@ -305,6 +310,40 @@ static enum MHD_Result serve_stats(web_server *w, struct MHD_Connection *conn)
     return rc;
 }
 
+/* ---- the lesson's questions ------------------------------------------------------------------ */
+static enum MHD_Result serve_answer(web_server *w, struct MHD_Connection *conn)
+{
+    char buf[4096];
+    unsigned status = web_answer_submit(w, arg(conn, "id"), arg(conn, "q"), arg(conn, "choice"),
+                                        buf, sizeof buf);
+    return respond_json(conn, status, buf);
+}
+
+static enum MHD_Result serve_answers(web_server *w, struct MHD_Connection *conn)
+{
+    size_t n = 256 + (size_t)w->n_qs * 320;   /* a question's counts: < 320 bytes */
+    char *buf = xmalloc(n);
+    web_answers_json(w, buf, n);
+    enum MHD_Result rc = respond_json(conn, MHD_HTTP_OK, buf);
+    free(buf);
+    return rc;
+}
+
+static enum MHD_Result serve_lesson(web_server *w, struct MHD_Connection *conn)
+{
+    size_t n = 1024;   /* the questions are the lesson file's: size them, do not guess */
+    for (int i = 0; i < w->n_qs; i++) {
+        n += 64 + 6 * strlen(w->qs[i].text);
+        for (int k = 0; k < w->qs[i].n_choices; k++) n += 16 + 6 * strlen(w->qs[i].choices[k]);
+    }
+    n += 6 * strlen(w->title ? w->title : "");
+    char *buf = xmalloc(n);
+    web_lesson_json(w, buf, n);
+    enum MHD_Result rc = respond_json(conn, MHD_HTTP_OK, buf);
+    free(buf);
+    return rc;
+}
+
 /* ---- libmicrohttpd callbacks ----------------------------------------------------------------- */
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload,
@@ -331,6 +370,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         if (!post) return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST");
         return serve_control(w, conn);
     }
+    if (!strcmp(url, "/answer")) {
+        if (!post) return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST");
+        return serve_answer(w, conn);
+    }
     if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
         return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET");
     if (!strcmp(url, "/") || !strcmp(url, "/index.html"))
@@ -340,6 +383,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     if (!strcmp(url, "/state")) return serve_state(w, conn);
     if (!strcmp(url, "/frame.png")) return serve_frame(w, conn);
     if (!strcmp(url, "/stats")) return serve_stats(w, conn);
+    if (!strcmp(url, "/answers")) return serve_answers(w, conn);
+    if (!strcmp(url, "/lesson")) return serve_lesson(w, conn);
     return respond_error(conn, MHD_HTTP_NOT_FOUND, "no such page");
 }
 

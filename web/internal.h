@@ -22,6 +22,9 @@
 #define WEB_PART_END "\r\n--" WEB_BOUNDARY "\r\nContent-Type: image/png\r\n\r\n"
 #define WEB_STREAM_START (WEB_PART_END + 2)
 #define WEB_MAX_OPS 8            /* control requests queued per cursor */
+#define WEB_MAX_ANSWERS 4096     /* answers kept per question; more are refused (503) */
+#define WEB_ID_MAX 47            /* a page's id: 1..47 of [A-Za-z0-9_.-] */
+#define WEB_ANSWER_LOG_NS 1000000000ull   /* at most one answers line a second on stderr */
 
 /* Everything that changes a frame's pixels: equal keys draw equal frames. */
 typedef struct web_key {
@@ -37,7 +40,24 @@ typedef struct web_frame {
     web_key key;
     unsigned char *part;         /* the PNG, then WEB_PART_END */
     size_t part_len, png_len;
+    char *caption;               /* the caption bar's text at key.t (viz_caption_text), or NULL */
+    int64_t gstep;               /* the global step at key.t */
+    int question;                /* the lesson question current at gstep (index), or -1 */
 } web_frame;
+
+/* A lesson question, copied from the source at start so that HTTP threads never touch the
+ * source, with the answers given to it. Text fields are immutable after start. */
+typedef struct web_answer { char id[WEB_ID_MAX + 1]; int choice; } web_answer;
+typedef struct web_question {
+    int64_t step;
+    char *text, *explain;        /* explain may be NULL */
+    char *choices[VIZ_QUESTION_CHOICES];
+    int n_choices, answer;       /* answer: the right choice, -1 none */
+    uint64_t counts[VIZ_QUESTION_CHOICES];   /* mu */
+    web_answer *answers;         /* mu: who answered what, n_answers of them */
+    int n_answers;
+    uint64_t changes, logged;    /* mu: answers taken / when the stderr line was printed */
+} web_question;
 
 enum web_op { WEB_OP_PLAY = 1, WEB_OP_PAUSE, WEB_OP_STEP, WEB_OP_BACK, WEB_OP_NEXT_EVENT,
               WEB_OP_PREV_EVENT, WEB_OP_SEEK, WEB_OP_SPEED, WEB_OP_LIVE };
@@ -78,6 +98,10 @@ struct web_server {
     int64_t t0, t1;              /* mu: the source's range, refreshed each tick */
     int live, hub_closed;        /* mu */
     web_stats st;                /* mu */
+    web_question *qs;            /* the lesson's questions (answers: mu) */
+    int n_qs;
+    uint64_t answers_logged_ns;  /* render thread: when the last answers line was printed */
+    char note[256];              /* mu: the answers line the window shows (view --serve) */
 };
 
 /* ---- player.c: the render thread and positions ---------------------------------------- */
@@ -105,6 +129,28 @@ void web_state_json(web_server *w, const char *name, char *buf, size_t n);
 
 void web_frame_ref(web_frame *f);            /* mu held */
 void web_frame_unref(web_frame *f);          /* mu held */
+
+/* The question current at global step gstep: the last one asked at or before it, or -1. */
+int web_question_at(const web_server *w, int64_t gstep);
+
+/* ---- answers.c: the lesson's questions and the students' answers ------------------------ */
+/* Copies the source's questions (before the threads start). */
+void web_answers_load(web_server *w);
+void web_answers_free(web_server *w);
+/* Takes page id's answer `choice` to question q. Returns 200 with the question's counts
+ * and its right answer as JSON in buf, or 400 / 409 / 503 with a one-line error in buf
+ * (`{"error": ...}`). mu not held. */
+unsigned web_answer_submit(web_server *w, const char *id, const char *q, const char *choice,
+                           char *buf, size_t n);
+/* The counts of every question as JSON into buf (n bytes). mu not held. */
+void web_answers_json(web_server *w, char *buf, size_t n);
+/* The lesson's questions without their answers, as JSON into buf. Needs no lock. */
+void web_lesson_json(const web_server *w, char *buf, size_t n);
+/* Render thread: prints one line on stderr per question whose counts changed, at most
+ * once per WEB_ANSWER_LOG_NS (force: now, whatever is pending), and refreshes w->note. */
+void web_answers_log(web_server *w, uint64_t now, int force);
+/* Whether s is a valid page id. */
+int web_id_ok(const char *s);
 
 /* ---- http.c ------------------------------------------------------------------------- */
 int web_http_start(web_server *w, const char *listen, char *err);

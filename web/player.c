@@ -36,6 +36,7 @@ void web_frame_unref(web_frame *f)
 {
     if (!f || --f->refs > 0) return;
     free(f->part);
+    free(f->caption);
     free(f);
 }
 
@@ -163,6 +164,15 @@ void web_state_json(web_server *w, const char *name, char *buf, size_t n)
                       "at_live", c->at_live, "follow", w->opt.follow,
                       "hub_closed", w->hub_closed, "seq", (json_int_t)c->seq,
                       "share", w->share, "title", w->title, "loopback", w->loopback);
+        /* What the frame being shown says: its caption, global step and question (the
+         * frame's moment, which trails c->t by at most a tick). */
+        const web_frame *f = c->frame;
+        json_object_set_new(j, "driven", json_boolean(w->opt.driven));
+        json_object_set_new(j, "questions", json_integer(w->n_qs));
+        json_object_set_new(j, "frame_t_ns", f ? json_integer((json_int_t)f->key.t) : json_null());
+        json_object_set_new(j, "caption", f && f->caption ? json_string(f->caption) : json_null());
+        json_object_set_new(j, "gstep", json_integer(f ? (json_int_t)f->gstep : 0));
+        json_object_set_new(j, "question", json_integer(f ? f->question : -1));
     }
     pthread_mutex_unlock(&w->mu);
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -232,9 +242,14 @@ static void advance(player *p, web_cursor *c, uint64_t dt)
             c->t += (int64_t)((double)dt * c->speed);
             if (c->t >= p->live_t) c->t = p->live_t, c->at_live = 1;
         }
-    } else if (c->playing) {
+    } else if (c->playing && !(w->opt.driven && c->id == 0)) {
+        int64_t from = c->t, stop_t;
+        int q;
         c->t += (int64_t)((double)dt * c->speed);
         if (c->t >= w->t1) c->t = w->t1, c->playing = 0;   /* stops at the end */
+        /* As the window does: a replay stops at the lesson's pauses and questions (play
+         * goes on); a live run never waits for a page. */
+        if (viz_lesson_stop_between(w->src, from, c->t, &stop_t, &q)) c->t = stop_t, c->playing = 0;
     }
 }
 
@@ -329,6 +344,10 @@ static web_frame *draw_frame(web_server *w, const web_key *k)
     web_frame *f = xcalloc(1, sizeof *f);
     f->refs = 1;   /* the draw's own, dropped by publish() */
     f->key = *k;
+    const char *cap = viz_caption_text(w->src, k->t);
+    f->caption = cap && *cap ? xstrdup(cap) : NULL;
+    f->gstep = viz_source_state_at(w->src, k->t)->global_step;
+    f->question = web_question_at(w, f->gstep);
     f->part = b.p;
     f->png_len = b.len;
     f->part_len = b.len + sizeof WEB_PART_END - 1;
@@ -372,6 +391,26 @@ static void pump_live(player *p)
     }
 }
 
+void web_server_drive(web_server *w, int64_t t, int playing, double speed)
+{
+    pthread_mutex_lock(&w->mu);
+    web_cursor *c = w->opt.driven && w->cursors && w->cursors->id == 0 ? w->cursors : NULL;
+    if (c && (c->t != t || c->playing != playing || c->speed != speed)) {
+        c->t = clamp_t(w, t);
+        c->playing = playing;
+        c->speed = speed;
+        pthread_cond_signal(&w->tick_cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+void web_server_note(web_server *w, char *buf, size_t n)
+{
+    pthread_mutex_lock(&w->mu);
+    snprintf(buf, n, "%s", w->note[0] ? w->note : "");
+    pthread_mutex_unlock(&w->mu);
+}
+
 static void *player_main(void *arg)
 {
     player p = {arg, dp_now_ns(), -1, 0, 0};
@@ -398,6 +437,9 @@ static void *player_main(void *arg)
         for (int j = 0; j < n; j++) w->st.frames_rendered += frames[j] != NULL;
         w->st.render_ns += t_draw;
         publish(&p, frames, keys, n);
+        pthread_mutex_unlock(&w->mu);
+        web_answers_log(w, dp_now_ns(), 0);                  /* the teacher's terminal */
+        pthread_mutex_lock(&w->mu);
         /* Wait for the next tick; a control or a new page wakes us early. A late tick
          * does not make up for lost time: the clocks advance by wall time instead. */
         next += period;
@@ -413,6 +455,7 @@ static void *player_main(void *arg)
         }
         pthread_mutex_unlock(&w->mu);
     }
+    web_answers_log(w, dp_now_ns(), 1);   /* what is still pending */
     free(keys);
     free(frames);
     return NULL;

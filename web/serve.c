@@ -15,6 +15,7 @@
 
 #include "common/dp.h"
 #include "events/hub.h"
+#include "viz/viz.h"
 #include "web/internal.h"
 
 void web_options_init(web_options *o)
@@ -62,6 +63,8 @@ static int check_options(const web_options *o, char *err)
         return dp_fail(err, DP_EINVAL, "web: connection cap %d is not 1..10000", o->max_conns);
     if (o->idle_timeout_s < 1 || o->idle_timeout_s > 3600)
         return dp_fail(err, DP_EINVAL, "web: idle timeout %d s is not 1..3600", o->idle_timeout_s);
+    if (o->driven && !o->follow)
+        return dp_fail(err, DP_EINVAL, "web: a server driven by the window must follow it");
     if (!(o->speed >= 0.01 && o->speed <= 100))
         return dp_fail(err, DP_EINVAL, "web: speed %g is not in 0.01..100", o->speed);
     return 0;
@@ -107,6 +110,7 @@ web_server *web_server_new(const web_options *o, char *err)
         sprintf(w->title, "live from %s", w->connect);
     }
     w->opt.title = w->title;
+    web_answers_load(w);
     /* Threads started from here on inherit a mask with every signal blocked. */
     sigset_t all, old;
     sigfillset(&all);
@@ -132,6 +136,7 @@ void web_server_free(web_server *w)
         web_frame_unref(c->frame);
         free(c);
     }
+    web_answers_free(w);
     viz_source_free(w->src);
     pthread_cond_destroy(&w->tick_cv);
     pthread_cond_destroy(&w->frame_cv);
@@ -165,7 +170,7 @@ static void announce(web_server *w, const char *what, FILE *out)
         fprintf(stderr, "web: %s at %s: students open %s\n", what, w->url, w->share);
         fprintf(stderr, "downpour: web: warning: %s is not a loopback address: anyone who can "
                 "reach this machine can watch%s (there is no password yet)\n", w->url,
-                w->opt.follow ? " and move the replay for everyone" : "");
+                w->opt.follow && !w->opt.driven ? " and move the replay for everyone" : "");
     }
 }
 
@@ -232,5 +237,40 @@ int web_serve_hub(const evt_hub_options *hopt, const web_options *wopt, FILE *ou
         report(hw.w);
         web_server_free(hw.w);
     }
+    return rc;
+}
+
+/* ---- view --serve: the window and the page in one process ------------------------------- */
+/* The window's tick hook: the server follows the window (when driven) and the window shows
+ * the answers line. Runs on the window's thread, once per loop turn. */
+static void view_tick(void *ctx, const viz_view *v, char *note, size_t n)
+{
+    web_server *w = ctx;
+    web_server_drive(w, v->t, !v->paused, v->speed);
+    web_server_note(w, note, n);
+}
+
+int web_view(const viz_app_options *vopt, const web_options *wopt, FILE *out)
+{
+    char err[DP_ERRLEN];
+    web_options o = *wopt;
+    o.trace = vopt->trace;
+    o.connect = vopt->connect;
+    o.driven = o.follow;
+    if (o.follow && o.at_s < 0) o.at_s = vopt->at_s;
+    if (o.follow) o.start_paused = 1;   /* the window's first tick sets it */
+    signal(SIGPIPE, SIG_IGN);
+    web_server *w = web_server_new(&o, err);
+    if (!w) {
+        fprintf(stderr, "downpour: view: %s\n", err);
+        return 1;
+    }
+    announce(w, o.follow ? "the window's replay" : "the replay", out);
+    viz_app_options v = *vopt;
+    v.tick = view_tick;
+    v.tick_ctx = w;
+    int rc = viz_app_run(&v);
+    report(w);
+    web_server_free(w);
     return rc;
 }

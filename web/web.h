@@ -36,6 +36,9 @@ typedef struct web_options {
     int max_behind;         /* frames a page may fall behind mid-frame before it is dropped
                              * (0 = 4 s of frames) */
     const char *title;      /* shown in the page's title bar; NULL = the trace's name */
+    int driven;             /* with follow: the server's position is set by
+                             * web_server_drive() (the window of `view --serve`), not by
+                             * its own clock or the pages' buttons (they get 409) */
 } web_options;
 
 /* Fills o with the defaults above. */
@@ -74,6 +77,22 @@ typedef struct web_stats {
 
 /* A snapshot of the counters. */
 void web_server_get_stats(web_server *w, web_stats *st);
+
+/* Sets the server's position (driven servers only; otherwise a no-op): every page shows
+ * trace time t, playing or not, at speed. Any thread. */
+void web_server_drive(web_server *w, int64_t t, int playing, double speed);
+/* The latest answers line ("question 2 (step 150): 8 answered: A 3, B 5, C 0"), or "",
+ * into buf. Any thread. */
+void web_server_note(web_server *w, char *buf, size_t n);
+
+/* `downpour view TRACE --serve ADDR` in one call: starts a web server for the same source
+ * (wopt; with wopt->follow it is driven by the window: every page follows the window),
+ * prints "serving URL" on out, then runs the window (vopt, whose tick hook is set here:
+ * it drives the server and shows the answers line in the window's corner), and frees the
+ * server when the window closes. Returns the window's exit status (1 with a message on
+ * stderr when the server could not start). */
+struct viz_app_options;
+int web_view(const struct viz_app_options *vopt, const web_options *wopt, FILE *out);
 
 /* `downpour serve` in one call, on the calling thread: starts the server, prints
  * "serving URL" on out (tests read the port from it), a warning on stderr when the

@@ -20,7 +20,8 @@ int gpu_built(void);
 
 /* CUDA devices visible to this process (0 without the CUDA build, a driver or a GPU).
  * Never fails: errors read as 0 devices; *why (may be NULL) gets a short reason when
- * the count is 0 ("CUDA not built", "no CUDA driver", "no CUDA device"). */
+ * the count is 0 ("CUDA not built", "no CUDA driver", "no CUDA device", or "CUDA
+ * driver older than this CUDA runtime"). */
 int gpu_device_count(const char **why);
 
 typedef struct gpu_info {

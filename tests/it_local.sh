@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# it_local.sh — `downpour local` end to end on virtual CPU devices: bad flag values get a
+# one-line error naming the flag; the placement log of a fixed model is TensorFlow's,
+# line by line, for `local` and for every worker of a cluster; the hard-placement error
+# and the soft fallback; the summary line; a towers trace with compute on every device.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+L="$DOWNPOUR local --data synthetic --synthetic-samples 500 --quiet"
+
+# bad flag values: one line, naming the flag, exit 2
+bad_flag() { # bad_flag FLAG-TEXT... -- EXPECTED
+    local args=() want
+    while [ "$1" != "--" ]; do args+=("$1"); shift; done
+    want=$2
+    $L "${args[@]}" >/dev/null 2>"$TMP/e.err"
+    local rc=$?
+    if [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/e.err")" -eq 1 ] && grep -qF -- "$want" "$TMP/e.err"; then
+        ok "local ${args[*]}: one line naming the flag"
+    else
+        bad "local ${args[*]}: rc $rc, got: $(cat "$TMP/e.err")"
+    fi
+}
+bad_flag --strategy bogus -- '--strategy: "bogus" is not one of single, towers or split'
+bad_flag --cpu-devices 0 -- '--cpu-devices: 0 is outside 1..64'
+bad_flag --device-for 'hidden' -- '--device-for: "hidden" is not PATTERN=DEVICE'
+bad_flag --device-for 'x=/tpu:0' -- '--device-for: "/tpu:0" is not a device'
+bad_flag --ps 2 -- 'unknown flag "--ps"'
+bad_flag --strategy towers --cpu-devices 4 --batch 2 -- '--batch: 2 is smaller than the 4 towers'
+"$DOWNPOUR" cluster --worker-devices tpu:2 >/dev/null 2>"$TMP/e.err"
+check "cluster --worker-devices tpu:2: one line naming the flag" grep -qF -- '--worker-devices: "tpu:2" is not cpu:N or gpu:N' "$TMP/e.err"
+
+# the placement log of `local`, softmax model, one CPU device
+D=/job:localhost/replica:0/task:0/device:CPU:0
+cat >"$TMP/want.local" <<EOT
+Device mapping: no known devices.
+global_step: (VariableV2): $D
+softmax/weights: (VariableV2): $D
+softmax/biases: (VariableV2): $D
+x: (Placeholder): $D
+y: (Placeholder): $D
+softmax/MatMul: (MatMul): $D
+softmax/add: (Add): $D
+loss/SparseSoftmaxCrossEntropyWithLogits: (SparseSoftmaxCrossEntropyWithLogits): $D
+loss/Mean: (Mean): $D
+gradients/loss/Mean_grad/truediv: (RealDiv): $D
+gradients/loss/SparseSoftmaxCrossEntropyWithLogits_grad/mul: (Mul): $D
+gradients/softmax/add_grad/Sum_1: (Sum): $D
+gradients/softmax/MatMul_grad/MatMul_1: (MatMul): $D
+GradientDescent/update_softmax/weights/ApplyGradientDescent: (ApplyGradientDescent): $D
+GradientDescent/update_softmax/biases/ApplyGradientDescent: (ApplyGradientDescent): $D
+EOT
+$L --model softmax --steps 3 --log-device-placement >"$TMP/local.json" 2>"$TMP/local.err"
+check "local exits 0" test $? -eq 0
+grep -v '^downpour:' "$TMP/local.err" >"$TMP/got.local"
+if diff "$TMP/want.local" "$TMP/got.local" >"$TMP/d"; then ok "local's placement log is TensorFlow's, line by line"
+else bad "local's placement log differs: $(head -5 "$TMP/d")"; fi
+check "the summary says engine local" test "$(json "$TMP/local.json" engine)" = local
+check "the summary says strategy single" test "$(json "$TMP/local.json" strategy)" = single
+check "the summary counts the steps" test "$(json "$TMP/local.json" global_step)" = 3
+
+# every worker of a cluster logs its own ops on its own task
+"$DOWNPOUR" cluster --ps 1 --workers 2 --model softmax --data synthetic --synthetic-samples 500 --steps 3 \
+    --quiet --log-device-placement >"$TMP/cl.json" 2>"$TMP/cl.err"
+check "cluster exits 0" test $? -eq 0
+for w in 0 1; do
+    W=/job:worker/replica:0/task:$w/device:CPU:0
+    P=/job:ps/replica:0/task:0/device:CPU:0
+    cat >"$TMP/want.w$w" <<EOT
+Device mapping: no known devices.
+global_step: (VariableV2): $P
+softmax/weights: (VariableV2): $P
+softmax/biases: (VariableV2): $P
+x: (Placeholder): $W
+y: (Placeholder): $W
+softmax/MatMul: (MatMul): $W
+softmax/add: (Add): $W
+loss/SparseSoftmaxCrossEntropyWithLogits: (SparseSoftmaxCrossEntropyWithLogits): $W
+loss/Mean: (Mean): $W
+gradients/loss/Mean_grad/truediv: (RealDiv): $W
+gradients/loss/SparseSoftmaxCrossEntropyWithLogits_grad/mul: (Mul): $W
+gradients/softmax/add_grad/Sum_1: (Sum): $W
+gradients/softmax/MatMul_grad/MatMul_1: (MatMul): $W
+EOT
+    # worker w's block: from a "Device mapping" line to the line before the next one
+    python3 - "$TMP/cl.err" "$w" >"$TMP/got.w$w" <<'PY'
+import sys
+blocks, cur = [], None
+for line in open(sys.argv[1]):
+    if line.startswith('Device mapping'):
+        cur = [line]; blocks.append(cur)
+    elif cur is not None and ': (' in line:
+        cur.append(line)
+    else:
+        cur = None
+w = sys.argv[2]
+mine = [b for b in blocks if any('/job:worker/replica:0/task:%s/' % w in l for l in b)]
+sys.stdout.write(''.join(mine[0]) if len(mine) == 1 else '(%d blocks)\n' % len(mine))
+PY
+    if diff "$TMP/want.w$w" "$TMP/got.w$w" >"$TMP/d"; then ok "worker $w logs its own ops on task:$w, line by line"
+    else bad "worker $w's placement log differs: $(head -5 "$TMP/d")"; fi
+done
+
+# a cluster worker with two CPU devices runs two towers
+"$DOWNPOUR" cluster --ps 1 --workers 2 --model softmax --data synthetic --synthetic-samples 500 --steps 3 \
+    --quiet --worker-devices cpu:2 --log-device-placement >"$TMP/cl2.json" 2>"$TMP/cl2.err"
+check "cluster --worker-devices cpu:2 exits 0" test $? -eq 0
+check "worker 1's tower_1 computes on its CPU:1" \
+    grep -qxF "tower_1/softmax/MatMul: (MatMul): /job:worker/replica:0/task:1/device:CPU:1" "$TMP/cl2.err"
+check "worker 1 averages its towers on its CPU:0" \
+    grep -qxF "average_gradients/softmax/weights/Mean: (Mean): /job:worker/replica:0/task:1/device:CPU:0" "$TMP/cl2.err"
+
+# hard placement error, soft fallback
+$L --steps 2 --device-for 'hidden/*=/gpu:2' >/dev/null 2>"$TMP/e.err"
+check "a device that does not exist: exit 2" test $? -eq 2
+check "... with TensorFlow's message" grep -qF "downpour: local: Cannot assign a device for operation 'hidden/MatMul': Could not satisfy explicit device specification '/device:GPU:2' because no devices matching that specification are registered in this process; available devices: $D" "$TMP/e.err"
+$L --steps 2 --device-for 'hidden/*=/gpu:2' --allow-soft-placement --log-device-placement >/dev/null 2>"$TMP/soft.err"
+check "--allow-soft-placement runs" test $? -eq 0
+check "... and the log says where the op went" grep -qxF "hidden/MatMul: (MatMul): $D" "$TMP/soft.err"
+
+# towers over 4 virtual CPU devices: a trace with compute on every device
+$L --strategy towers --cpu-devices 4 --steps 5 --trace "$TMP/t.dptrace" >"$TMP/tw.json" 2>"$TMP/tw.err"
+check "towers with a trace exits 0" test $? -eq 0
+check "the summary says 4 towers" test "$(json "$TMP/tw.json" towers)" = 4
+check "the trace validates" "$DOWNPOUR" trace validate "$TMP/t.dptrace"
+"$DOWNPOUR" trace export --chrome "$TMP/t.json" "$TMP/t.dptrace" 2>/dev/null
+python3 - "$TMP/t.json" <<'PY' >"$TMP/c.out"
+import json, sys
+d = json.load(open(sys.argv[1])); ev = d['traceEvents'] if isinstance(d, dict) else d
+procs = {e['pid']: e['args']['name'] for e in ev if e.get('ph') == 'M' and e.get('name') == 'process_name'}
+lanes = {procs.get(e['pid'], '') for e in ev if e.get('ph') == 'X' and e.get('name') == 'compute'}
+print(len({l for l in lanes if '/job:localhost/replica:0/task:0/device:CPU:' in l}))
+PY
+check "compute shows on 4 devices in the Chrome export ($(cat "$TMP/c.out"))" test "$(cat "$TMP/c.out")" = 4
+# a scenario file may say engine = local
+printf '[scenario]\ntitle = towers\nengine = local\n[training]\nsteps = 5\n[placement]\nstrategy = towers\ncpu_devices = 2\ndevice_for = tower_1/*=/cpu:0\n' >"$TMP/local.ini"
+check "a scenario with engine = local checks" "$DOWNPOUR" run --check "$TMP/local.ini"
+printf '[scenario]\ntitle = t\nengine = local\n[placement]\nstrategy = sideways\n' >"$TMP/bad.ini"
+"$DOWNPOUR" run --check "$TMP/bad.ini" >/dev/null 2>"$TMP/e.err"
+check "a bad strategy in a file names the file and line" grep -q 'bad.ini:5.*strategy.*"sideways" is not one of single, towers or split' "$TMP/e.err"
+done_tests
