@@ -1,6 +1,9 @@
 # Downpour — one Makefile. `make` builds build/downpour; `make test` runs every test and
 # ends with "N passed, N failed"; `make asan` does the same under ASan+UBSan; `make bench`
 # writes bench/RESULTS.md; `make demo` runs the main job; `make deps` installs packages.
+# `make test-gpu` runs the GPU tests (they skip, saying so, without a CUDA device).
+# CUDA: built whenever nvcc is found (PATH, else /usr/local/cuda/bin); `make CUDA=0` turns
+# it off and builds runtime/gpu/gpu_none.c instead (docs/gpu.md).
 
 CC      ?= cc
 BUILD   ?= build
@@ -13,32 +16,68 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -MMD -MP -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -lev -lm -lpthread $(EXTRA_LDLIBS)
 
-LIB_SRC  := $(wildcard common/*.c events/*.c cluster/*.c runtime/*.c sim/*.c viz/*.c lab/*.c web/*.c) \
-            runtime/gpu/gpu_none.c
+LIB_SRC  := $(wildcard common/*.c events/*.c cluster/*.c runtime/*.c sim/*.c viz/*.c lab/*.c web/*.c)
+
+# ---- CUDA (runtime/gpu/) ----------------------------------------------------------------
+NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
+CUDA ?= $(if $(NVCC),1,0)
+ifeq ($(CUDA),1)
+ifeq ($(NVCC),)
+$(error CUDA=1 but no nvcc found: put it on PATH or pass NVCC=/path/to/nvcc)
+endif
+CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(NVCC)))
+# Machine code for sm_80 (A100) and sm_90 (H100/H200), plus compute_90 PTX that newer
+# GPUs compile at load time. CUDA 13 accepts sm_75 and up.
+CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
+NVCCFLAGS ?= -std=c++17 -O2 -g
+NVCC_WARN = -Xcompiler -Wall,-Wextra,-Wshadow
+GPU_OBJ   = $(BUILD)/runtime/gpu/gpu.o
+CFLAGS   += -DDP_HAVE_CUDA=1
+# cudart is linked statically (cheap: ~2 ms a process; with no driver it reports "no
+# CUDA driver"). cuBLAS is not linked: gpu.cu opens $(CUDA_HOME)/lib64/libcublas.so.N at
+# the first gpu_open, because loading it costs every process ~0.2 s (docs/gpu.md).
+NVCC_DEFS = -DDP_CUBLAS_DIR='"$(CUDA_HOME)/lib64"'
+CUDA_LIBS = $(CUDA_HOME)/lib64/libcudart_static.a -ldl -lrt -lstdc++
+else
+GPU_OBJ   =
+CUDA_LIBS =
+LIB_SRC  += runtime/gpu/gpu_none.c
+endif
+# A change of CUDA=0/1 rebuilds every object (DP_HAVE_CUDA) and the library: the setting
+# is recorded in this file, rewritten only when it changes.
+CUDA_STAMP := $(BUILD)/cuda.conf
+$(shell mkdir -p $(BUILD) && (echo "CUDA=$(CUDA) $(NVCC)" | cmp -s - $(CUDA_STAMP) || \
+    echo "CUDA=$(CUDA) $(NVCC)" >$(CUDA_STAMP)))
+LDLIBS   += $(CUDA_LIBS)
 CLI_SRC  := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 TOOL_SRC := $(wildcard tests/tool_*.c)
 BENCH_SRC:= $(wildcard bench/bench_*.c)
 
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(GPU_OBJ)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOL_BIN := $(TOOL_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB      := $(BUILD)/libdownpour.a
 
-.PHONY: all test asan bench demo deps clean check-deps recordings install
+.PHONY: all test test-gpu test-gpu-asan asan bench demo deps clean check-deps recordings install
 # Keep the objects of tests, tools and benches (make would delete them as intermediates).
 .SECONDARY:
 all: $(BUILD)/downpour $(TEST_BIN) $(TOOL_BIN) $(BENCH_BIN)
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c $(CUDA_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(LIB): $(LIB_OBJ)
+# nvcc runs only when gpu.cu or a header it includes changed (-MMD, as for the C code).
+$(BUILD)/runtime/gpu/gpu.o: runtime/gpu/gpu.cu $(CUDA_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(NVCC_WARN) $(NVCC_DEFS) $(CUDA_ARCH) -I. -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+
+$(LIB): $(LIB_OBJ) $(CUDA_STAMP)
 	@rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(LIB_OBJ)
 
 $(BUILD)/downpour: $(CLI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
@@ -61,11 +100,30 @@ test: check-deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) ./tests/run.sh
 
+# test-gpu: the GPU tests; each prints "skipped: no CUDA device (...)" without one.
+# >>> GPU_TESTS: the device layer's GPU forward/backward/100-step comparisons go here
+# (a tests/test_*.c binary as $(BUILD)/tests/NAME, or a tests/it_*.sh script). <<<
+GPU_TESTS = $(BUILD)/tests/test_gpu
+test-gpu: check-deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) ./tests/run.sh $(GPU_TESTS)
+
+# With a CUDA driver loaded, ASan must leave the shadow gap unprotected: the driver
+# reserves addresses there, and every cudaMalloc fails otherwise (google/sanitizers#629);
+# tests/lsan.supp names the driver's own leaks. Without CUDA built, nothing changes.
+ASAN_VARS = BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+    EXTRA_LDLIBS="-fsanitize=address,undefined"
+ASAN_ENV  = ASAN_OPTIONS=detect_leaks=1$(if $(filter 1,$(CUDA)),:protect_shadow_gap=0) \
+    LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
 asan: check-deps
-	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
-	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	    EXTRA_LDLIBS="-fsanitize=address,undefined" all
-	@BUILD=build-asan ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ./tests/run.sh
+	@$(MAKE) --no-print-directory $(ASAN_VARS) all
+	@BUILD=build-asan $(ASAN_ENV) ./tests/run.sh
+
+# test-gpu-asan: the GPU tests alone under ASan+UBSan (scripts/gpu-check.sh runs it).
+test-gpu-asan: check-deps
+	@$(MAKE) --no-print-directory $(ASAN_VARS) $(GPU_TESTS:$(BUILD)/%=build-asan/%)
+	@BUILD=build-asan $(ASAN_ENV) ./tests/run.sh $(GPU_TESTS:$(BUILD)/%=build-asan/%)
 
 bench: check-deps
 	@$(MAKE) --no-print-directory all
