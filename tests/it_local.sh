@@ -2,7 +2,8 @@
 # it_local.sh — `downpour local` end to end on virtual CPU devices: bad flag values get a
 # one-line error naming the flag; the placement log of a fixed model is TensorFlow's,
 # line by line, for `local` and for every worker of a cluster; the hard-placement error
-# and the soft fallback; the summary line; a towers trace with compute on every device.
+# and the soft fallback; the summary line; a towers trace with compute on every device;
+# its render (and a split one's) shows one box per device, counted from the pixels.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 L="$DOWNPOUR local --data synthetic --synthetic-samples 500 --quiet"
@@ -137,4 +138,37 @@ check "a scenario with engine = local checks" "$DOWNPOUR" run --check "$TMP/loca
 printf '[scenario]\ntitle = t\nengine = local\n[placement]\nstrategy = sideways\n' >"$TMP/bad.ini"
 "$DOWNPOUR" run --check "$TMP/bad.ini" >/dev/null 2>"$TMP/e.err"
 check "a bad strategy in a file names the file and line" grep -q 'bad.ini:5.*strategy.*"sideways" is not one of single, towers or split' "$TMP/e.err"
+# the viewer draws one machine: a box per device, counted from the rendered pixels (the
+# render reports each box and its colour with DOWNPOUR_RENDER_LAYOUT=1; the pixels must agree)
+machine_boxes() { # machine_boxes STRATEGY N: prints "boxes reported, boxes headed in their colour, colour runs"
+    $L --strategy "$1" --cpu-devices "$2" --steps 6 --trace "$TMP/m$1.dptrace" >/dev/null 2>&1 || return 1
+    DOWNPOUR_RENDER_LAYOUT=1 "$DOWNPOUR" render "$TMP/m$1.dptrace" --out "$TMP/m$1.png" --at-step 3 \
+        >"$TMP/m$1.lay" 2>/dev/null || return 1
+    python3 - "$TMP/m$1.png" "$TMP/m$1.lay" <<'PY'
+import sys
+sys.path.insert(0, 'tests')
+from png_compare import load
+w, h, rows = load(sys.argv[1])
+px = lambda x, y: tuple(rows[y][3 * x:3 * x + 3])
+boxes = [l.split() for l in open(sys.argv[2]) if l.startswith('device ')]
+rgb = lambda s: tuple(int(s[i:i + 2], 16) for i in (1, 3, 5))
+headed = 0
+for _, name, rect, col in boxes:
+    x, y, bw, bh = map(int, rect.split(','))
+    n = sum(px(xx, yy) == rgb(col) for xx in range(x, x + bw) for yy in range(y, y + 20))
+    headed += n >= bw * 5          # its header: the device's colour across the box, 5+ rows
+# from the pixels alone: across the headers' row, runs of the devices' colours, left to right
+cols, runs, prev = {rgb(b[3]) for b in boxes}, 0, None
+y = int(boxes[0][2].split(',')[1]) + 6 if boxes else 0   # above the name's glyphs
+for x in range(w):
+    k = px(x, y) if px(x, y) in cols else None
+    runs += k is not None and k != prev
+    prev = k
+print(len(boxes), headed, runs)
+PY
+}
+out=$(machine_boxes towers 4)
+check "render of a towers trace on 4 CPU devices: 4 device boxes, each headed in its colour ($out)" test "$out" = "4 4 4"
+out=$(machine_boxes split 2)
+check "render of a split trace on 2 CPU devices: 2 device boxes ($out)" test "$out" = "2 2 2"
 done_tests

@@ -40,7 +40,7 @@ static void test_layout(void)
 {
     int vps[4] = {0, 1, 0, 1};
     int64_t vb[4] = {401408, 512, 5120, 512};
-    viz_layout_input in = {1280, 720, 1, 2, 8, 4, vps, vb, 1, 10};
+    viz_layout_input in = {1280, 720, 1, 2, 8, 4, vps, vb, 1, 10, 0};
     viz_layout l;
     viz_layout_compute(&in, &l);
     CHECK(!l.dense);
@@ -77,7 +77,7 @@ static void test_layout(void)
     CHECK(l.font >= 30);
     viz_layout_release(&l);
     /* dense: 10,000 workers as a grid inside the cluster area */
-    in = (viz_layout_input){1280, 720, 1, 4, 10000, 4, vps, vb, 1, 10};
+    in = (viz_layout_input){1280, 720, 1, 4, 10000, 4, vps, vb, 1, 10, 0};
     viz_layout_compute(&in, &l);
     CHECK(l.dense && l.worker_box == NULL);
     CHECK(l.grid_cols * l.grid_rows >= 10000);
@@ -89,7 +89,7 @@ static void test_layout(void)
     int vps2[20];
     int64_t vb2[20];
     for (int i = 0; i < 20; i++) vps2[i] = 0, vb2[i] = 1000 + i;
-    in = (viz_layout_input){1280, 720, 1, 1, 2, 20, vps2, vb2, 1, 3};
+    in = (viz_layout_input){1280, 720, 1, 1, 2, 20, vps2, vb2, 1, 3, 0};
     viz_layout_compute(&in, &l);
     CHECK(l.var_bar[VIZ_MAX_BARS - 1].w > 0 && l.var_bar[VIZ_MAX_BARS].w == 0);
     CHECK(l.more_bar[0].w > 0 && inside(l.ps_box[0], l.more_bar[0]));
@@ -104,7 +104,7 @@ static void check_ps_cells(int w, int h, double dpr, int n_ps, int n_workers, do
     int *vps = xmalloc((size_t)n_vars * sizeof *vps);
     int64_t *vb = xmalloc((size_t)n_vars * sizeof *vb);
     for (int v = 0; v < n_vars; v++) vps[v] = v % n_ps, vb[v] = v < n_ps ? 4000 + v * 10 : 512;
-    viz_layout_input in = {w, h, dpr, n_ps, n_workers, n_vars, vps, vb, 1, 10};
+    viz_layout_input in = {w, h, dpr, n_ps, n_workers, n_vars, vps, vb, 1, 10, 0};
     viz_layout l;
     viz_layout_compute(&in, &l);
     CHECK_MSG(l.compact_ps, "%d ps at %dx%d: compact", n_ps, w, h);
@@ -157,7 +157,7 @@ static void test_layout_many_ps(void)
     int vps[2] = {0, 1};
     int64_t vb[2] = {100, 100};
     /* at 1280x720, 100 ps: four rows of 25, every cell labelled */
-    viz_layout_input in = {1280, 720, 1, 100, 10000, 2, vps, vb, 1, 10};
+    viz_layout_input in = {1280, 720, 1, 100, 10000, 2, vps, vb, 1, 10, 0};
     viz_layout_compute(&in, &l);
     CHECK(l.ps_rows <= 5 && l.ps_label_every == 1);
     CHECK(l.ps_area.h <= l.cluster.h * 0.36);   /* the grid keeps most of the room */
@@ -176,7 +176,7 @@ static void test_layout_many_ps(void)
         viz_layout_release(&l);
     }
     /* compare halves: narrow clusters go compact sooner, never with slivers */
-    in = (viz_layout_input){640, 720, 1, 8, 8, 2, vps, vb, 0, 10};
+    in = (viz_layout_input){640, 720, 1, 8, 8, 2, vps, vb, 0, 10, 0};
     viz_layout_compute(&in, &l);
     CHECK(l.compact_ps && l.ps_box[0].w >= 40);
     viz_layout_release(&l);

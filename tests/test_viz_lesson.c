@@ -206,11 +206,45 @@ static void test_question_card(void)
     evt_strtab_free(strs);
 }
 
+/* A live run has no trace metadata: its lesson comes in CLUSTER_START's config JSON (the
+ * launcher's), and captions and questions follow as for a replay. */
+static void test_live_lesson(void)
+{
+    evt_strtab *strs = evt_strtab_new();
+    viz_source *s = viz_source_new_mem(strs, NULL);
+    CHECK_MSG(!viz_lesson_present(s), "a live source starts without a lesson");
+    const char *cfg = strstr(lesson_meta, "{\"lesson\"");   /* {"lesson": ...} of the config */
+    char json[1024];
+    snprintf(json, sizeof json, "{\"mode\":\"async\",%s", cfg + 1);
+    json[strlen(json) - 1] = 0;                             /* the top's '}': the config's ends ours */
+    evt_record e;
+    evt_init(&e, EVT_CLUSTER_START, EVT_JOB_CLIENT, 0);
+    e.t = MS;
+    e.str = evt_strtab_intern(strs, json);
+    viz_source_append(s, &e);
+    CHECK_MSG(viz_lesson_present(s), "CLUSTER_START's config brings the lesson (%s)", json);
+    for (int k = 2; k <= 12; k++) {
+        evt_init(&e, EVT_GLOBAL_STEP, EVT_JOB_WORKER, 0);
+        e.t = (int64_t)k * 10 * MS;
+        e.step = k;
+        viz_source_append(s, &e);
+    }
+    const char *cap = viz_lesson_caption(s, at_step(CAPTION_STEP), CAPTION_STEP);
+    CHECK_MSG(cap && strcmp(cap, "Five global steps: every push is one.") == 0, "live caption at step %d: %s",
+              CAPTION_STEP, cap ? cap : "(none)");
+    int answer = -1;
+    CHECK_MSG(viz_lesson_choices(s, 0, &answer) == 3 && answer == ANSWER, "live question: 3 choices, answer %d",
+              answer);
+    viz_source_free(s);
+    evt_strtab_free(strs);
+}
+
 int main(void)
 {
     test_caption_bar();
     test_stops();
     test_question_card();
+    test_live_lesson();
     cairo_debug_reset_static_data();
     if (FcFini) FcFini();
     return CHECK_DONE();

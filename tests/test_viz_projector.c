@@ -192,15 +192,6 @@ static cairo_surface_t *draw_logged(viz_source *s, const viz_view *v, text_log *
     return img;
 }
 
-static void dump(cairo_surface_t *img, const char *name)
-{
-    const char *dir = getenv("VIZ_STORY_DUMP");
-    char path[512];
-    if (!dir) return;
-    snprintf(path, sizeof path, "%s/%s.png", dir, name);
-    cairo_surface_write_to_png(img, path);
-}
-
 /* ---- projector mode ---------------------------------------------------------------- */
 
 static void test_projector_text(void)
@@ -226,7 +217,7 @@ static void test_projector_text(void)
                 char name[64];
                 snprintf(name, sizeof name, "projector-%d-%dx%d-%s", workers[i], v.width, v.height,
                          proj ? "proj" : "normal");
-                dump(img, name);
+                vizpix_dump(img, "VIZ_STORY_DUMP", name);
                 cairo_surface_destroy(img);
                 if (!proj) {
                     if (log.cut_phase && !normal_phase_cut)
@@ -264,7 +255,7 @@ static void test_projector_layout(void)
     int64_t bytes[1] = {1000};
     int ps[1] = {0};
     for (size_t k = 0; k < DP_ARRAY_LEN(sizes); k++) {
-        viz_layout_input in = {sizes[k][0], sizes[k][1], 1, 1, 8, 1, ps, bytes, 1, 9};
+        viz_layout_input in = {sizes[k][0], sizes[k][1], 1, 1, 8, 1, ps, bytes, 1, 9, 0};
         viz_layout n, p;
         viz_layout_compute(&in, &n);
         viz_layout_compute_mode(&in, VIZ_LAYOUT_PROJECTOR, &p);
@@ -365,7 +356,7 @@ static void test_story_start(void)
     v.t = 100 * MS;
     viz_ctx c;
     cairo_surface_t *img = frame_open(s, &v, &c);
-    dump(img, "story-start");
+    vizpix_dump(img, "VIZ_STORY_DUMP", "story-start");
     const viz_layout *l = &c.lay;
     /* worker 0's lane (ps 0 is lane 0): the first column in the pull or compute colour */
     double y = l->lanes.y + 1.5 * l->lane_h;

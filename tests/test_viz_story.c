@@ -122,16 +122,6 @@ static viz_point lane_point(const viz_ctx *c, int lane, int64_t t)
                        l->lanes.y + (lane + 0.5) * l->lane_h};
 }
 
-/* VIZ_STORY_DUMP=DIR writes the frames a test reads to DIR/NAME.png, to look at. */
-static void dump(cairo_surface_t *img, const char *name)
-{
-    const char *dir = getenv("VIZ_STORY_DUMP");
-    char path[512];
-    if (!dir) return;
-    snprintf(path, sizeof path, "%s/%s.png", dir, name);
-    if (cairo_surface_write_to_png(img, path) != CAIRO_STATUS_SUCCESS) fprintf(stderr, "cannot write %s\n", path);
-}
-
 static const char *hex(viz_rgb p, char buf[8])
 {
     snprintf(buf, 8, "%02X%02X%02X", (int)(p.r * 255 + .5), (int)(p.g * 255 + .5), (int)(p.b * 255 + .5));
@@ -253,7 +243,7 @@ static void test_compare(void)
     CHECK_MSG(tb == ob + 20 * MS, "compare by time: B at its start + 20 ms = 21 ms when A is at its start + "
               "20 ms (got %.3f ms)", (double)tb / MS);
     cairo_surface_t *img = viz_render_image(a, &v);
-    dump(img, "compare");
+    vizpix_dump(img, "VIZ_STORY_DUMP", "compare");
     viz_compare_layout cl;
     viz_layout_compare(v.width, v.height, v.dpr, &cl);
     /* B's half is a frame of its own: its pull, half-way too, where that frame's layout puts it */
@@ -382,7 +372,7 @@ static void test_direction(void)
     viz_view v = view_at(20 * MS);
     viz_ctx c;
     cairo_surface_t *img = frame_open(s, &v, &c);
-    dump(img, "direction");
+    vizpix_dump(img, "VIZ_STORY_DUMP", "direction");
     const viz_layout *l = &c.lay;
     double s1 = l->s;
     static const char *const what[2] = {"pull of w by worker 0 (ps -> worker)", "push of b by worker 1 (worker -> ps)"};
@@ -466,7 +456,7 @@ static void test_straggler(void)
         viz_ctx_end(&c);
         viz_source_free(s);
     }
-    dump(img[1], "straggler");
+    vizpix_dump(img[1], "VIZ_STORY_DUMP", "straggler");
     /* the mark goes on the name line, the box's top third, right half */
     for (int w = 0; w < 2; w++) {
         viz_rect r = {box[w].x + box[w].w / 2, box[w].y, box[w].w / 2, box[w].h / 3};
@@ -549,7 +539,7 @@ static void test_sampling(void)
     viz_view v = view_at(25 * MS);
     viz_ctx c;
     cairo_surface_t *a = frame_open(smp, &v, &c), *b = viz_render_image(full, &v);
-    dump(a, "sampled");
+    vizpix_dump(a, "VIZ_STORY_DUMP", "sampled");
     CHECK_MSG(c.lay.dense && c.lay.n_ps == 1 && !c.lay.compact_ps, "fixture: dense grid, one ps box");
     /* every panel that counts traffic or applies: its last line says so, in ink */
     static const char *const what[] = {"staleness histogram (applies)", "ps traffic"};
@@ -611,7 +601,7 @@ static viz_rgb band_at(viz_source *s, int w, int64_t t)
     viz_rect b = c.lay.worker_box[w];
     viz_rgb p = pixel(img, b.x + 2.5 * c.lay.s, b.y + b.h / 2);
     static int dumped;
-    if (w == 0 && t == 25 * MS && !dumped++) dump(img, "chief-25ms");
+    if (w == 0 && t == 25 * MS && !dumped++) vizpix_dump(img, "VIZ_STORY_DUMP", "chief-25ms");
     frame_close(&c, img);
     return p;
 }
@@ -639,7 +629,7 @@ static void test_evaluating(void)
     viz_view v = view_at(45 * MS);
     viz_ctx c;
     cairo_surface_t *img = frame_open(s, &v, &c);
-    dump(img, "evaluating");
+    vizpix_dump(img, "VIZ_STORY_DUMP", "evaluating");
     viz_point q = lane_point(&c, 1, 25 * MS);
     p = pixel(img, q.x, q.y);
     CHECK_MSG(near(p, KEY_EVALUATING, FLAT_TOL), "chief's lane at 25 ms in the evaluating colour (got %s)",

@@ -66,49 +66,6 @@ static viz_view view_at(int64_t t)
     return v;
 }
 
-static void dump(cairo_surface_t *img, const char *name)
-{
-    const char *dir = getenv("VIZ_TEACH_DUMP");
-    char path[512];
-    if (!dir) return;
-    snprintf(path, sizeof path, "%s/%s.png", dir, name);
-    cairo_surface_write_to_png(img, path);
-}
-
-/* ---- what a frame wrote: viz_text's test hook --------------------------------------- */
-typedef struct text_log { char all[16384]; size_t len; } text_log;
-
-static void log_text(void *ctx, const char *full, const char *shown, double px, int cut)
-{
-    text_log *t = ctx;
-    DP_UNUSED(full);
-    DP_UNUSED(px);
-    DP_UNUSED(cut);
-    int n = snprintf(t->all + t->len, sizeof t->all - t->len, "%s\n", shown);
-    if (n > 0 && t->len + (size_t)n < sizeof t->all) t->len += (size_t)n;
-}
-
-static cairo_surface_t *draw_logged(viz_source *s, const viz_view *v, text_log *log)
-{
-    memset(log, 0, sizeof *log);
-    cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, v->width, v->height);
-    cairo_t *cr = cairo_create(img);
-    viz_text_hook_set(cr, log_text, log);
-    viz_draw(cr, s, v);
-    cairo_destroy(cr);
-    cairo_surface_flush(img);
-    return img;
-}
-
-/* 1 when the frame wrote a text line equal to want. */
-static int wrote(const text_log *t, const char *want)
-{
-    size_t n = strlen(want);
-    for (const char *p = t->all; (p = strstr(p, want)); p += n)
-        if ((p == t->all || p[-1] == '\n') && p[n] == '\n') return 1;
-    return 0;
-}
-
 /* ---- the diff strip ------------------------------------------------------------------ */
 
 #define U (4 * MS)
@@ -157,9 +114,9 @@ static void test_diff_strip(void)
     viz_source *a = diff_run(strs, oa, 1), *b = diff_run(strs, ob, 0);
     viz_view v = view_at(oa + 40 * U);
     v.compare = b;
-    text_log log;
-    cairo_surface_t *img = draw_logged(a, &v, &log);
-    dump(img, "diff");
+    vizpix_text log;
+    cairo_surface_t *img = vizpix_draw_logged(a, &v, &log);
+    vizpix_dump(img, "VIZ_TEACH_DUMP", "diff");
     viz_compare_layout cl;
     viz_layout_compare(v.width, v.height, v.dpr, &cl);
     CHECK_MSG(cl.diff.y >= cl.plot.y + cl.plot.h && cl.diff.y + cl.diff.h <= cl.strip.y + cl.strip.h,
@@ -181,8 +138,8 @@ static void test_diff_strip(void)
     CHECK_MSG(db == 0, "drops: no vermillion, B drops none (%d px)", db);
     int sa = row_pixels(img, &cl, 2, KEY_ACCENT, &area), sb = row_pixels(img, &cl, 2, KEY_VERMILLION, NULL);
     CHECK_MSG(sb > 0 && sa == 0, "staleness: vermillion where B's gradients are staler (B %d px, A %d px)", sb, sa);
-    CHECK_MSG(wrote(&log, "waits") && wrote(&log, "drops") && wrote(&log, "stale"), "each row is labelled");
-    CHECK_MSG(wrote(&log, "where the runs differ:") && wrote(&log, "A more") && wrote(&log, "B more"),
+    CHECK_MSG(vizpix_wrote(&log, "waits") && vizpix_wrote(&log, "drops") && vizpix_wrote(&log, "stale"), "each row is labelled");
+    CHECK_MSG(vizpix_wrote(&log, "where the runs differ:") && vizpix_wrote(&log, "A more") && vizpix_wrote(&log, "B more"),
               "the strip has a legend");
     int swatch_a = count_color(img, (viz_rect){cl.diff.x, cl.diff_legend_y - cl.diff_row_h, cl.diff.w, cl.diff_row_h},
                                KEY_ACCENT, FLAT_TOL);
@@ -242,21 +199,21 @@ static void test_roles(void)
     viz_source *s = roles_run(strs);
     viz_view v = view_at(25 * MS);   /* the chief evaluating */
     v.placement = 1;
-    text_log log;
-    cairo_surface_t *img = draw_logged(s, &v, &log);
-    dump(img, "roles-eval");
+    vizpix_text log;
+    cairo_surface_t *img = vizpix_draw_logged(s, &v, &log);
+    vizpix_dump(img, "VIZ_TEACH_DUMP", "roles-eval");
     viz_ctx c;
     viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
     viz_rect card = c.lay.cluster;
     viz_ctx_end(&c);
-    CHECK_MSG(wrote(&log, "client"), "placement: the client is named");
+    CHECK_MSG(vizpix_wrote(&log, "client"), "placement: the client is named");
     CHECK_MSG(strstr(log.all, "the launcher (downpour cluster) that started the cluster") != NULL,
               "... as the launcher that started the cluster");
-    CHECK_MSG(wrote(&log, "/job:worker/task:0 \xe2\x98\x85 chief") && wrote(&log, "master service:"),
+    CHECK_MSG(vizpix_wrote(&log, "/job:worker/task:0 \xe2\x98\x85 chief") && vizpix_wrote(&log, "master service:"),
               "the chief and its master service");
-    CHECK_MSG(wrote(&log, "initialise") && wrote(&log, "global step 1") && wrote(&log, "checkpoints"),
+    CHECK_MSG(vizpix_wrote(&log, "initialise") && vizpix_wrote(&log, "global step 1") && vizpix_wrote(&log, "checkpoints"),
               "the chief's master duties: initialise, the global step (1), checkpoints");
-    CHECK_MSG(wrote(&log, "evaluating") && !wrote(&log, "evaluation"),
+    CHECK_MSG(vizpix_wrote(&log, "evaluating") && !vizpix_wrote(&log, "evaluation"),
               "while the chief evaluates, its duty says evaluating (not evaluation)");
     int ev_px = count_color(img, card, KEY_EVALUATING, FLAT_TOL);
     CHECK_MSG(ev_px >= 150, "... filled in the evaluating colour (%d px)", ev_px);
@@ -267,15 +224,15 @@ static void test_roles(void)
               "the ps and the other worker have a line each");
     cairo_surface_destroy(img);
     v.t = 15 * MS;   /* not evaluating: the duty is outlined, not filled */
-    img = draw_logged(s, &v, &log);
-    dump(img, "roles-idle");
-    CHECK_MSG(wrote(&log, "evaluation") && !wrote(&log, "evaluating"), "not evaluating: evaluation, as a duty");
+    img = vizpix_draw_logged(s, &v, &log);
+    vizpix_dump(img, "VIZ_TEACH_DUMP", "roles-idle");
+    CHECK_MSG(vizpix_wrote(&log, "evaluation") && !vizpix_wrote(&log, "evaluating"), "not evaluating: evaluation, as a duty");
     ev_px = count_color(img, card, KEY_EVALUATING, FLAT_TOL);
     CHECK_MSG(ev_px == 0, "... and nothing in the evaluating colour (%d px)", ev_px);
     cairo_surface_destroy(img);
     v.t = 36 * MS;
-    img = draw_logged(s, &v, &log);
-    CHECK_MSG(wrote(&log, "checkpointing"), "a checkpoint just written: checkpointing");
+    img = vizpix_draw_logged(s, &v, &log);
+    CHECK_MSG(vizpix_wrote(&log, "checkpointing"), "a checkpoint just written: checkpointing");
     cairo_surface_destroy(img);
     viz_source_free(s);
     evt_strtab_free(strs);
@@ -298,9 +255,9 @@ static void test_fork_chooser(void)
               ch[0].set, ch[1].set, ch[2].set, ch[3].set);
     viz_view v = view_at(6 * MS);
     v.fork_menu = 2;
-    text_log log;
-    cairo_surface_t *img = draw_logged(s, &v, &log);
-    dump(img, "fork-chooser");
+    vizpix_text log;
+    cairo_surface_t *img = vizpix_draw_logged(s, &v, &log);
+    vizpix_dump(img, "VIZ_TEACH_DUMP", "fork-chooser");
     viz_ctx c;
     viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
     viz_rect card, rows[VIZ_FORK_CHOICES];
@@ -310,8 +267,8 @@ static void test_fork_chooser(void)
     int on = count_color(img, rows[1], KEY_ACCENT, FLAT_TOL), off = count_color(img, rows[0], KEY_ACCENT, FLAT_TOL);
     CHECK_MSG(on >= 0.6 * a1, "the highlighted choice (2) is filled in the accent blue (%d of %.0f px)", on, a1);
     CHECK_MSG(off < 0.05 * a1, "... the others are not (%d px)", off);
-    CHECK_MSG(wrote(&log, "Fork at global step 7: change one key") && wrote(&log, "switch to async") &&
-                  wrote(&log, "mode=async"), "the card names the step, each choice and its key");
+    CHECK_MSG(vizpix_wrote(&log, "Fork at global step 7: change one key") && vizpix_wrote(&log, "switch to async") &&
+                  vizpix_wrote(&log, "mode=async"), "the card names the step, each choice and its key");
     cairo_surface_destroy(img);
     viz_source_free(s);
     s = viz_source_new_mem(strs, "{\"engine\":\"real\",\"mode\":\"async\"}");
@@ -330,11 +287,11 @@ static void test_help_keys(void)
     viz_source *s = roles_run(strs);
     viz_view v = view_at(25 * MS);
     v.help = 1;
-    text_log log;
-    cairo_surface_t *img = draw_logged(s, &v, &log);
+    vizpix_text log;
+    cairo_surface_t *img = vizpix_draw_logged(s, &v, &log);
     static const char *const keys[] = {"space", "p", "s", "e", "E", "f", "t", "h", "F11", "q / Esc"};
     for (size_t i = 0; i < DP_ARRAY_LEN(keys); i++)
-        CHECK_MSG(wrote(&log, keys[i]), "the help card lists key %s", keys[i]);
+        CHECK_MSG(vizpix_wrote(&log, keys[i]), "the help card lists key %s", keys[i]);
     CHECK_MSG(strstr(log.all, "fork from here") != NULL, "... f is fork from here");
     CHECK_MSG(strstr(log.all, "caption history") != NULL && strstr(log.all, "captions on / off") != NULL,
               "... e and E are the captions and their history");
@@ -351,9 +308,9 @@ static void test_dense_slow(void)
     start(s, strs, 0, 100);
     for (int w = 0; w < 100; w++) ev(s, EVT_COMPUTE_BEGIN, EVT_JOB_WORKER, w, 5 * MS + w, -1, 0, 0);
     viz_view v = view_at(10 * MS);
-    text_log log;
-    cairo_surface_t *img = draw_logged(s, &v, &log);
-    dump(img, "dense-slow");
+    vizpix_text log;
+    cairo_surface_t *img = vizpix_draw_logged(s, &v, &log);
+    vizpix_dump(img, "VIZ_TEACH_DUMP", "dense-slow");
     viz_ctx c;
     viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
     CHECK_MSG(c.lay.dense && c.lay.cell >= 4, "100 workers: the dense grid, cells of %.1f px", c.lay.cell);
@@ -416,9 +373,9 @@ static void test_device_lanes(void)
     evt_strtab *strs = evt_strtab_new();
     viz_source *s = devices_run(strs);
     viz_view v = view_at(20 * MS);
-    text_log log;
-    cairo_surface_t *img = draw_logged(s, &v, &log);
-    dump(img, "device-lanes");
+    vizpix_text log;
+    cairo_surface_t *img = vizpix_draw_logged(s, &v, &log);
+    vizpix_dump(img, "VIZ_TEACH_DUMP", "device-lanes");
     viz_ctx c;
     viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
     double sc = c.lay.s;
@@ -455,7 +412,7 @@ static void test_device_lanes(void)
     }
     CHECK_MSG(runs == 4 && next == 4, "4 lanes side by side in the box, each with its device's colour, in order "
               "(%d runs, %d in order)", runs, next);
-    CHECK_MSG(wrote(&log, "CPU:0") && wrote(&log, "CPU:1") && wrote(&log, "GPU:0") && wrote(&log, "GPU:1"),
+    CHECK_MSG(vizpix_wrote(&log, "CPU:0") && vizpix_wrote(&log, "CPU:1") && vizpix_wrote(&log, "GPU:0") && vizpix_wrote(&log, "GPU:1"),
               "each lane is labelled with its device");
     /* worker 1, one device: its box keeps the step line, and nothing is green at the lanes' place */
     viz_rect inner1 = {b1.x + 4 * sc, b1.y + 4 * sc, b1.w - 8 * sc, b1.h - 8 * sc}, lane1[4];

@@ -9,6 +9,9 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "viz/internal.h"
 
@@ -100,6 +103,52 @@ static inline void frame_close(viz_ctx *c, cairo_surface_t *img)
 {
     viz_ctx_end(c);
     cairo_surface_destroy(img);
+}
+
+/* ---- what a frame wrote: viz_text's test hook (test_viz_teach.c, test_viz_machine.c) --- */
+typedef struct vizpix_text { char all[16384]; size_t len; } vizpix_text;
+
+static inline void vizpix_log_text(void *ctx, const char *full, const char *shown, double px, int cut)
+{
+    vizpix_text *t = ctx;
+    (void)full;
+    (void)px;
+    (void)cut;
+    int n = snprintf(t->all + t->len, sizeof t->all - t->len, "%s\n", shown);
+    if (n > 0 && t->len + (size_t)n < sizeof t->all) t->len += (size_t)n;
+}
+
+/* Draws v of s on a new image surface, logging every text line it shows into log. */
+static inline cairo_surface_t *vizpix_draw_logged(viz_source *s, const viz_view *v, vizpix_text *log)
+{
+    memset(log, 0, sizeof *log);
+    cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, v->width, v->height);
+    cairo_t *cr = cairo_create(img);
+    viz_text_hook_set(cr, vizpix_log_text, log);
+    viz_draw(cr, s, v);
+    cairo_destroy(cr);
+    cairo_surface_flush(img);
+    return img;
+}
+
+/* 1 when the frame wrote a text line equal to want. */
+static inline int vizpix_wrote(const vizpix_text *t, const char *want)
+{
+    size_t n = strlen(want);
+    for (const char *p = t->all; (p = strstr(p, want)); p += n)
+        if ((p == t->all || p[-1] == '\n') && p[n] == '\n') return 1;
+    return 0;
+}
+
+/* Writes img to $ENV/NAME.png when the environment variable env names a folder (to look
+ * at what a test drew); nothing otherwise. */
+static inline void vizpix_dump(cairo_surface_t *img, const char *env, const char *name)
+{
+    const char *dir = getenv(env);
+    char path[512];
+    if (!dir) return;
+    snprintf(path, sizeof path, "%s/%s.png", dir, name);
+    if (cairo_surface_write_to_png(img, path) != CAIRO_STATUS_SUCCESS) fprintf(stderr, "cannot write %s\n", path);
 }
 
 #endif

@@ -555,6 +555,10 @@ void viz_draw_cluster(viz_ctx *c)
         else for (int p = 0; p < l->n_ps; p++) draw_ps(c, p);
         return;
     }
+    if (l->machine) {
+        viz_draw_machine(c);
+        return;
+    }
     draw_edges(c);
     if (l->compact_ps) viz_draw_ps_cells(c);
     else for (int p = 0; p < l->n_ps; p++) draw_ps(c, p);

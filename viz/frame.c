@@ -2,7 +2,8 @@
  * with its end by (worker, message id, direction), positioned later by interpolating
  * between the two times), gradients dropped as stale (shown dying at the ps for a
  * moment), variables just updated (flash), compute progress and the staleness of each
- * worker's latest gradient. Built from the events in a window around t that is as wide
+ * worker's latest gradient; on one machine, copies between devices (in flight or landed
+ * within 8 flash windows, about a step) and the compute run open on each device. Built from the events in a window around t that is as wide
  * as the longest message, so nothing in flight is missed. Dense clusters skip packets. */
 #include <math.h>
 #include <stdlib.h>
@@ -32,14 +33,48 @@ static void add_packet(viz_frame *f, const viz_packet *p)
     f->pk[f->n_pk++] = *p;
 }
 
+static void add_copy(viz_frame *f, const evt_record *e)
+{
+    if (f->n_cp == f->cap_cp) {
+        f->cap_cp = f->cap_cp ? 2 * f->cap_cp : 32;
+        f->cp = xrealloc(f->cp, (size_t)f->cap_cp * sizeof *f->cp);
+    }
+    f->cp[f->n_cp++] = (viz_copy){e->kind == EVT_PUSH_BEGIN, e->str, e->device, e->var, e->t,
+                                  (int64_t)e->id, e->bytes};   /* t1 holds the id until matched */
+}
+
+/* The compute run on e's device: opened at its begin, closed at its end (both up to t). */
+static void note_run(viz_frame *f, const evt_record *e)
+{
+    int i = 0;
+    while (i < f->n_run && f->run_dev[i] != e->device) i++;
+    if (e->kind == EVT_COMPUTE_END) {
+        if (i < f->n_run) f->run_op[i] = 0, f->run_dev[i] = 0;
+        return;
+    }
+    if (i == f->n_run) {
+        for (i = 0; i < f->n_run && f->run_dev[i]; i++) {}
+        if (i == f->n_run && f->n_run == VIZ_MACHINE_DEVICES) return;
+        if (i == f->n_run) f->n_run++;
+    }
+    f->run_dev[i] = e->device;
+    f->run_op[i] = e->var;
+}
+
 static void scan_cb(void *ctx, const evt_record *e)
 {
     scan_ctx *c = ctx;
     viz_model *m = &c->s->m;
     int nw = m->n_workers;
+    if (!c->dense && e->t <= c->t && e->device && e->job == EVT_JOB_WORKER &&
+        (e->kind == EVT_COMPUTE_BEGIN || e->kind == EVT_COMPUTE_END))
+        note_run(c->f, e);
     switch (e->kind) {
     case EVT_PULL_BEGIN:
     case EVT_PUSH_BEGIN:
+        if (m->local && !c->dense && e->t <= c->t && e->job == EVT_JOB_WORKER && e->task == 0 &&
+            e->peer < 0 && e->str && e->device)
+            add_copy(c->f, e);
         if (c->dense || e->t > c->t || e->job != EVT_JOB_WORKER || e->task < 0 || e->task >= nw ||
             e->peer < 0 || e->peer >= m->n_ps)
             break;
@@ -133,6 +168,8 @@ void viz_frame_build(viz_source *s, const evt_state *st, int64_t t, viz_frame *f
     int64_t flash = mean_push > m->bw ? mean_push : m->bw;
     int64_t w = m->max_dur > 0 ? m->max_dur : m->bw;
     int64_t back = dense ? flash : (w > flash ? w : flash);
+    int64_t recent = 8 * flash;   /* copies stay drawn this long after landing (about a step) */
+    if (m->local && !dense && back < recent) back = recent;
     c.flash_from = t - flash;
     viz_source_scan(s, t - back, dense ? t : t + w, dense ? 20000 : VIZ_SCAN_MAX, scan_cb, &c);
     if (c.n_ends) qsort(c.ends, c.n_ends, sizeof *c.ends, cmp_end);
@@ -157,6 +194,17 @@ void viz_frame_build(viz_source *s, const evt_state *st, int64_t t, viz_frame *f
         f->pk[keep++] = p;
     }
     f->n_pk = keep;
+    /* Copies: keep those in flight and those landed within the flash window (a still frame
+     * then shows the step's flow). Ends are matched as packets' are (one task: task 0). */
+    keep = 0;
+    for (int i = 0; i < f->n_cp; i++) {
+        viz_copy p = f->cp[i];
+        const evt_record *e = find_end(&c, 0, p.is_push ? EVT_PUSH_END : EVT_PULL_END, (uint64_t)p.t1);
+        p.t1 = e ? e->t : p.t0 + 1;
+        if (p.t1 < t - recent || (!e && !viz_source_is_live(s))) continue;
+        f->cp[keep++] = p;
+    }
+    f->n_cp = keep;
     for (int k = 0; !dense && k < nw; k++) {
         if (c.comp_t0[k] < 0) continue;
         for (size_t i = 0; i < c.n_ends; i++) {
@@ -175,6 +223,7 @@ void viz_frame_build(viz_source *s, const evt_state *st, int64_t t, viz_frame *f
 void viz_frame_release(viz_frame *f)
 {
     free(f->pk);
+    free(f->cp);
     free(f->flash);
     free(f->progress);
     free(f->staleness);

@@ -28,9 +28,13 @@ typedef struct viz_headless_opts {
     int width, height;           /* frame size; 0 (default): 1280x720, 1920x1080 in projector mode */
     int placement;               /* draw the placement view instead of the cluster */
     int projector;               /* projector mode (viz_view.projector) */
+    int describe;                /* --out: also write where each device's box went, one
+                                  * "device CPU:1 X,Y,W,H #RRGGBB" line each (one machine;
+                                  * viz_machine_describe); `render` sets it from the
+                                  * environment's DOWNPOUR_RENDER_LAYOUT=1, a test hook */
 } viz_headless_opts;
 
-/* Fills o with the defaults above. */
+/* Fills o with the defaults above (describe from DOWNPOUR_RENDER_LAYOUT). */
 void viz_headless_opts_init(viz_headless_opts *o);
 
 /* Does what o asks. Results go to out: "wrote N events to PATH" (synthetic), "wrote N

@@ -53,6 +53,8 @@ typedef struct viz_model {
     viz_series wloss;         /* k=2*VIZ_LOSS_WORKERS */
     viz_series gstep;         /* k=1, max: global step reached in the bucket (-1 none) */
     viz_series ps_bytes;      /* k=2*VIZ_PS_SERIES: bytes pulled from / pushed to each ps */
+    viz_series copy_bytes;    /* k=2*VIZ_MACHINE_DEVICES: bytes copied into each device (by its
+                               * index in devs): forward copies, gradients */
     viz_series stale;         /* k=VIZ_STALE_BINS+1: applies per staleness bin, then drops */
     viz_series lane;          /* k=VIZ_MAX_LANES*VIZ_N_ACT: ns of each activity */
     viz_series agg;           /* k=VIZ_N_ACT: ns summed over all workers */
@@ -63,6 +65,7 @@ typedef struct viz_model {
     viz_taskdev *devs; int n_devs, cap_devs;
     int n_ps, n_workers;      /* largest task index + 1 seen */
     int chief;                /* worker index of the chief (0) */
+    int local;                /* "engine": "local" (metadata or the cluster's config) */
     int has_paced;            /* a PACED_BEGIN was seen: the paced legend entries show */
     int has_eval;             /* an EVAL was seen: the evaluating legend entries show */
     int64_t t_start;          /* the first CLUSTER_START (the run's start), -1 none */
@@ -117,6 +120,11 @@ void viz_model_ps_rates(const viz_model *m, int b, int span, int n_ps, double *r
  * buckets (a sliding window), so it is cheap enough for every frame. */
 double viz_model_ps_rate_peak(const viz_model *m, int span, int n_ps, const int *group,
                               int n_groups);
+/* The same for copies between devices: bytes/s into each of the first n devices of devs
+ * (forward copies rate[2d], gradients rate[2d + 1]); rate is the caller's, 2 * n long. */
+void viz_model_copy_rates(const viz_model *m, int b, int span, int n, double *rate);
+/* Whether the run is one machine (`downpour local`): engine local, no ps, one task. */
+int viz_model_one_machine(const viz_model *m);
 /* Buckets to average rates over: about 1.5 global steps (16 .. nb/4). */
 int viz_model_rate_span(const viz_model *m);
 /* Devices of task (job, task) in order of appearance: fills ids (up to max), returns
@@ -172,8 +180,20 @@ typedef struct viz_packet {
     uint64_t id;
 } viz_packet;
 
+/* A copy between two devices of one task (`downpour local`: a transfer with no peer, from
+ * device src to device dst, string ids); var the tensor's name. */
+typedef struct viz_copy {
+    int is_push;                             /* a gradient on its way to its variable */
+    uint32_t src, dst, var;
+    int64_t t0, t1, bytes;                   /* t1 <= t: landed a moment ago */
+} viz_copy;
+
 typedef struct viz_frame {
     viz_packet *pk; int n_pk, cap_pk;
+    viz_copy *cp; int n_cp, cap_cp;          /* device copies in flight or just landed */
+    /* compute runs open at t, per device (string ids): op is the begin event's var (the
+     * op it starts with), 0 when the trace does not name it */
+    uint32_t run_dev[VIZ_MACHINE_DEVICES], run_op[VIZ_MACHINE_DEVICES]; int n_run;
     int64_t *flash;          /* [n_vars]: time of the latest apply in the window, -1 */
     double *progress;        /* [n_workers]: compute progress 0..1, -1 not computing */
     double *staleness;       /* [n_workers]: staleness of its latest gradient, -1 unknown */
@@ -238,6 +258,8 @@ void viz_draw_cluster(viz_ctx *c);          /* draw.c */
  * with line height lh (out: n long). */
 #define VIZ_MAX_DEVICE_LANES 8
 void viz_device_lanes(viz_rect inner, double lh, double s, int n, viz_rect *out);
+/* One machine (lay.machine): the task's box, its devices and the copies between them. */
+void viz_draw_machine(viz_ctx *c);          /* machine.c */
 void viz_draw_packets(viz_ctx *c);          /* packets.c: transfers in flight, their key */
 void viz_draw_ps_cells(viz_ctx *c);         /* pscells.c: compact ps row */
 void viz_draw_ps_col_bands(viz_ctx *c);     /* pscells.c: dense traffic per column of cells */

@@ -247,6 +247,30 @@ static void layout_workers(viz_layout *l)
     l->barrier_y = y0 - fmax(gap, 8 * s);
 }
 
+/* One machine: the task's box takes the cluster area (no ps row above it); inside, a
+ * title and a phase line, the band the copies arc through, one row of device boxes as
+ * tall as the rest allows, and a legend line. */
+static void layout_machine(viz_layout *l, int n_dev)
+{
+    double s = l->s, pad = 10 * s;
+    viz_rect c = l->cluster;
+    double bw = fmin(c.w - 2 * pad, 1100 * s), bh = c.h - pad;
+    viz_rect b = {c.x + (c.w - bw) / 2, c.y + pad * 0.5, bw, bh};
+    l->machine = 1;
+    l->worker_box[0] = b;
+    l->barrier_y = b.y;
+    int n = n_dev < VIZ_MACHINE_DEVICES ? n_dev : VIZ_MACHINE_DEVICES;
+    l->n_device_boxes = n;
+    double top = b.y + l->font * 3.4, bottom = b.y + b.h - l->font_small * 1.9;
+    double row_h = fmin((bottom - top) * 0.58, 220 * s), band_h = bottom - top - row_h;
+    l->copy_band = (viz_rect){b.x + pad, top, b.w - 2 * pad, band_h};
+    l->legend_y = b.y + b.h - l->font_small * 0.7;
+    double gap = 1.5 * pad, row_y = top + band_h;
+    double dw = fmin((b.w - 2 * pad - (n - 1) * gap) / (n > 0 ? n : 1), 240 * s);
+    double x0 = b.x + (b.w - n * dw - (n - 1) * gap) / 2;
+    for (int i = 0; i < n; i++) l->device_box[i] = (viz_rect){x0 + i * (dw + gap), row_y, dw, row_h};
+}
+
 void viz_layout_compute(const viz_layout_input *in, viz_layout *l)
 {
     viz_layout_compute_mode(in, VIZ_LAYOUT_NORMAL, l);
@@ -278,7 +302,8 @@ void viz_layout_compute_mode(const viz_layout_input *in, int mode, viz_layout *l
                         ? xcalloc((size_t)l->n_workers + 1, sizeof *l->worker_box) : NULL;
     layout_frame(in, l);
     layout_ps(in, l);
-    layout_workers(l);
+    if (in->machine_devices > 0 && l->n_ps == 0 && l->n_workers == 1) layout_machine(l, in->machine_devices);
+    else layout_workers(l);
 }
 
 double viz_layout_min_font(const viz_layout *l)
@@ -356,4 +381,21 @@ viz_point viz_layout_packet_pos(const viz_layout *l, int ps, int worker, int is_
     double off = (is_push ? 1 : -1) * 5 * l->s;
     double nx = len > 0 ? -dy / len : 0, ny = len > 0 ? dx / len : 0;
     return (viz_point){a.x + dx * frac + nx * off, a.y + dy * frac + ny * off};
+}
+
+viz_point viz_layout_copy_pos(const viz_layout *l, int src, int dst, int is_push, double frac)
+{
+    if (!l->machine || src < 0 || dst < 0 || src >= l->n_device_boxes || dst >= l->n_device_boxes)
+        return (viz_point){0, 0};
+    viz_rect a = l->device_box[src], b = l->device_box[dst];
+    double side = (is_push ? 0.18 : -0.18);
+    viz_point p0 = {a.x + a.w * (0.5 + side), a.y}, p2 = {b.x + b.w * (0.5 + side), b.y};
+    /* the arc's peak: higher for farther devices, forward copies above gradients */
+    double span = fabs((double)(dst - src)) / (l->n_device_boxes > 1 ? l->n_device_boxes - 1 : 1);
+    double lift = l->copy_band.h * (0.35 + 0.6 * span) * (is_push ? 0.7 : 1.0);
+    viz_point p1 = {(p0.x + p2.x) / 2, a.y - 2 * lift};   /* a quadratic peaks half-way */
+    frac = clampd(frac, 0, 1);
+    double u = 1 - frac;
+    return (viz_point){u * u * p0.x + 2 * u * frac * p1.x + frac * frac * p2.x,
+                       u * u * p0.y + 2 * u * frac * p1.y + frac * frac * p2.y};
 }

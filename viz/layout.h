@@ -32,7 +32,12 @@ typedef struct viz_layout_input {
     const int64_t *var_bytes;/* [n_vars] */
     int side_panels;         /* 1: right-hand panels; 0 (compare halves): none */
     int timeline_lanes;      /* lanes wanted in the timeline (tasks + aggregate) */
+    int machine_devices;     /* one machine (`downpour local`: no ps, one task): its device
+                              * count, drawn as boxes inside one large task box; 0 otherwise */
 } viz_layout_input;
+
+/* One machine's devices drawn as boxes, at most this many (the rest are not drawn). */
+#define VIZ_MACHINE_DEVICES 8
 
 /* Projector mode: no text below this many pixels, whatever the frame size. */
 #define VIZ_PROJECTOR_FONT 18.0
@@ -69,6 +74,13 @@ typedef struct viz_layout {
     int grid_cols, grid_rows;
     double cell;             /* dense: cell size (cells are square, gap included) */
     double barrier_y;        /* y of the barrier line above the workers */
+    /* One machine (machine_devices > 0): worker_box[0] is the task's box, large and
+     * centred; its devices are boxes in one row along its lower part, under the band where
+     * copies between them arc (copy_band), and above a legend line (legend_y baseline). */
+    int machine, n_device_boxes;
+    viz_rect device_box[VIZ_MACHINE_DEVICES];
+    viz_rect copy_band;
+    double legend_y;
 } viz_layout;
 
 /* The smallest font size, in pixels, that any text of a frame with layout l may use:
@@ -116,6 +128,12 @@ typedef struct viz_compare_layout {
 } viz_compare_layout;
 #define VIZ_DIFF_ROWS 3
 void viz_layout_compare(int width, int height, double dpr, viz_compare_layout *out);
+
+/* One machine: a point on the arc that carries a copy from device box src to device box
+ * dst at frac (0 at src, 1 at dst): forward copies (is_push 0) leave and land left of a
+ * box's centre on a higher arc, gradients right of it on a lower one, so both directions
+ * between two devices stay apart. */
+viz_point viz_layout_copy_pos(const viz_layout *l, int src, int dst, int is_push, double frac);
 
 int viz_rect_contains(viz_rect r, double x, double y);
 

@@ -55,6 +55,7 @@ void viz_model_init(viz_model *m, int64_t duration_hint)
     series_init(&m->wloss, 2 * VIZ_LOSS_WORKERS, 0);
     series_init(&m->gstep, 1, 1);
     series_init(&m->ps_bytes, 2 * VIZ_PS_SERIES, 0);
+    series_init(&m->copy_bytes, 2 * VIZ_MACHINE_DEVICES, 0);
     series_init(&m->stale, VIZ_STALE_BINS + 1, 0);
     series_init(&m->lane, VIZ_MAX_LANES * VIZ_N_ACT, 0);
     series_init(&m->agg, VIZ_N_ACT, 0);
@@ -67,7 +68,8 @@ void viz_model_init(viz_model *m, int64_t duration_hint)
 
 void viz_model_release(viz_model *m)
 {
-    viz_series *all[] = {&m->loss, &m->wloss, &m->gstep, &m->ps_bytes, &m->stale, &m->lane, &m->agg};
+    viz_series *all[] = {&m->loss, &m->wloss, &m->gstep, &m->ps_bytes, &m->copy_bytes, &m->stale,
+                         &m->lane, &m->agg};
     for (size_t i = 0; i < DP_ARRAY_LEN(all); i++) free(all[i]->v);
     free(m->marks);
     free(m->evals);
@@ -86,8 +88,8 @@ void viz_model_release(viz_model *m)
 static void grow_to(viz_model *m, int64_t t)
 {
     while (t / m->bw >= VIZ_BUCKETS) {
-        viz_series *all[] = {&m->loss, &m->wloss, &m->gstep, &m->ps_bytes, &m->stale, &m->lane,
-                             &m->agg};
+        viz_series *all[] = {&m->loss, &m->wloss, &m->gstep, &m->ps_bytes, &m->copy_bytes,
+                             &m->stale, &m->lane, &m->agg};
         for (size_t i = 0; i < DP_ARRAY_LEN(all); i++) series_halve(all[i]);
         m->bw *= 2;
         m->nb = (m->nb + 1) / 2;
@@ -292,6 +294,8 @@ static void device(viz_model *m, int job, int task, uint32_t dev)
 
 static void mode_from_json(viz_model *m, json_t *o)
 {
+    const char *eng = json_string_value(json_object_get(o, "engine"));
+    if (eng && !strcmp(eng, "local")) m->local = 1;   /* one machine: `downpour local` */
     const char *mode = json_string_value(json_object_get(o, "mode"));
     if (!mode) return;
     json_int_t backup = json_integer_value(json_object_get(o, "backup_workers"));
@@ -554,6 +558,10 @@ void viz_model_add(viz_model *m, const evt_record *e, const char *(*str)(const v
         activity(m, e->job, e->task, act, 0, t);
         if (e->peer >= 0) activity(m, EVT_JOB_PS, e->peer, act, 0, t);
         traffic(m, b, e->peer, push, e->bytes);
+        if (e->peer < 0 && e->str && e->device && e->bytes > 0) {   /* a copy between devices */
+            int d = viz_model_device_index(m, e->device);
+            if (d >= 0 && d < VIZ_MACHINE_DEVICES) *at(&m->copy_bytes, b, 2 * d + push) += (double)e->bytes;
+        }
         if (e->dur > m->max_dur) m->max_dur = e->dur;
         if (e->dur > 0) {
             m->dur_sum[push] += (double)e->dur;
@@ -651,6 +659,25 @@ void viz_model_ps_rates(const viz_model *m, int b, int span, int n_ps, double *r
         rate[2 * p] = wt * sum[0] / per_s;
         rate[2 * p + 1] = wt * sum[1] / per_s;
     }
+}
+
+void viz_model_copy_rates(const viz_model *m, int b, int span, int n, double *rate)
+{
+    double per_s = (double)(span > 0 ? span : 1) * (double)m->bw / 1e9;
+    const viz_series *sr = &m->copy_bytes;
+    for (int d = 0; d < n; d++) {
+        double sum[2] = {0, 0};
+        for (int i = b - span + 1; i <= b && d < VIZ_MACHINE_DEVICES; i++)
+            if (i >= 0 && i < VIZ_BUCKETS)
+                for (int k = 0; k < 2; k++) sum[k] += sr->v[(size_t)i * sr->k + 2 * d + k];
+        rate[2 * d] = sum[0] / per_s;
+        rate[2 * d + 1] = sum[1] / per_s;
+    }
+}
+
+int viz_model_one_machine(const viz_model *m)
+{
+    return m->local && m->n_ps == 0 && m->n_workers <= 1;
 }
 
 double viz_model_ps_rate_peak(const viz_model *m, int span, int n_ps, const int *group,

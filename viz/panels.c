@@ -364,12 +364,56 @@ static void traffic_row(viz_ctx *c, viz_rect row, double lw, double fs, int p, c
     }
 }
 
+/* One machine: no ps, so the panel counts the copies between its devices instead,
+ * bytes/s into each device (forward copies | gradients), a row per device. */
+static void draw_copy_traffic(viz_ctx *c, viz_rect r)
+{
+    cairo_t *cr = c->cr;
+    const viz_model *m = &c->src->m;
+    uint32_t ids[VIZ_MACHINE_DEVICES];
+    int n = viz_model_task_devices(m, EVT_JOB_WORKER, 0, ids, VIZ_MACHINE_DEVICES);
+    double rate[2 * VIZ_MACHINE_DEVICES] = {0}, dev_rate[2 * VIZ_MACHINE_DEVICES] = {0}, total = 0, mx = 1;
+    viz_model_copy_rates(m, viz_model_bucket(m, c->t), viz_model_rate_span(m), VIZ_MACHINE_DEVICES, rate);
+    for (int i = 0; i < n; i++) {   /* the series is by catalogue index, rows by the task's order */
+        int d = viz_model_device_index(m, ids[i]);
+        if (d < 0 || d >= VIZ_MACHINE_DEVICES) continue;
+        dev_rate[2 * i] = rate[2 * d];
+        dev_rate[2 * i + 1] = rate[2 * d + 1];
+        total += rate[2 * d] + rate[2 * d + 1];
+        mx = fmax(mx, rate[2 * d] + rate[2 * d + 1]);
+    }
+    char val[48], tmp[32];
+    viz_fmt_bytes(tmp, sizeof tmp, total);
+    snprintf(val, sizeof val, "%s/s", tmp);
+    viz_rect p = panel(c, r, "device copies (in: copy | grad)", val);
+    double rh = p.h / (n > 0 ? n : 1), fs = viz_layout_font(&c->lay, fmin(c->lay.font_small, rh * 0.9));
+    viz_font(cr, fs, 0);
+    double lw = viz_text_width(cr, "CPU:0") + fs * 0.6;
+    for (int i = 0; i < n; i++) {
+        viz_rect row = {p.x, p.y + i * rh, p.w, rh};
+        viz_set(cr, VIZ_MUTED);
+        if (rh >= fs * 0.8)
+            viz_text(cr, row.x, row.y + rh * 0.5 + fs * 0.35, viz_device_short(viz_source_string(c->src, ids[i])), 0, lw);
+        double w0 = (row.w - lw) * dev_rate[2 * i] / mx, w1 = (row.w - lw) * dev_rate[2 * i + 1] / mx;
+        viz_set(cr, viz_phase_color(EVT_PHASE_PULLING));
+        cairo_rectangle(cr, row.x + lw, row.y + rh * 0.15, w0, rh * 0.7);
+        cairo_fill(cr);
+        viz_set(cr, viz_phase_color(EVT_PHASE_PUSHING));
+        cairo_rectangle(cr, row.x + lw + w0, row.y + rh * 0.15, w1, rh * 0.7);
+        cairo_fill(cr);
+    }
+}
+
 /* Bytes/s per ps. When a row per ps would not be readable, the busiest ps (in one or two
  * columns, busiest first) and an "others (N ps)" line with their mean and maximum. */
 static void draw_traffic(viz_ctx *c, viz_rect r)
 {
     cairo_t *cr = c->cr;
     const viz_model *m = &c->src->m;
+    if (c->lay.machine) {
+        draw_copy_traffic(c, r);
+        return;
+    }
     int n = m->n_ps, span = viz_model_rate_span(m);
     double *rate = xcalloc(2 * (size_t)n + 2, sizeof *rate), total = 0, mx = 1, mean;
     viz_model_ps_rates(m, viz_model_bucket(m, c->t), span, n, rate);

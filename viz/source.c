@@ -87,6 +87,14 @@ void viz_source_append(viz_source *s, const evt_record *e)
     }
     s->ev[s->n++] = *e;
     viz_model_add(&s->m, e, mem_str, s->strs);
+    /* A live run has no trace metadata: its lesson rides in CLUSTER_START's config. */
+    if (e->kind == EVT_CLUSTER_START && !viz_lesson_present(s)) {
+        const char *cfg = mem_str(s->strs, e->str);
+        if (cfg && strstr(cfg, "\"lesson\"")) {
+            viz_lesson_free(s->lesson);
+            s->lesson = viz_lesson_new(cfg);
+        }
+    }
 }
 
 int viz_source_pump(viz_source *s, char *err)

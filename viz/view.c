@@ -39,7 +39,10 @@ void viz_ctx_begin(viz_ctx *c, cairo_t *cr, viz_source *s, const viz_view *v, in
     }
     int lanes = n_ps + n_w;
     if (lanes > m->n_lanes) lanes = m->n_lanes + 1;
-    viz_layout_input in = {w, h, v->dpr, n_ps, n_w, m->n_vars, vps, vb, side_panels, lanes};
+    uint32_t devs[VIZ_MACHINE_DEVICES];
+    int machine = viz_model_one_machine(m) && n_ps == 0 && n_w == 1
+                      ? viz_model_task_devices(m, EVT_JOB_WORKER, 0, devs, VIZ_MACHINE_DEVICES) : 0;
+    viz_layout_input in = {w, h, v->dpr, n_ps, n_w, m->n_vars, vps, vb, side_panels, lanes, machine};
     viz_layout_compute_mode(&in, v->projector ? VIZ_LAYOUT_PROJECTOR : VIZ_LAYOUT_NORMAL, &c->lay);
     free(vps);
     free(vb);

@@ -133,6 +133,11 @@ int viz_render_sheet(viz_source *s, const char *path, const char *title, char *e
 
 /* Draws into a new ARGB32 image surface (caller destroys it). */
 cairo_surface_t *viz_render_image(viz_source *s, const viz_view *view);
+/* One machine (`downpour local`): where the frame for view puts each device's box, one
+ * line per device into buf ("device CPU:1 X,Y,W,H #RRGGBB": its rectangle in pixels and
+ * its colour, that of the box's header), for tests that read the pixels. Returns the
+ * number of devices drawn (0 when the frame is not one machine's). */
+int viz_machine_describe(viz_source *s, const viz_view *view, char *buf, size_t n);
 
 /* ---- the window (viz/app.c) ------------------------------------------------------------ */
 typedef struct viz_app_options {
