@@ -44,6 +44,27 @@ PY
     check "$name: caption track: $msg" test "${msg#ok }" != "$msg"
 done
 
+# Every lesson ships its notes and a recording of each of its variants (a [compare] key
+# with N values: N recordings, else one, "--run"), and its notes name the command to run it.
+for f in scenarios/lessons/*.ini; do
+    name=$(basename "$f" .ini)
+    check "$name: notes in docs/lessons/$name.md name its run command" grep -q "downpour run scenarios/lessons/$name.ini" "docs/lessons/$name.md"
+    want=$(python3 - "$f" <<'PY'
+import sys
+# vary = KEY: V1, V2, ... lines of [compare] (one or more: their product), read plainly
+sec, n = '', 1
+for line in open(sys.argv[1]):
+    line = line.split(';', 1)[0].strip()
+    if line.startswith('['): sec = line
+    elif sec == '[compare]' and line.startswith('vary') and ':' in line:
+        n *= len([x for x in line.split(':', 1)[1].split(',') if x.strip()])
+print(n)
+PY
+)
+    got=$(ls scenarios/recorded/lesson-$name--*.dptrace 2>/dev/null | wc -l)
+    check "$name: $want recording(s) in scenarios/recorded/ ($got)" test "$got" -eq "$want"
+done
+
 # The text form: one line per caption, the authored ones marked "lesson"; bad input.
 f=scenarios/lessons/05-sync-vs-async.ini
 $DOWNPOUR trace captions "$TMP/05-sync-vs-async/trace.dptrace" >"$TMP/c.txt" 2>&1
