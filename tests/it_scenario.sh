@@ -91,7 +91,7 @@ check "run --check exits 1 when any file is invalid" test $? -eq 1
 
 # --- the key table is the single source ------------------------------------------------
 "$DOWNPOUR" keys --json >"$TMP/keys.json"
-for c in cluster task sim; do "$DOWNPOUR" $c --help >"$TMP/help-$c.txt" 2>&1; done
+for c in cluster task sim local; do "$DOWNPOUR" $c --help >"$TMP/help-$c.txt" 2>&1; done
 python3 - "$DOWNPOUR" "$TMP" <<'PY' >"$TMP/keys.out"
 import json, subprocess, sys
 D, T = sys.argv[1], sys.argv[2]
@@ -100,7 +100,8 @@ examples = {'bytes': '10MB', 'bandwidth': '1Gbit', 'time': '1s', 'straggler': 'w
             'int': None, 'real': None, 'enum': None, 'bool': None}
 text = {'fail': 'worker:0@step=5', 'trace': T + '/x.dptrace', 'summary': T + '/s.json',
         'hub': '127.0.0.1:1', 'checkpoint_dir': T + '/ck', 'calibrate_from': 'tests/data/real_sync_1ps_2w.trace',
-        'data': 'synthetic', 'compute': 'constant:mean=10ms', 'trace_level': 'full'}
+        'data': 'synthetic', 'compute': 'constant:mean=10ms', 'trace_level': 'full',
+        'device_for': 'hidden/*=/cpu:0'}
 def value(k):
     if k['type'] == 'bool': return None
     if k['name'] in text: return text[k['name']]
@@ -111,7 +112,7 @@ def line(ok, what): print(('ok   ' if ok else 'FAIL ') + what)
 for k in keys:
     v = value(k)
     flag = [k['flag']] + ([v] if v is not None else [])
-    for cmd in ('cluster', 'task', 'sim'):
+    for cmd in ('cluster', 'task', 'sim', 'local'):
         rc = subprocess.run([D, cmd] + flag + ['--help'], capture_output=True).returncode
         help_has = (' ' + k['flag'] + ' ') in open(T + '/help-' + cmd + '.txt').read()
         if cmd in k['commands']:
@@ -136,6 +137,8 @@ for k in keys:
         line(r.returncode == 1 and ('belongs in [%s]' % sec) in r.stderr,
              '%s in [%s] is refused: it belongs in [%s]' % (k['name'], other, sec))
 PY
+rc=$?
+check "the key-table checker ran to its end (rc $rc)" test $rc -eq 0
 while IFS= read -r l; do
     case "$l" in "ok   "*) ok "${l#ok   }";; *) bad "${l#FAIL }";; esac
 done <"$TMP/keys.out"
