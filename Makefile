@@ -100,10 +100,10 @@ test: check-deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) ./tests/run.sh
 
-# test-gpu: the GPU tests; each prints "skipped: no CUDA device (...)" without one.
-# >>> GPU_TESTS: the device layer's GPU forward/backward/100-step comparisons go here
-# (a tests/test_*.c binary as $(BUILD)/tests/NAME, or a tests/it_*.sh script). <<<
-GPU_TESTS = $(BUILD)/tests/test_gpu
+# test-gpu: the GPU tests; each prints "skipped: no CUDA device (...)" without one:
+# test_gpu (kernels, SGEMM and an MLP's forward and backward against the CPU) and it_gpu.sh
+# (the device layer: placement log, a 100-step run GPU vs CPU, towers over the GPUs).
+GPU_TESTS = $(BUILD)/tests/test_gpu tests/it_gpu.sh
 test-gpu: check-deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) ./tests/run.sh $(GPU_TESTS)

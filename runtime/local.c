@@ -302,6 +302,7 @@ static int train(lc_run *r, int64_t *steps, double *loss_out, char *err)
         if (r->in) {
             evt_record e = rt_instr_record(r->in, EVT_COMPUTE_BEGIN);
             e.device = rt_instr_str(r->in, dev_name(r->devs, tw_var_device(r->tw)));
+            e.var = rt_instr_str(r->in, apply_scope[r->cfg->optimizer]);  /* the apply ops' scope */
             e.step = s;
             rt_instr_emit(r->in, &e);
         }
@@ -309,6 +310,7 @@ static int train(lc_run *r, int64_t *steps, double *loss_out, char *err)
         if (r->in) {
             evt_record e = rt_instr_record(r->in, EVT_COMPUTE_END);
             e.device = rt_instr_str(r->in, dev_name(r->devs, tw_var_device(r->tw)));
+            e.var = rt_instr_str(r->in, apply_scope[r->cfg->optimizer]);
             e.step = s;
             e.dur = e.t - t0;
             rt_instr_emit(r->in, &e);

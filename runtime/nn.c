@@ -533,10 +533,15 @@ static void run_ops(nn_net *net, int last)
             net->t[o].at = 1ull << d;
             net->t[o].host_ok = dev_kind_of(net->devs, d) == DEV_CPU;
         }
-        if (h->compute) h->compute(h->ctx, d, 1);
+        /* the run is named by its first op that computes (not an input placeholder) */
+        int label = op;
+        while (label < end && (!op_present(net, label) || !strcmp(graph_op_type((graph_op)label), "Placeholder")))
+            label++;
+        if (label == end) label = op;
+        if (h->compute) h->compute(h->ctx, d, label, 1);
         seg_arg a = {net, d, op, end, 0};
         dev_call(net->devs, d, run_segment, &a);
-        if (h->compute) h->compute(h->ctx, d, 0);
+        if (h->compute) h->compute(h->ctx, d, label, 0);
         op = end;
     }
 }

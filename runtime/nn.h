@@ -33,8 +33,9 @@ typedef struct nn_place {
  * runs nn_train_step, never on a device thread). */
 typedef struct nn_hooks {
     void *ctx;
-    /* a run of consecutive ops on device dev begins (begin = 1) or ends (0) */
-    void (*compute)(void *ctx, int dev, int begin);
+    /* a run of consecutive ops on device dev, the first of them `op` (a graph_op, or -1
+     * for work outside the graph), begins (begin = 1) or ends (0) */
+    void (*compute)(void *ctx, int dev, int op, int begin);
     /* tensor `name` (bytes) is copied from device src to dst; grad: a gradient on its way
      * back to its variable's device (else a forward copy: variable, input, activation) */
     void (*copy)(void *ctx, const char *name, int src, int dst, size_t bytes, int grad, int begin);

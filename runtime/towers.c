@@ -40,17 +40,32 @@ struct tw_set {
     int64_t step;
 };
 
-static void on_compute(void *ctx, int dev, int begin)
+/* name in this tower: "tower_1/hidden/MatMul", or name itself for a lone replica. */
+static const char *in_tower(const tw_tower *w, const char *name, char *buf, size_t n)
 {
-    tw_tower *w = ctx;
+    snprintf(buf, n, "%s%s%s", w->prefix, w->prefix[0] ? "/" : "", name);
+    return buf;
+}
+
+/* COMPUTE_BEGIN/END on the device; var names the run's first op ("tower_1/hidden/MatMul",
+ * or "average_gradients" for the averaging). */
+static void compute_event(tw_tower *w, int dev, const char *op, int begin)
+{
     rt_instr *in = w->set->in;
     if (!in) return;
     evt_record e = rt_instr_record(in, begin ? EVT_COMPUTE_BEGIN : EVT_COMPUTE_END);
+    e.var = rt_instr_str(in, op);
     e.device = w->set->dev_ids[dev];
     e.step = w->set->step;
     if (begin) w->t_compute = e.t;
     else e.dur = e.t - w->t_compute;
     rt_instr_emit(in, &e);
+}
+
+static void on_compute(void *ctx, int dev, int op, int begin)
+{
+    char name[160];
+    compute_event(ctx, dev, in_tower(ctx, op >= 0 ? graph_op_name((graph_op)op) : "", name, sizeof name), begin);
 }
 
 static void on_copy(void *ctx, const char *name, int src, int dst, size_t bytes, int grad, int begin)
@@ -61,8 +76,7 @@ static void on_copy(void *ctx, const char *name, int src, int dst, size_t bytes,
     evt_kind k = grad ? (begin ? EVT_PUSH_BEGIN : EVT_PUSH_END) : (begin ? EVT_PULL_BEGIN : EVT_PULL_END);
     evt_record e = rt_instr_record(in, k);
     char full[160];
-    snprintf(full, sizeof full, "%s%s%s", w->prefix, w->prefix[0] ? "/" : "", name);
-    e.var = rt_instr_str(in, grad ? name : full);
+    e.var = rt_instr_str(in, grad ? name : in_tower(w, name, full, sizeof full));
     e.device = w->set->dev_ids[dst];
     e.str = w->set->dev_ids[src];
     e.bytes = (int64_t)bytes;
@@ -107,7 +121,7 @@ static int place_tower(tw_set *t, tw_tower *w, const rt_config *cfg, int strateg
         else def = first;
         if (fwd != op) def = w->place.op[fwd];   /* colocated with its forward op */
         char name[160];
-        snprintf(name, sizeof name, "%s%s%s", w->prefix, w->prefix[0] ? "/" : "", graph_op_name((graph_op)op));
+        in_tower(w, graph_op_name((graph_op)op), name, sizeof name);
         int d = graph_op_in((graph_op)op, t->model, partitioned)
                     ? dev_place(t->devs, rules, n_rules, name, def, cfg->allow_soft, NULL, err)
                     : def;
@@ -243,9 +257,9 @@ float tw_step(tw_set *t, float *const *params, float *const *grads, const float 
     if (t->n > 1) {
         avg_arg a = {t, batch};
         tw_tower *w0 = &t->tw[0];
-        on_compute(w0, t->var_dev, 1);
+        compute_event(w0, t->var_dev, "average_gradients", 1);
         dev_call(t->devs, t->var_dev, average_on, &a);
-        on_compute(w0, t->var_dev, 0);
+        compute_event(w0, t->var_dev, "average_gradients", 0);
     }
     return (float)(loss / batch);
 }

@@ -171,4 +171,22 @@ out=$(machine_boxes towers 4)
 check "render of a towers trace on 4 CPU devices: 4 device boxes, each headed in its colour ($out)" test "$out" = "4 4 4"
 out=$(machine_boxes split 2)
 check "render of a split trace on 2 CPU devices: 2 device boxes ($out)" test "$out" = "2 2 2"
+
+# Every compute span names what runs: an op of the run's own placement log (the first of
+# the run of ops on that device), average_gradients or the optimizer's apply scope.
+for st in towers split; do
+    $L --strategy $st --cpu-devices 2 --steps 5 --log-device-placement --trace "$TMP/op-$st.dptrace" \
+        >/dev/null 2>"$TMP/op-$st.log"
+    $DOWNPOUR trace export --chrome "$TMP/op-$st.json" "$TMP/op-$st.dptrace" 2>/dev/null
+    msg=$(python3 - "$TMP/op-$st.json" "$TMP/op-$st.log" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))['traceEvents']
+ops = {l.split(': (')[0] for l in open(sys.argv[2]) if ': (' in l} | {'average_gradients', 'GradientDescent'}
+names = [e['args'].get('var') for e in ev if e.get('name') == 'compute']
+bad = sorted({str(n) for n in names if n not in ops})
+print('ok' if names and not bad else 'bad', len(names), 'spans', 'unnamed or unknown: ' + ', '.join(bad[:4]) if bad else '')
+PY
+)
+    check "$st: every compute span names its op ($msg)" test "${msg%% *}" = ok
+done
 done_tests

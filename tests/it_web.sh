@@ -124,6 +124,20 @@ stop "$PID_S"
 check "two pages of their own at one moment get the same bytes" [ "$(val "$TMP/share.txt" same_bytes)" = 1 ]
 check "... drawn once: frames_rendered = 1" [ "$(val "$TMP/share.txt" frames_rendered)" = 1 ]
 
+# The page's drawing and sending threads run at nice 10 (field 19 of /proc/PID/task/TID/
+# stat), so they take only what training and the hub leave; the server's other threads do not.
+serve N "$T" --listen 127.0.0.1:0 --size 480x270
+curl -s -N "${URL_N}stream?id=nice" >/dev/null 2>&1 &
+CURL=$!
+sleep 1
+nices=$(for st in /proc/$PID_N/task/*/stat; do sed 's/^.*) //' "$st" | awk '{print $17}'; done | sort | uniq -c | tr '\n' ' ')
+kill "$CURL" 2>/dev/null; wait "$CURL" 2>/dev/null
+stop "$PID_N"
+n10=$(awk '{for (i = 1; i < NF; i += 2) if ($(i+1) == 10) print $i}' <<<"$nices")
+n0=$(awk '{for (i = 1; i < NF; i += 2) if ($(i+1) == 0) print $i}' <<<"$nices")
+check "the player and the page's connection thread run at nice 10 (count nice: $nices)" test "${n10:-0}" -ge 2
+check "... the main thread does not" test "${n0:-0}" -ge 1
+
 serve F "$T" --listen 127.0.0.1:0 --size ${W}x$H --follow --paused --at 2.5
 timeout 60 $CLIENT follow "$URL_F" "$TMP" >"$TMP/follow.txt" 2>&1
 stop "$PID_F"

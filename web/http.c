@@ -102,6 +102,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     DP_UNUSED(pos);
     if (!s->started) {
         s->started = 1;
+        web_yield_cpu(); /* this connection's thread */
         size_t n = strlen(WEB_STREAM_START);
         dp_assert("web: stream buffer holds the first delimiter", max >= n);
         memcpy(buf, WEB_STREAM_START, n);

@@ -164,4 +164,10 @@ void web_share_host(char *buf, size_t n);
 /* ---- page.c ------------------------------------------------------------------------- */
 extern const char web_page_html[];
 
+/* Lowers the calling thread's CPU priority (nice WEB_NICE, Linux: per thread): the page's
+ * drawing and sending take only what training, the hub and the projector leave. Called
+ * once by the player thread and by each connection's thread. */
+#define WEB_NICE 10
+void web_yield_cpu(void);
+
 #endif

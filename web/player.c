@@ -5,12 +5,16 @@
  * The viz source is used by this thread only; HTTP threads reach it through cursors and
  * queued controls under web_server.mu. Nothing here ever waits on a page. */
 #include <cairo.h>
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/dp.h"
 #include "web/internal.h"
@@ -411,8 +415,16 @@ void web_server_note(web_server *w, char *buf, size_t n)
     pthread_mutex_unlock(&w->mu);
 }
 
+void web_yield_cpu(void)
+{
+    /* PRIO_PROCESS with a thread id sets that thread's nice value alone (Linux). */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), WEB_NICE) != 0)
+        dp_log(DP_LOG_DEBUG, "web", "cannot lower a thread's priority: %s", strerror(errno));
+}
+
 static void *player_main(void *arg)
 {
+    web_yield_cpu();
     player p = {arg, dp_now_ns(), -1, 0, 0};
     web_server *w = p.w;
     uint64_t period = (uint64_t)(1e9 / w->opt.fps), next = dp_now_ns();
