@@ -41,14 +41,11 @@ n=$(grep -c 'no display for --view: running headless' "$TMP/nd3.err")
 check "... saying once that it runs headless ($n lines)" test "$n" -eq 1
 check "... and starting no viewer" bash -c "! grep -qE 'viewer|downpour: view:' '$TMP/nd3.err'"
 
-if ! command -v Xvfb >/dev/null; then
-    skip "Xvfb is not installed (apt-get install xvfb): cluster --view is not tested"
+if ! start_xvfb; then
+    skip "Xvfb is not installed or does not start (apt-get install xvfb): cluster --view is not tested"
     done_tests; exit
 fi
-N=$((90 + RANDOM % 100))
-Xvfb :$N -screen 0 1280x800x24 >/dev/null 2>&1 &
-XV=$!
-sleep 1
+N=$DISP
 SYN="--data synthetic --model mlp --hidden 32 --quiet"
 # The viewer closes mid-run: training goes on.
 DISPLAY=:$N $DOWNPOUR cluster --ps 1 --workers 2 --steps 3000 $SYN --view >"$TMP/v1.json" 2>"$TMP/v1.err" &
@@ -73,5 +70,5 @@ check "the viewer is still open after the run (pid ${VIEW:-none})" test -n "$VIE
 [ -n "$VIEW" ] && kill "$VIEW"
 wait $RUN
 check "launcher exits 0 once the viewer closes" test $? -eq 0
-kill $XV 2>/dev/null
+kill $XVFB 2>/dev/null
 done_tests

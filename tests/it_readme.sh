@@ -17,15 +17,11 @@ command -v Xvfb >/dev/null || { skip "Xvfb is not installed (apt-get install xvf
 # `make asan` it carries the sanitizer flags a plain relink would lose).
 make -s --no-print-directory BUILD="$BUILD" -o "$BUILD/downpour" install PREFIX="$TMP/prefix" >"$TMP/install.log" 2>&1
 check "make install PREFIX=... installs downpour into PREFIX/bin" test -x "$TMP/prefix/bin/downpour"
-[ -x "$TMP/prefix/bin/downpour" ] || { cat "$TMP/install.log"; kill "$XV" 2>/dev/null; done_tests; exit 1; }
+[ -x "$TMP/prefix/bin/downpour" ] || { cat "$TMP/install.log"; kill "$XVFB" 2>/dev/null; done_tests; exit 1; }
 export PATH="$TMP/prefix/bin:$PATH"
 check "downpour is on PATH after make install" bash -c 'command -v downpour | grep -q prefix/bin/downpour'
 
-DISP=$(( 500 + RANDOM % 400 ))
-while [ -e "/tmp/.X11-unix/X$DISP" ] || [ -e "/tmp/.X$DISP-lock" ]; do DISP=$((DISP + 1)); done
-Xvfb ":$DISP" -screen 0 1280x800x24 -nolisten tcp >"$TMP/xvfb.log" 2>&1 &
-XV=$!
-sleep 1
+start_xvfb || { skip "Xvfb does not start: the tour's windows need it"; done_tests; exit; }
 export DISPLAY=":$DISP"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -113,5 +109,5 @@ while IFS=$'\t' read -r block cmd; do
     if [ $rc -eq 0 ]; then ok "tour: $c"; else bad "tour: $c (rc $rc): $(tail -n 2 "$TMP/cmd-$n.err")"; fi
 done <"$TMP/tour.txt"
 flush_block
-kill "$XV" 2>/dev/null
+kill "$XVFB" 2>/dev/null
 done_tests

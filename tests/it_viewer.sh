@@ -64,16 +64,11 @@ print(sum(test(x, y) for y in range(max(0, y0), min(a[1], y1)) for x in range(ma
 PY
 }
 
-if ! command -v Xvfb >/dev/null 2>&1; then
-    skip "Xvfb is not installed (apt-get install xvfb): the window is not tested"
+if ! start_xvfb; then
+    skip "Xvfb is not installed or does not start (apt-get install xvfb): the window is not tested"
     done_tests
     exit 0
 fi
-DISP=$(( 90 + RANDOM % 400 ))
-while [ -e "/tmp/.X11-unix/X$DISP" ] || [ -e "/tmp/.X$DISP-lock" ]; do DISP=$((DISP + 1)); done
-Xvfb ":$DISP" -screen 0 1280x800x24 -nolisten tcp >"$TMP/xvfb.log" 2>&1 &
-XVFB=$!
-for _ in $(seq 50); do [ -e "/tmp/.X11-unix/X$DISP" ] && break; sleep 0.1; done
 export DISPLAY=":$DISP"
 
 # ---- replay with scripted keys --------------------------------------------------------

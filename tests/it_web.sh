@@ -236,14 +236,9 @@ check "the normal client kept receiving: >= 10 frames after the drop, no errors"
     [ "$(val "$TMP/slow.txt" fast_frames_after_drop)" -ge 10 -a "$(val "$TMP/slow.txt" fast_errors)" = 0 ]
 
 # ---- (f) downpour view TRACE --serve ADDR --follow: the window and the page -------------------
-if ! command -v Xvfb >/dev/null 2>&1; then
-    skip "Xvfb is not installed: view --serve is not tested"
+if ! start_xvfb; then
+    skip "Xvfb is not installed or does not start: view --serve is not tested"
 else
-    DISP=$(( 500 + RANDOM % 400 ))
-    while [ -e "/tmp/.X11-unix/X$DISP" ] || [ -e "/tmp/.X$DISP-lock" ]; do DISP=$((DISP + 1)); done
-    Xvfb ":$DISP" -screen 0 1280x800x24 -nolisten tcp >"$TMP/xvfb.log" 2>&1 &
-    XVFB=$!
-    for _ in $(seq 50); do [ -e "/tmp/.X11-unix/X$DISP" ] && break; sleep 0.1; done
     mkdir -p "$TMP/vs"
     DISPLAY=":$DISP" ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 60 "$DOWNPOUR" view "$T" --paused --at 2.5 \
         --size 1280x720 --serve 127.0.0.1:0 --follow --screenshot-dir "$TMP/vs" \

@@ -45,4 +45,16 @@ alive_matching() {
     done
     return 0
 }
+# start_xvfb: starts Xvfb (1280x800x24, no TCP) on a free display from 90 up; sets DISP
+# (the number) and XVFB (its PID, ours to kill) and waits for its socket. Returns 1 when
+# Xvfb is not installed or did not come up in 5 s (the caller skips, saying why).
+start_xvfb() {
+    command -v Xvfb >/dev/null 2>&1 || return 1
+    DISP=$(( 90 + RANDOM % 800 ))
+    while [ -e "/tmp/.X11-unix/X$DISP" ] || [ -e "/tmp/.X$DISP-lock" ]; do DISP=$((DISP + 1)); done
+    Xvfb ":$DISP" -screen 0 1280x800x24 -nolisten tcp >"$TMP/xvfb.log" 2>&1 &
+    XVFB=$!
+    for _ in $(seq 50); do [ -e "/tmp/.X11-unix/X$DISP" ] && return 0; sleep 0.1; done
+    return 1
+}
 done_tests() { echo "$PASS passed, $FAIL failed, $SKIP skipped"; [ "$FAIL" -eq 0 ]; }
