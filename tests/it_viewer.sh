@@ -18,38 +18,11 @@ cd "$(dirname "$0")/.." || exit 1
 #     than TOL, leaving out the second box when given
 pixels() {
     python3 - "$@" <<'PY'
-import struct, sys, zlib
-def load(path):
-    data = open(path, 'rb').read()
-    assert data[:8] == b'\x89PNG\r\n\x1a\n', path
-    pos, idat = 8, b''
-    while pos < len(data):
-        n, typ = struct.unpack('>I4s', data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        if typ == b'IHDR':
-            w, h, depth, ctype = struct.unpack('>IIBB', body[:10])
-            bpp = {6: 4, 2: 3}[ctype]
-        elif typ == b'IDAT':
-            idat += body
-        pos += 12 + n
-    raw, stride, prev, rows = zlib.decompress(idat), w * bpp, bytearray(w * bpp), []
-    for y in range(h):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            c = prev[i - bpp] if i >= bpp else 0
-            u = prev[i]
-            if f == 1: line[i] = (line[i] + a) & 255
-            elif f == 2: line[i] = (line[i] + u) & 255
-            elif f == 3: line[i] = (line[i] + (a + u) // 2) & 255
-            elif f == 4:
-                p = a + u - c; pa, pb, pc = abs(p - a), abs(p - u), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else u if pb <= pc else c)) & 255
-        rows.append(line); prev = line
-    return w, h, bpp, rows
+import sys
+sys.path.insert(0, 'tests')
+from png_compare import load   # (w, h, RGB rows): the one PNG reader of the tests
 def px(img, x, y):
-    w, h, bpp, rows = img
-    return rows[y][x * bpp:x * bpp + 3]
+    return img[2][y][3 * x:3 * x + 3]
 mode, args = sys.argv[1], sys.argv[2:]
 if mode == 'color':
     a = load(args[0]); ref = list(map(int, args[1:4])); tol, x0, y0, x1, y1 = map(int, args[4:9])
