@@ -50,6 +50,9 @@ static void usage(FILE *f)
                "--worker_hosts=h:p,... [training flags]\n"
                "       TF_CONFIG='{\"cluster\":{...},\"task\":{\"type\":\"worker\",\"index\":1}}' downpour task [training flags]\n\n"
                "Runs one task of a cluster. Every task of a cluster must get the same training flags.\n"
+               "With TF_CONFIG, --job_name and --task_index override its task (as TensorFlow's\n"
+               "TFConfigClusterResolver does); --ps_hosts/--worker_hosts replace TF_CONFIG entirely.\n"
+               "IPv6 addresses go in brackets: [::1]:2222.\n"
                "A worker waits for its ps tasks (--connect-timeout) and logs while it waits.\n\n"
                "training flags:\n");
     rt_config_usage(f, RT_FLAG_TRAIN);
@@ -79,33 +82,16 @@ int cmd_task(int argc, char **argv)
     cluster_spec spec = {0};
     dp_job job = JOB_WORKER;
     int index = 0;
-    const char *tf_config = getenv("TF_CONFIG");
-    if (t.ps_hosts || t.worker_hosts || !tf_config || !*tf_config) {
-        if (!t.job[0] || !t.have_index || !t.ps_hosts || !t.worker_hosts) {
-            fprintf(stderr, "downpour: task: need --job_name, --task_index, --ps_hosts and "
-                            "--worker_hosts (or TF_CONFIG); see --help\n");
-            return 2;
-        }
-        if (spec_job_parse(t.job, &job)) {
-            fprintf(stderr, "downpour: task: --job_name: \"%s\" is not ps or worker\n", t.job);
-            return 2;
-        }
-        if (spec_from_flags(&spec, t.ps_hosts, t.worker_hosts, err)) {
-            fprintf(stderr, "downpour: task: %s\n", err);
-            return 2;
-        }
-        index = (int)t.index;
-    } else if (spec_from_tf_config(tf_config, &spec, &job, &index, err)) {
+    spec_task_args args = {
+        .job_name = t.job[0] ? t.job : NULL, .task_index = t.have_index ? t.index : -1,
+        .ps_hosts = t.ps_hosts, .worker_hosts = t.worker_hosts, .tf_config = getenv("TF_CONFIG"),
+    };
+    char note[DP_ERRLEN];
+    if (spec_resolve(&args, &spec, &job, &index, note, sizeof note, err)) {
         fprintf(stderr, "downpour: task: %s\n", err);
         return 2;
     }
-    int n = job == JOB_PS ? spec.n_ps : spec.n_workers;
-    if (index >= n) {
-        fprintf(stderr, "downpour: task: --task_index %d is outside the %d %s tasks of the cluster\n",
-                index, n, spec_job_name(job));
-        spec_release(&spec);
-        return 2;
-    }
+    if (note[0]) fprintf(stderr, "downpour: task: %s\n", note);
     cfg.n_ps = spec.n_ps;
     cfg.n_workers = spec.n_workers;
     if (rt_config_check(&cfg, err)) {

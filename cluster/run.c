@@ -87,8 +87,11 @@ static const run_key keys[] = {
      "one-way latency per message"},
     {"straggler", "faults", RUN_T_STRAGGLER, "worker:IxF", NULL, NULL, 1, 1000, 0, NULL, CTS, 1,
      "slow-worker", "worker I computes F times slower (a list, or repeat the flag; none clears)"},
-    {"fail", "faults", RUN_T_TEXT, "JOB:I@step=N", NULL, NULL, 0, 0, 0, NULL, S, 1, NULL,
-     "a task dies at a step or time (@t=T), optionally ,restart=T"},
+    {"fail", "faults", RUN_T_TEXT, "JOB:I@step=N", NULL, NULL, 0, 0, 0, NULL, C | S, 1, "kill",
+     "a task dies at a step (worker: its own, ps: the global step) or time (@time=T), "
+     "optionally ,restart=T (repeat the flag)"},
+    {"barrier_timeout", "faults", RUN_T_TIME, "T", "60s", NULL, 0, 86400, 0, NULL, CT, 0, NULL,
+     "sync: the run stops with an error when a step waits this long for a replica (0: never)"},
     {"pace", "pace", RUN_T_TIME, "T", "0", NULL, 0, 3600, 0, NULL, CT, 0, NULL,
      "every worker step takes at least T (e.g. 200ms), to watch live; 0: off"},
     /* flags only: where the run goes and how it talks */
@@ -103,6 +106,10 @@ static const run_key keys[] = {
      "print TensorFlow's device placement log"},
     {"checkpoint_dir", NULL, RUN_T_TEXT, "DIR", NULL, NULL, 0, 0, 0, NULL, CTL, 0, NULL,
      "write checkpoints; resume from one"},
+    {"save_checkpoint_steps", NULL, RUN_T_INT, "N", "0", NULL, 0, 1e9, 0, NULL, CT, 0, NULL,
+     "with --checkpoint-dir: also save every N global steps (0: only at the end; the last 5 kept)"},
+    {"save_checkpoint_secs", NULL, RUN_T_INT, "S", "0", NULL, 0, 1e9, 0, NULL, CT, 0, NULL,
+     "with --checkpoint-dir: also save every S seconds (0: off)"},
     {"connect_timeout", NULL, RUN_T_INT, "S", "60", NULL, 1, 86400, 0, NULL, CT, 0, NULL,
      "seconds a worker waits for its ps"},
     {"log_every", NULL, RUN_T_INT, "N", "100", NULL, 1, 1e9, 0, NULL, CTL, 0, NULL,
@@ -249,6 +256,71 @@ static int parse_straggler(const run_key *k, const char *s, const char *what, ru
     out->worker = (int)idx;
     out->factor = f;
     return DP_OK;
+}
+
+/* "worker:7" / "ps:0" at the start of s: characters consumed, or -1. */
+static int parse_fault_task(const char *s, int *job, int *task)
+{
+    int off;
+    if (!strncmp(s, "worker:", 7)) { *job = JOB_WORKER; off = 7; }
+    else if (!strncmp(s, "ps:", 3)) { *job = JOB_PS; off = 3; }
+    else return -1;
+    if (s[off] < '0' || s[off] > '9') return -1;
+    long v = 0;
+    int i = off;
+    for (; s[i] >= '0' && s[i] <= '9'; i++) {
+        v = v * 10 + (s[i] - '0');
+        if (v > 1000000) return -1;
+    }
+    *task = (int)v;
+    return i;
+}
+
+int run_fault_parse(const char *s, const char *what, run_fault *out, char *err)
+{
+    const char *usage = "JOB:I@step=N or JOB:I@time=T, optionally ,restart=T; e.g. worker:1@step=200";
+    int job, task;
+    int n = s ? parse_fault_task(s, &job, &task) : -1;
+    if (n < 0 || s[n] != '@') return dp_fail(err, DP_EINVAL, "%s: \"%s\" is not %s", what, s ? s : "", usage);
+    memset(out, 0, sizeof *out);
+    out->job = job;
+    out->task = task;
+    out->at_step = -1;
+    out->at_s = -1;
+    out->restart_s = -1;
+    char buf[128], w2[96];
+    if (strlen(s + n + 1) >= sizeof buf) return dp_fail(err, DP_EINVAL, "%s: \"%s\" is too long", what, s);
+    snprintf(buf, sizeof buf, "%s", s + n + 1);
+    char *restart = strstr(buf, ",restart=");
+    if (restart) {
+        *restart = 0;
+        snprintf(w2, sizeof w2, "%s restart", what);
+        int rc = dp_parse_time(restart + 9, w2, &out->restart_s, err);
+        if (rc) return rc;
+    }
+    const char *at = !strncmp(buf, "time=", 5) ? buf + 5 : !strncmp(buf, "t=", 2) ? buf + 2 : NULL;
+    if (!strncmp(buf, "step=", 5)) {
+        long long v;
+        if (dp_parse_int(buf + 5, &v) || v < 0)
+            return dp_fail(err, DP_EINVAL, "%s: step \"%s\" is not a non-negative integer", what, buf + 5);
+        out->at_step = v;
+    } else if (at) {
+        snprintf(w2, sizeof w2, "%s time", what);
+        int rc = dp_parse_time(at, w2, &out->at_s, err);
+        if (rc) return rc;
+    } else {
+        return dp_fail(err, DP_EINVAL, "%s: \"%s\" is not %s", what, s, usage);
+    }
+    return DP_OK;
+}
+
+void run_fault_format(const run_fault *f, char *buf, size_t n)
+{
+    int o = snprintf(buf, n, "%s:%d@", f->job == JOB_PS ? "ps" : "worker", f->task);
+    if (o < 0 || (size_t)o >= n) return;
+    if (f->at_step >= 0) o += snprintf(buf + o, n - (size_t)o, "step=%lld", (long long)f->at_step);
+    else o += snprintf(buf + o, n - (size_t)o, "time=%.9gs", f->at_s);
+    if (f->restart_s >= 0 && (size_t)o < n) snprintf(buf + o, n - (size_t)o, ",restart=%.9gs", f->restart_s);
 }
 
 int run_value_parse(const run_key *k, const char *text, const char *what, run_value *out, char *err)
@@ -477,7 +549,7 @@ void run_usage(FILE *f, int cmd)
         const char *def = run_key_default(k, engine);
         fprintf(f, "  %-24s %s", left, k->help);
         if (def && k->type != RUN_T_BOOL) fprintf(f, " (default %s)", def);
-        if (k->alias) fprintf(f, "; --%s is an older spelling, accepted for one release", k->alias);
+        if (k->alias) fprintf(f, "; also accepted as --%s", k->alias);
         fputc('\n', f);
     }
 }

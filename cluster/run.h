@@ -27,6 +27,25 @@ enum run_cmd { RUN_CMD_CLUSTER = 1, RUN_CMD_TASK = 2, RUN_CMD_SIM = 4, RUN_CMD_L
 typedef struct run_straggler { int worker; double factor; } run_straggler;
 #define RUN_MAX_STRAGGLERS 64
 
+/* A fault to inject, the same for both engines (`--fail`, alias `--kill`; the key
+ * "fail" in [faults]): JOB:I@step=N | JOB:I@time=T (also @t=T) [,restart=T]. A worker
+ * dies when it reaches local step N, a ps when the global step reaches N, or either at
+ * T after the start; with restart it comes back that long after its death. */
+typedef struct run_fault {
+    int job;            /* JOB_PS or JOB_WORKER (cluster/spec.h) */
+    int task;
+    int64_t at_step;    /* -1 when by time */
+    double at_s;        /* -1 when by step */
+    double restart_s;   /* -1: never */
+} run_fault;
+#define RUN_MAX_FAULTS 64
+
+/* Parses one fault; `what` names the flag or key in messages ("--kill"). Returns 0, or
+ * DP_EINVAL with a one-line message naming `what`, the text and the syntax. */
+int run_fault_parse(const char *s, const char *what, run_fault *out, char *err);
+/* Writes f back in the syntax run_fault_parse reads ("worker:1@step=200,restart=2s"). */
+void run_fault_format(const run_fault *f, char *buf, size_t n);
+
 /* What both engines share. Embedded by the engines' configs through RUN_DESC_FIELDS in an
  * anonymous union with a run_desc (so `cfg->n_ps` and `&cfg->run` both work). */
 #define RUN_DESC_FIELDS                                                                     \

@@ -95,6 +95,12 @@ int sync_acc_count(const sync_acc *a)
     return a->count;
 }
 
+int sync_acc_holds(const sync_acc *a, int worker)
+{
+    if (worker < 0 || worker >= a->n_workers) return 0;
+    return (a->held[worker >> 6] >> (worker & 63)) & 1;
+}
+
 int sync_acc_offer(sync_acc *a, int worker, int64_t local_step, const float *g)
 {
     assert(((void)"sync_acc_offer: worker index out of range", worker >= 0 && worker < a->n_workers));

@@ -61,6 +61,10 @@ int sync_acc_take(sync_acc *a, float *mean_out, int *workers);
 /* Number of gradients accepted for the current step so far. */
 int sync_acc_count(const sync_acc *a);
 
+/* 1 if worker's gradient for the current step is in (0 for a worker outside
+ * 0..n_workers-1): who a stalled step still waits for. */
+int sync_acc_holds(const sync_acc *a, int worker);
+
 /* ---- async --------------------------------------------------------------------------
  * staleness of a gradient = version at apply - version the worker read.  The version
  * of a variable counts the gradients applied to it. */

@@ -20,7 +20,7 @@
 #include "events/trace.h"
 
 static const char *const rule_names[EVT_CAPTION_RULE_COUNT] = {
-    "failure", "recovery", "drop", "staleness", "eval", "checkpoint", "straggler",
+    "failure", "recovery", "barrier_timeout", "drop", "staleness", "eval", "checkpoint", "straggler",
     "ssp_wait", "barrier", "first_step", "cluster", "pace",
 };
 
@@ -482,6 +482,19 @@ static int rule_recovery(evt_captioner *c, const evt_record *e)
     return emit(c, EVT_CAPTION_RECOVERY, e->t, "%s recovers after %s down", who, down);
 }
 
+/* --barrier-timeout: a sync step waited too long for a lost replica and the run stops. */
+static int rule_barrier_timeout(evt_captioner *c, const evt_record *e)
+{
+    char secs[40];
+    fmt_secs(secs, sizeof secs, e->value);
+    if (e->peer < 0)
+        return emit(c, EVT_CAPTION_TIMEOUT, e->t, "worker %d gives up at step %lld after %s at the barrier: "
+                    "the run stops", e->task, (long long)e->step, secs);
+    return emit(c, EVT_CAPTION_TIMEOUT, e->t, "worker %d gives up waiting %s for worker %d at step %lld: "
+                "sync needs every replica without backup workers, so the run stops", e->task, secs, e->peer,
+                (long long)e->step);
+}
+
 /* Compute times over a window of about EVT_CAPTION_STRAGGLER_STEPS steps a worker: when it
  * closes, the slowest worker is named if its mean is EVT_CAPTION_STRAGGLER_RATIO times the
  * others' (the mean of their means). */
@@ -632,6 +645,7 @@ int evt_captioner_add(evt_captioner *c, const evt_record *e)
     case EVT_PACED_BEGIN: return is_w ? rule_pace(c, e) : 0;
     case EVT_FAILURE: return rule_failure(c, e);
     case EVT_RECOVERY: return rule_recovery(c, e);
+    case EVT_BARRIER_TIMEOUT: return rule_barrier_timeout(c, e);
     default: return 0;
     }
 }

@@ -24,6 +24,7 @@
 typedef enum evt_caption_rule {
     EVT_CAPTION_FAILURE = 0,   /* "worker 2 fails: simulated failure (--fail)" */
     EVT_CAPTION_RECOVERY,      /* "worker 2 recovers after 3.0 s down" */
+    EVT_CAPTION_TIMEOUT,       /* "worker 0 gives up waiting 3.0 s for worker 1 at step 20: ..." */
     EVT_CAPTION_DROP,          /* "worker 3's gradient for step 105 arrived at step 149: dropped as stale" */
     EVT_CAPTION_STALENESS,     /* "worker 1 read hidden/weights at v57 and pushed at v60: staleness 3" */
     EVT_CAPTION_EVAL,          /* "the chief evaluates at global step 300: accuracy 0.84" */

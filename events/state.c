@@ -497,6 +497,9 @@ void evt_state_apply(evt_state *st, const evt_record *e)
             st->other_dropped_[j] = e->bytes;
         }
         break;
+    case EVT_BARRIER_TIMEOUT:
+        st->failures++;   /* the run stops; the task itself is not dead */
+        break;
     case EVT_LOG:
     case EVT_CLOCK_SYNC:
     case EVT_KIND_COUNT:

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/dp.h"
 #include "events/caption.h"
@@ -135,10 +136,23 @@ done:
     return rc;
 }
 
+/* 1 when out_path names the file at path (the same device and inode, through any
+ * spelling: a link, "./T", another directory). A missing out_path is not the same. */
+static int same_file(const char *path, const char *out_path)
+{
+    struct stat a, b;
+    return stat(path, &a) == 0 && stat(out_path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
 int trace_tool_export_chrome(const char *path, const char *out_path, trace_tool_report *rep,
                              char *err)
 {
     report_clear(rep);
+    /* fopen(out, "w") would truncate the trace before it is read */
+    if (strcmp(out_path, "-") != 0 && same_file(path, out_path))
+        return dp_fail(err, DP_EINVAL, "output %s is the input trace %s: refusing to overwrite "
+                       "it", out_path, path);
     trace_reader *r = trace_reader_open(path, err);
     if (!r) return DP_EINVAL;
     int rc = chrome_export_file(r, out_path, err);

@@ -48,8 +48,10 @@ int trace_tool_validate(FILE *out, const char *path, trace_tool_report *rep, cha
 /* Writes the trace at path as Chrome / Perfetto trace-event JSON (events/chrome.h) to
  * out_path, "-" for standard output. Damaged blocks are skipped; rep->damage says so.
  * Returns 0, or a dp_err with err filled: the trace is unreadable (rep stays zeroed) or
- * the output could not be written (rep describes the trace). Borrows its strings for the
- * call; rep may be NULL. */
+ * the output could not be written (rep describes the trace), or out_path is the input
+ * file itself, by any path (same device and inode): DP_EINVAL, "output OUT is the input
+ * trace PATH: refusing to overwrite it", and the trace is left untouched. Borrows its
+ * strings for the call; rep may be NULL. */
 int trace_tool_export_chrome(const char *path, const char *out_path, trace_tool_report *rep,
                              char *err);
 

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +26,60 @@ static void put(wbuf *w, const void *p, size_t n)
     if (!n) return;
     if (fwrite(p, 1, n, w->f) != n) w->bad = 1;
     w->crc = crc32(w->crc, p, (uInt)n);
+}
+
+int ckpt_dir_check(const char *dir, char *err)
+{
+    if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+        return dp_fail(err, DP_EIO, "--checkpoint-dir %s: cannot create it: %s", dir, strerror(errno));
+    struct stat st;
+    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+        return dp_fail(err, DP_EIO, "--checkpoint-dir %s: not a directory", dir);
+    char probe[1100];
+    snprintf(probe, sizeof probe, "%s/.write-test.%d", dir, (int)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0) return dp_fail(err, DP_EIO, "--checkpoint-dir %s: cannot write there: %s", dir, strerror(errno));
+    close(fd);
+    unlink(probe);
+    return DP_OK;
+}
+
+/* fsync of the directory, so that a rename in it survives a crash. */
+static void sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return;
+    fsync(fd);
+    close(fd);
+}
+
+/* The names the index lists (all_model_checkpoint_paths, oldest first), without `skip`;
+ * returns their count (at most max). A missing or foreign index lists none. */
+static int index_names(const char *dir, const char *skip, char names[][64], int max)
+{
+    char idx[1100], line[512], name[256];
+    snprintf(idx, sizeof idx, "%s/checkpoint", dir);
+    FILE *f = fopen(idx, "r");
+    if (!f) return 0;
+    int n = 0;
+    char latest[64] = "";
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "model_checkpoint_path: \"%255[^\"]\"", name) == 1 && strlen(name) < 64)
+            snprintf(latest, sizeof latest, "%s", name);
+        if (sscanf(line, "all_model_checkpoint_paths: \"%255[^\"]\"", name) != 1) continue;
+        if (strchr(name, '/') || strncmp(name, "model.ckpt-", 11) || strlen(name) >= 64 || !strcmp(name, skip))
+            continue;
+        if (n == max) {   /* keep the newest max */
+            memmove(names[0], names[1], (size_t)(max - 1) * sizeof names[0]);
+            n--;
+        }
+        snprintf(names[n++], 64, "%s", name);
+    }
+    fclose(f);
+    /* An index of one line (before the list was kept) names only its latest. */
+    if (!n && latest[0] && !strchr(latest, '/') && !strncmp(latest, "model.ckpt-", 11) && strcmp(latest, skip))
+        snprintf(names[n++], 64, "%s", latest);
+    return n;
 }
 
 int ckpt_save(const char *dir, int64_t global_step, const ckpt_tensor *t, int n, char *path_out,
@@ -61,17 +117,30 @@ int ckpt_save(const char *dir, int64_t global_step, const ckpt_tensor *t, int n,
         unlink(tmp);
         return dp_fail(err, DP_EIO, "%s: rename failed: %s", path, strerror(errno));
     }
-    /* The "checkpoint" index file, TensorFlow style, also replaced atomically. */
+    /* The "checkpoint" index file, TensorFlow style, also replaced atomically: the latest,
+     * then every kept one, oldest first. Checkpoints beyond the last CKPT_KEEP go once
+     * the index no longer names them. */
+    char keep[CKPT_KEEP + 1][64];
+    int nk = index_names(dir, name, keep, CKPT_KEEP + 1);
+    snprintf(keep[nk++], 64, "%s", name);
+    int first = nk > CKPT_KEEP ? nk - CKPT_KEEP : 0;
     char idx[1100], idx_tmp[1200];
     snprintf(idx, sizeof idx, "%s/checkpoint", dir);
     snprintf(idx_tmp, sizeof idx_tmp, "%s.tmp.%d", idx, (int)getpid());
     FILE *f = fopen(idx_tmp, "w");
     if (!f) return dp_fail(err, DP_EIO, "%s: %s", idx_tmp, strerror(errno));
     fprintf(f, "model_checkpoint_path: \"%s\"\n", name);
+    for (int i = first; i < nk; i++) fprintf(f, "all_model_checkpoint_paths: \"%s\"\n", keep[i]);
     int bad = fflush(f) || fsync(fileno(f));
     if (fclose(f) || bad || rename(idx_tmp, idx) < 0) {
         unlink(idx_tmp);
         return dp_fail(err, DP_EIO, "%s: write failed: %s", idx, strerror(errno));
+    }
+    sync_dir(dir);
+    for (int i = 0; i < first; i++) {
+        char old[1100];
+        snprintf(old, sizeof old, "%s/%s", dir, keep[i]);
+        unlink(old);
     }
     if (path_out) snprintf(path_out, 1024, "%s", path);
     return DP_OK;
@@ -83,7 +152,8 @@ int ckpt_latest(const char *dir, char *path_out, char *err)
     snprintf(idx, sizeof idx, "%s/checkpoint", dir);
     FILE *f = fopen(idx, "r");
     if (!f) {
-        if (errno == ENOENT) return 0;
+        /* ENOTDIR: dir is a file (a checkpoint itself), so it has no index. */
+        if (errno == ENOENT || errno == ENOTDIR) return 0;
         return dp_fail(err, DP_EIO, "%s: %s", idx, strerror(errno));
     }
     char line[512], name[256];
@@ -108,6 +178,10 @@ static int take(rbuf *r, void *dst, size_t n)
 int ckpt_read(const char *path, ckpt_loaded *out, char *err)
 {
     memset(out, 0, sizeof *out);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return dp_fail(err, DP_EIO, "%s: a directory without a \"checkpoint\" index file: no checkpoint "
+                       "saved there", path);
     FILE *f = fopen(path, "rb");
     if (!f) return dp_fail(err, DP_EIO, "%s: %s", path, strerror(errno));
     fseek(f, 0, SEEK_END);
@@ -189,18 +263,31 @@ int ckpt_load(const char *path, int64_t *global_step, const ckpt_tensor *t, int 
     int rc = ckpt_read(path, &l, err);
     if (rc) return rc;
     rc = DP_EINVAL;
-    if (l.n != n) {
-        dp_fail(err, rc, "%s: holds %d tensors, the model has %d", path, l.n, n);
-        goto out;
-    }
+    int at[CKPT_MAX_TENSORS];
     for (int i = 0; i < n; i++) {
-        if (strcmp(l.names[i], t[i].name) || l.count[i] != t[i].count) {
-            dp_fail(err, rc, "%s: tensor %d is %s with %zu floats, the model wants %s with %zu", path,
-                    i, l.names[i], l.count[i], t[i].name, t[i].count);
+        at[i] = -1;
+        for (int k = 0; k < l.n && at[i] < 0; k++)
+            if (!strcmp(l.names[k], t[i].name)) at[i] = k;
+        if (at[i] < 0) {
+            /* An optimizer slot ("hidden/weights/Momentum") is missing when the checkpoint
+             * was written with another optimizer. */
+            dp_fail(err, rc, "%s: has no tensor %s%s", path, t[i].name,
+                    strchr(t[i].name, '/') && (strstr(t[i].name, "/Momentum") || strstr(t[i].name, "/Adagrad"))
+                        ? " (an optimizer slot: was it saved with another --optimizer?)" : "");
+            goto out;
+        }
+        if (l.count[at[i]] != t[i].count) {
+            dp_fail(err, rc, "%s: tensor %s has %zu floats, the model wants %zu", path, t[i].name,
+                    l.count[at[i]], t[i].count);
             goto out;
         }
     }
-    for (int i = 0; i < n; i++) memcpy(t[i].data, l.data[i], t[i].count * sizeof(float));
+    if (l.n != n) {
+        dp_fail(err, rc, "%s: holds %d tensors, the model has %d (saved with another --optimizer?)", path,
+                l.n, n);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) memcpy(t[i].data, l.data[at[i]], t[i].count * sizeof(float));
     *global_step = l.global_step;
     rc = DP_OK;
 out:

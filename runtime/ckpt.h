@@ -1,7 +1,8 @@
-/* ckpt.h — checkpoints of the model's (unpartitioned) tensors and the global step, as
- * TensorFlow's Saver does: DIR/model.ckpt-<step> plus DIR/checkpoint naming the latest.
- * Written atomically (temporary file, fsync, rename) so a crash never leaves a torn
- * checkpoint. File: "DPCKPT01", u32 version, i64 global step, u32 tensor count, then per
+/* ckpt.h — checkpoints of the model's (unpartitioned) tensors, the optimizer's slot
+ * variables ("hidden/weights/Momentum") and the global step, as TensorFlow's Saver does:
+ * DIR/model.ckpt-<step> plus DIR/checkpoint naming the latest and the kept ones (the
+ * last CKPT_KEEP; older ones are deleted). Written atomically (temporary file, fsync,
+ * rename, directory fsync) so a crash never leaves a torn checkpoint. File: "DPCKPT01", u32 version, i64 global step, u32 tensor count, then per
  * tensor u16 name length, name, u64 float count, floats; then a CRC32 of all before.
  * ckpt_info() and ckpt_diff() are `downpour checkpoint info|diff` (inspect_checkpoint). */
 #ifndef RUNTIME_CKPT_H
@@ -12,6 +13,7 @@
 #include <stdio.h>
 
 #define CKPT_MAX_TENSORS 64
+#define CKPT_KEEP 5          /* TensorFlow's Saver max_to_keep */
 
 typedef struct ckpt_tensor {
     const char *name;
@@ -19,16 +21,24 @@ typedef struct ckpt_tensor {
     size_t count;
 } ckpt_tensor;
 
-/* Writes tensors and global_step into dir (created if missing). Returns 0 or a dp_err;
- * path_out (may be NULL, 1024 bytes) receives the file written. */
+/* Creates dir if missing and checks that a file can be written in it (a probe file,
+ * removed). Returns 0, or DP_EIO with a one-line message naming the directory. */
+int ckpt_dir_check(const char *dir, char *err);
+
+/* Writes tensors and global_step into dir (created if missing) as model.ckpt-<step>,
+ * names it in the index, and deletes the checkpoints beyond the last CKPT_KEEP the
+ * index listed. Returns 0 or a dp_err; path_out (may be NULL, 1024 bytes) receives the
+ * file written. t is borrowed for the call. */
 int ckpt_save(const char *dir, int64_t global_step, const ckpt_tensor *t, int n, char *path_out,
               char *err);
 
-/* Finds the latest checkpoint in dir: 1 found (path in path_out, 1024 bytes), 0 none. */
+/* Finds the latest checkpoint in dir: 1 found (path in path_out, 1024 bytes), 0 none
+ * (no index file, or dir is not a directory), or a dp_err. */
 int ckpt_latest(const char *dir, char *path_out, char *err);
 
-/* Reads a checkpoint into t[0..n) whose names and counts must match exactly (errors name
- * the file and the mismatch). Returns 0 or a dp_err. */
+/* Reads a checkpoint into t[0..n): each name must be in the file with its count, and
+ * the file must hold no others (errors name the file and the tensor). Returns 0 or a
+ * dp_err. */
 int ckpt_load(const char *path, int64_t *global_step, const ckpt_tensor *t, int n, char *err);
 
 /* Reads any checkpoint: allocates names and data (free with ckpt_free_loaded). */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/spec.h"
 #include "common/dp.h"
 #include "runtime/device.h"
 
@@ -30,6 +31,8 @@ static int *int_field(rt_config *c, const char *name)
     if (!strcmp(name, "synthetic_samples")) return &c->synthetic_n;
     if (!strcmp(name, "connect_timeout")) return &c->connect_timeout;
     if (!strcmp(name, "log_every")) return &c->log_every;
+    if (!strcmp(name, "save_checkpoint_steps")) return &c->save_ckpt_steps;
+    if (!strcmp(name, "save_checkpoint_secs")) return &c->save_ckpt_secs;
     if (!strcmp(name, "view")) return &c->view;
     if (!strcmp(name, "log_device_placement")) return &c->log_placement;
     if (!strcmp(name, "quiet")) return &c->quiet;
@@ -74,6 +77,17 @@ static int rt_extra(void *ctx, const run_key *k, const run_value *v, const char 
     if (!k) return 1;
     if (!strcmp(k->name, "device_for")) return set_device_for(c, v->text, what, err);
     if (!strcmp(k->name, "worker_devices")) return set_worker_devices(c, v->text, what, err);
+    if (!strcmp(k->name, "barrier_timeout")) {
+        c->barrier_timeout_s = v->d;
+        return 0;
+    }
+    if (!strcmp(k->name, "fail")) {
+        if (c->n_faults == RUN_MAX_FAULTS)
+            return dp_fail(err, DP_EINVAL, "%s: at most %d faults", what, RUN_MAX_FAULTS);
+        int rc = run_fault_parse(v->text, what, &c->faults[c->n_faults], err);
+        if (!rc) c->n_faults++;
+        return rc;
+    }
     char *t = text_field(c, k->name);
     if (t) {
         if (strlen(v->text) >= RT_PATH_MAX)
@@ -114,6 +128,16 @@ int rt_config_check(const rt_config *c, char *err)
     if (c->partition < 1)
         return dp_fail(err, DP_EINVAL, "--partition: 0 (automatic) is the simulator's; the real runtime "
                        "needs K >= 1");
+    for (int i = 0; i < c->n_faults; i++) {
+        const run_fault *f = &c->faults[i];
+        int n = f->job == JOB_PS ? c->n_ps : c->n_workers;
+        char text[96];
+        run_fault_format(f, text, sizeof text);
+        if (f->task >= n)
+            return dp_fail(err, DP_EINVAL, "--fail/--kill: %s names %s %d, which does not exist (%d %s task%s)",
+                           text, spec_job_name((dp_job)f->job), f->task, n, spec_job_name((dp_job)f->job),
+                           n == 1 ? "" : "s");
+    }
     return DP_OK;
 }
 
@@ -142,6 +166,8 @@ int rt_config_to_argv(const rt_config *c, char **argv)
         } else if (text_field(m, k->name)) {
             if (!text_field(m, k->name)[0]) continue;
             snprintf(val, sizeof val, "%s", text_field(m, k->name));
+        } else if (!strcmp(k->name, "barrier_timeout")) {
+            snprintf(val, sizeof val, "%.9gs", c->barrier_timeout_s);
         } else if (int_field(m, k->name)) {
             int v = *int_field(m, k->name);
             if (k->type == RUN_T_BOOL && !v) continue;

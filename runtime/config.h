@@ -25,8 +25,14 @@ typedef struct rt_config {
     int view;
     int log_placement;
     char checkpoint_dir[RT_PATH_MAX];
+    int save_ckpt_steps;            /* --save-checkpoint-steps: every N global steps (0: off) */
+    int save_ckpt_secs;             /* --save-checkpoint-secs: every S seconds (0: off) */
     char summary[RT_PATH_MAX];
     int connect_timeout;            /* seconds a worker waits for its ps */
+    double barrier_timeout_s;       /* sync: a step waiting this long for a replica stops
+                                     * the run (0: never) */
+    run_fault faults[RUN_MAX_FAULTS]; /* `cluster --fail/--kill`: the launcher injects them */
+    int n_faults;
     int log_every;                  /* worker progress line every N local steps */
     int synthetic_n;                /* samples in the synthetic training set */
     int quiet;

@@ -20,6 +20,7 @@
 #include <ev.h>
 
 #include "common/dp.h"
+#include "events/wire.h"
 
 typedef struct out_frame {
     struct out_frame *next;
@@ -312,47 +313,82 @@ void net_conn_set_ctx(net_conn *c, void *ctx) { c->ctx = ctx; }
 uint64_t net_conn_bytes_in(const net_conn *c) { return c->bytes_in; }
 uint64_t net_conn_bytes_out(const net_conn *c) { return c->bytes_out; }
 
-static int resolve(const char *host, int port, struct sockaddr_storage *ss, socklen_t *len,
-                   char *err)
+/* "host:port", or "[v6]:port" for an IPv6 literal, for messages. */
+static const char *host_port(char *buf, size_t n, const char *host, int port)
 {
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_family = AF_INET;
+    snprintf(buf, n, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+    return buf;
+}
+
+/* Resolves host (a name, dotted IPv4 or IPv6 literal without brackets) for a TCP socket:
+ * *res gets the list (caller frees with freeaddrinfo). Callers try IPv4 results before
+ * IPv6 ones, so a name that has both behaves as it did when only IPv4 was used. */
+static int resolve(const char *host, int port, int passive, struct addrinfo **res, char *err)
+{
+    struct addrinfo hints = {0};
+    hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = passive ? AI_PASSIVE : 0;
     char ps[16];
     snprintf(ps, sizeof ps, "%d", port);
-    int rc = getaddrinfo(host, ps, &hints, &res);
-    if (rc != 0 || !res)
-        return dp_fail(err, DP_EINVAL, "cannot resolve host \"%s\": %s", host, gai_strerror(rc));
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    *len = res->ai_addrlen;
-    freeaddrinfo(res);
+    *res = NULL;
+    int rc = getaddrinfo(host, ps, &hints, res);
+    if (rc != 0 || !*res) {
+        if (*res) freeaddrinfo(*res);
+        *res = NULL;
+        return dp_fail(err, DP_EINVAL, "cannot resolve host \"%s\": %s", host,
+                       rc ? gai_strerror(rc) : "no address");
+    }
     return DP_OK;
+}
+
+/* The port of a bound socket of either family, or -1. */
+static int sock_port(int fd, int *family)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) return -1;
+    if (family) *family = ss.ss_family;
+    if (ss.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)(void *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)(void *)&ss)->sin6_port);
+    return -1;
+}
+
+/* One listening socket on ai; returns the fd or -1 with errno set. */
+static int listen_on(const struct addrinfo *ai)
+{
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 256) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
 }
 
 int net_listen(const char *host, int port, int *bound_port, char *err)
 {
-    struct sockaddr_storage ss;
-    socklen_t len;
-    int rc = resolve(host, port, &ss, &len, err);
+    struct addrinfo *res;
+    int rc = resolve(host, port, 1, &res, err);
     if (rc) return rc;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return dp_fail(err, DP_EIO, "socket: %s", strerror(errno));
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, (struct sockaddr *)&ss, len) < 0) {
-        rc = dp_fail(err, DP_EIO, "cannot listen on %s:%d: %s", host, port, strerror(errno));
-        close(fd);
-        return rc;
+    int fd = -1, e = 0;
+    for (int pass = 0; pass < 2 && fd < 0; pass++)      /* IPv4 first, then the rest */
+        for (const struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+            if ((ai->ai_family == AF_INET) != (pass == 0)) continue;
+            fd = listen_on(ai);
+            if (fd < 0) e = errno;
+        }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        char hp[300];
+        return dp_fail(err, DP_EIO, "cannot listen on %s: %s", host_port(hp, sizeof hp, host, port),
+                       strerror(e ? e : EAFNOSUPPORT));
     }
-    if (listen(fd, 256) < 0) {
-        rc = dp_fail(err, DP_EIO, "listen on %s:%d: %s", host, port, strerror(errno));
-        close(fd);
-        return rc;
-    }
-    struct sockaddr_in sin;
-    socklen_t sl = sizeof sin;
-    getsockname(fd, (struct sockaddr *)&sin, &sl);
-    if (bound_port) *bound_port = ntohs(sin.sin_port);
+    if (bound_port) *bound_port = sock_port(fd, NULL);
     return fd;
 }
 
@@ -363,13 +399,10 @@ int net_listen_inherited(const char *host, int port, char *err)
     snprintf(want, sizeof want, "%d", NET_LISTEN_FD);
     if (env && !strcmp(env, want)) {
         unsetenv(NET_LISTEN_ENV);
-        int fd = NET_LISTEN_FD, listening = 0;
+        int fd = NET_LISTEN_FD, listening = 0, family = 0;
         socklen_t ol = sizeof listening;
-        struct sockaddr_in sin;
-        socklen_t sl = sizeof sin;
         if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ol) == 0 && listening &&
-            getsockname(fd, (struct sockaddr *)&sin, &sl) == 0 && sin.sin_family == AF_INET &&
-            ntohs(sin.sin_port) == port) {
+            sock_port(fd, &family) == port && (family == AF_INET || family == AF_INET6)) {
             fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
             fcntl(fd, F_SETFD, FD_CLOEXEC);
             return fd;
@@ -380,35 +413,40 @@ int net_listen_inherited(const char *host, int port, char *err)
 
 int net_accept(int lfd, char *peer, size_t peer_len)
 {
-    struct sockaddr_in sin;
-    socklen_t sl = sizeof sin;
-    int fd = accept4(lfd, (struct sockaddr *)&sin, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
             return -1;
         return DP_EIO;
     }
-    if (peer) {
-        char ip[INET_ADDRSTRLEN] = "?";
-        inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof ip);
-        snprintf(peer, peer_len, "%s:%d", ip, ntohs(sin.sin_port));
-    }
+    if (peer) evt_wire_addr_text((struct sockaddr *)&ss, peer, peer_len);
     return fd;
 }
 
 int net_connect(const char *host, int port, char *err)
 {
-    struct sockaddr_storage ss;
-    socklen_t len;
-    int rc = resolve(host, port, &ss, &len, err);
+    struct addrinfo *res;
+    int rc = resolve(host, port, 0, &res, err);
     if (rc) return rc;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return dp_fail(err, DP_EIO, "socket: %s", strerror(errno));
-    if (connect(fd, (struct sockaddr *)&ss, len) < 0) {
-        rc = dp_fail(err, DP_EIO, "%s", strerror(errno));
-        close(fd);
-        return rc;
-    }
+    int fd = -1, e = 0;
+    for (int pass = 0; pass < 2 && fd < 0; pass++)      /* IPv4 first, then the rest */
+        for (const struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+            if ((ai->ai_family == AF_INET) != (pass == 0)) continue;
+            fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (fd < 0) {
+                e = errno;
+                continue;
+            }
+            if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+                e = errno;
+                close(fd);
+                fd = -1;
+            }
+        }
+    freeaddrinfo(res);
+    if (fd < 0) return dp_fail(err, DP_EIO, "%s", strerror(e ? e : EAFNOSUPPORT));
     return fd;
 }
 

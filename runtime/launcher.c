@@ -1,6 +1,9 @@
 /* launcher.c — the local-cluster launcher (see launcher.h). One libev loop watches the
  * children (ev_child), their stdout pipes (each task ends with one JSON statistics line)
- * and SIGINT/SIGTERM. Children inherit stderr, so their progress lines stream through. */
+ * and SIGINT/SIGTERM. Children inherit stderr, so their progress lines stream through.
+ * `--fail`/`--kill` faults are injected here: SIGKILL of a task at a time (a timer) or
+ * at a step (workers then print "@progress LOCAL GLOBAL" lines on stdout), and a restart
+ * after a delay when asked; a task killed so does not stop the run. */
 #include "runtime/launcher.h"
 
 #include <errno.h>
@@ -38,7 +41,20 @@ typedef struct child {
     size_t line_len;
     json_t *stats;           /* last JSON line it printed */
     int exited, status;
+    char **argv;             /* what it was started with (owned), for a restart */
+    int fault;               /* 1 + the --fail that killed it, 0: none */
+    int restarts;
+    int restart_pending;
+    int64_t local_step;      /* from its "@progress" lines */
+    ev_timer restart_w;
 } child;
+
+/* A --fail at a time: its timer. */
+typedef struct fault_timer {
+    struct launcher *l;
+    int index;
+    ev_timer w;
+} fault_timer;
 
 typedef struct launcher {
     struct ev_loop *loop;
@@ -61,14 +77,23 @@ typedef struct launcher {
     evt_hub *hub;            /* our own hub, with --trace */
     rt_instr *in;            /* the launcher's own events (cluster start/stop, failures) */
     uint64_t events, events_dropped;
+    /* --fail / --kill */
+    fault_timer *fault_w;    /* one per fault (used by the ones at a time) */
+    uint8_t *fault_fired;
+    int64_t gs_seen;         /* the highest global step a worker reported */
+    int restarts_pending;
+    int faults_injected, tasks_restarted, workers_lost;
 } launcher;
 
 /* Signals every task (and the viewer too when with_viewer). */
 static void kill_tasks(launcher *l, int sig, int with_viewer)
 {
     for (int i = 0; i < l->n_kids; i++)
-        if (!l->kids[i].exited && l->kids[i].pid > 0 && (with_viewer || !l->kids[i].viewer))
+        if (!l->kids[i].exited && l->kids[i].pid > 0 && (with_viewer || !l->kids[i].viewer)) {
             kill(l->kids[i].pid, sig);
+            /* a worker held at a --fail step (SIGSTOP) takes the signal only once woken */
+            if (l->cfg->n_faults) kill(l->kids[i].pid, SIGCONT);
+        }
 }
 
 static void kill_all(launcher *l, int sig) { kill_tasks(l, sig, 1); }
@@ -106,7 +131,7 @@ static void run_finished(launcher *l)
 
 static void maybe_done(launcher *l)
 {
-    if (l->alive > 0 || l->open_pipes > 0) return;
+    if (l->alive > 0 || l->open_pipes > 0 || l->restarts_pending > 0) return;
     run_finished(l);
     if (!l->viewer || l->viewer->exited) {
         ev_break(l->loop, EVBREAK_ALL);
@@ -134,6 +159,196 @@ static void on_grace(struct ev_loop *loop, ev_timer *w, int revents)
     kill_tasks(l, SIGTERM, 0);
 }
 
+static void grace_start(launcher *l);
+
+static child *find_task(launcher *l, int job, int index)
+{
+    for (int i = 0; i < l->n_kids; i++)
+        if (!l->kids[i].viewer && (int)l->kids[i].job == job && l->kids[i].index == index) return &l->kids[i];
+    return NULL;
+}
+
+/* Carries out fault i: SIGKILL of its task (once; a task not running is left alone). */
+static void inject(launcher *l, int i)
+{
+    const run_fault *f = &l->cfg->faults[i];
+    if (l->fault_fired[i] || l->stopping) return;
+    l->fault_fired[i] = 1;
+    char text[96];
+    run_fault_format(f, text, sizeof text);
+    child *c = find_task(l, f->job, f->task);
+    if (!c || c->exited || c->pid <= 0) {
+        dp_log(DP_LOG_WARN, "cluster", "--fail %s: the task is not running; nothing to kill", text);
+        return;
+    }
+    dp_log(DP_LOG_WARN, "cluster", "--fail %s: killing %s (SIGKILL) at its step %lld, global step %lld",
+           text, c->name, (long long)c->local_step, (long long)l->gs_seen);
+    c->fault = i + 1;
+    l->faults_injected++;
+    kill(c->pid, SIGKILL);
+}
+
+static void on_fault_time(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    fault_timer *ft = dp_container_of(w, fault_timer, w);
+    inject(ft->l, ft->index);
+}
+
+/* A worker's "@progress LOCAL GLOBAL": the faults at a step that it reached. */
+static void on_progress(launcher *l, child *c, const char *text)
+{
+    long long local = 0, gs = 0;
+    if (sscanf(text, "%lld %lld", &local, &gs) != 2) return;
+    c->local_step = local;
+    if (gs > l->gs_seen) l->gs_seen = gs;
+    for (int i = 0; i < l->cfg->n_faults; i++) {
+        const run_fault *f = &l->cfg->faults[i];
+        if (l->fault_fired[i] || f->at_step < 0) continue;
+        if ((f->job == JOB_WORKER && c->job == JOB_WORKER && f->task == c->index && local >= f->at_step) ||
+            (f->job == JOB_PS && l->gs_seen >= f->at_step))
+            inject(l, i);
+    }
+}
+
+/* Restarts for tasks killed by --fail are moot once every other worker is done. */
+static void cancel_restarts(launcher *l)
+{
+    for (int i = 0; i < l->n_kids; i++) {
+        child *c = &l->kids[i];
+        if (!c->restart_pending) continue;
+        ev_timer_stop(l->loop, &c->restart_w);
+        c->restart_pending = 0;
+        l->restarts_pending--;
+        if (c->job == JOB_WORKER) {
+            l->workers_left--;
+            dp_log(DP_LOG_INFO, "cluster", "training is over: %s is not restarted", c->name);
+        }
+    }
+}
+
+/* One worker fewer to wait for; the last one starts the ps tasks' grace. */
+static void worker_gone(launcher *l)
+{
+    --l->workers_left;
+    if (l->workers_left > 0 && l->workers_left == l->restarts_pending) cancel_restarts(l);
+    if (l->workers_left == 0 && !l->stopping) {
+        /* Every worker is done; ps tasks exit on their own once all said DONE. */
+        grace_start(l);
+    }
+}
+
+/* Whether the run can go on without worker c, said in the launcher's words. */
+static void say_going_on(launcher *l, const child *c)
+{
+    const rt_config *cfg = l->cfg;
+    if (cfg->mode != MODE_SYNC)
+        dp_log(DP_LOG_WARN, "cluster", "training goes on without %s (%s: the others keep pushing)", c->name,
+               update_mode_name(cfg->mode));
+    else if (l->workers_lost <= cfg->backup_workers)
+        dp_log(DP_LOG_WARN, "cluster", "training goes on without %s (sync: %d backup worker%s cover%s it)",
+               c->name, cfg->backup_workers, cfg->backup_workers == 1 ? "" : "s",
+               cfg->backup_workers == 1 ? "s" : "");
+    else
+        dp_log(DP_LOG_WARN, "cluster", "%s is lost and sync has no backup worker to cover it: the others "
+               "wait for it up to --barrier-timeout %gs", c->name, cfg->barrier_timeout_s);
+}
+
+static void emit_fault_event(launcher *l, const child *c, evt_kind kind, const char *text)
+{
+    if (!l->in) return;
+    evt_record e = rt_instr_record(l->in, kind);
+    e.job = c->job == JOB_PS ? EVT_JOB_PS : EVT_JOB_WORKER;
+    e.task = c->index;
+    e.str = rt_instr_str(l->in, text);
+    rt_instr_emit(l->in, &e);
+}
+
+static int spawn(launcher *l, child *c, char **argv, char *err);
+
+static void on_restart(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(revents);
+    child *c = dp_container_of(w, child, restart_w);
+    launcher *l = c->l;
+    if (c->out_fd >= 0 && !l->stopping) {
+        /* its old stdout has not reached its end yet: the pipe's watcher is still ours */
+        ev_timer_set(w, 0.05, 0.);
+        ev_timer_start(loop, w);
+        return;
+    }
+    c->restart_pending = 0;
+    l->restarts_pending--;
+    if (l->stopping) {
+        if (c->job == JOB_WORKER) l->workers_left--;
+        maybe_done(l);
+        return;
+    }
+    char err[DP_ERRLEN], text[160];
+    c->restarts++;
+    c->exited = 0;
+    c->fault = 0;
+    c->local_step = 0;
+    json_decref(c->stats);
+    c->stats = NULL;
+    if (spawn(l, c, c->argv, err)) {
+        snprintf(l->failure, sizeof l->failure, "cannot restart %s: %.400s", c->name, err);
+        dp_log(DP_LOG_ERROR, "cluster", "%s; stopping the other tasks", l->failure);
+        l->stopping = 1;
+        kill_all(l, SIGTERM);
+        if (c->job == JOB_WORKER) l->workers_left--;
+        maybe_done(l);
+        return;
+    }
+    l->tasks_restarted++;
+    snprintf(text, sizeof text, "restarted by the launcher (restart %d, pid %d)", c->restarts, (int)c->pid);
+    dp_log(DP_LOG_WARN, "cluster", "%s %s", c->name, text);
+    emit_fault_event(l, c, EVT_RECOVERY, text);
+}
+
+/* c died of a --fail: an event, then a restart, the run going on without it, or (a ps
+ * that is not restarted) the run's end. Returns 1 when the run goes on. */
+static int fault_death(launcher *l, child *c)
+{
+    const run_fault *f = &l->cfg->faults[c->fault - 1];
+    char text[96], msg[256];
+    run_fault_format(f, text, sizeof text);
+    snprintf(msg, sizeof msg, "task %s died: killed by signal 9 (injected by --fail %s)", c->name, text);
+    if (c->job == JOB_PS && f->restart_s < 0) {
+        /* on_child reports it as the run's failure (and its event) */
+        snprintf(l->failure, sizeof l->failure, "%s; no restart= was asked, and the run needs its variables", msg);
+        return 0;
+    }
+    emit_fault_event(l, c, EVT_FAILURE, msg);
+    if (f->restart_s >= 0 && !l->stopping) {
+        dp_log(DP_LOG_WARN, "cluster", "%s killed (--fail %s); restarting it in %g s", c->name, text,
+               f->restart_s);
+        c->restart_pending = 1;
+        l->restarts_pending++;
+        ev_timer_init(&c->restart_w, on_restart, f->restart_s, 0.);
+        ev_timer_start(l->loop, &c->restart_w);
+        return 1;
+    }
+    l->workers_lost++;
+    say_going_on(l, c);
+    worker_gone(l);
+    return 1;
+}
+
+/* The failure text of a task that died: its own error when it printed one. */
+static void describe_death(const child *c, char *buf, size_t n)
+{
+    json_t *er = c->stats ? json_object_get(c->stats, "error") : NULL;
+    if (er && json_is_string(er))
+        snprintf(buf, n, "task %s stopped the run: %s", c->name, json_string_value(er));
+    else if (WIFSIGNALED(c->status))
+        snprintf(buf, n, "task %s died: killed by signal %d (%s)", c->name, WTERMSIG(c->status),
+                 strsignal(WTERMSIG(c->status)));
+    else
+        snprintf(buf, n, "task %s died: exit status %d", c->name, WEXITSTATUS(c->status));
+}
+
 static void on_child(struct ev_loop *loop, ev_child *w, int revents)
 {
     DP_UNUSED(revents);
@@ -148,16 +363,17 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents)
         return;
     }
     l->alive--;
+    if (c->fault && !l->interrupted && !l->failure[0] && fault_death(l, c)) {
+        c->fault = 0;
+        maybe_done(l);
+        return;
+    }
     int clean = WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0;
     int by_us = l->stopping && WIFSIGNALED(c->status) && WTERMSIG(c->status) == SIGTERM;
     int ps_after_run = c->job == JOB_PS && l->workers_left == 0;
-    if (!clean && !by_us && !ps_after_run && !l->interrupted && !l->failure[0]) {
-        if (WIFSIGNALED(c->status))
-            snprintf(l->failure, sizeof l->failure, "task %s died: killed by signal %d (%s)", c->name,
-                     WTERMSIG(c->status), strsignal(WTERMSIG(c->status)));
-        else
-            snprintf(l->failure, sizeof l->failure, "task %s died: exit status %d", c->name,
-                     WEXITSTATUS(c->status));
+    if (!clean && !by_us && !ps_after_run && !l->interrupted && (!l->failure[0] || c->fault)) {
+        if (!c->fault) describe_death(c, l->failure, sizeof l->failure);
+        c->fault = 0;
         dp_log(DP_LOG_ERROR, "cluster", "%s; stopping the other tasks", l->failure);
         if (l->in) {
             evt_record e = rt_instr_record(l->in, EVT_FAILURE);
@@ -169,18 +385,22 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents)
         l->stopping = 1;
         kill_all(l, SIGTERM);
     }
-    if (c->job == JOB_WORKER && c->index >= 0 && --l->workers_left == 0 && !l->stopping) {
-        /* Every worker is done; ps tasks exit on their own once all said DONE. */
-        l->stopping = 1;
-        ev_timer_start(loop, &l->grace_w);
-    }
+    if (c->job == JOB_WORKER && c->index >= 0) worker_gone(l);
     maybe_done(l);
+}
+
+static void grace_start(launcher *l)
+{
+    l->stopping = 1;
+    ev_timer_start(l->loop, &l->grace_w);
 }
 
 static void take_line(child *c)
 {
     c->line[c->line_len] = 0;
-    if (c->line[0] == '{') {
+    if (!strncmp(c->line, "@progress ", 10)) {
+        on_progress(c->l, c, c->line + 10);
+    } else if (c->line[0] == '{') {
         json_error_t je;
         json_t *j = json_loads(c->line, 0, &je);
         if (j) {
@@ -252,6 +472,26 @@ static int spawn(launcher *l, child *c, char **argv, char *err)
             snprintf(v, sizeof v, "%d", NET_LISTEN_FD);
             setenv(NET_LISTEN_ENV, v, 1);
         }
+        if (l->cfg->n_faults && !c->viewer) setenv("DOWNPOUR_PROGRESS", "1", 1);
+        long long hold = -1;   /* the worker's next --fail at a step: it waits there for us */
+        for (int i = 0; i < l->cfg->n_faults; i++) {
+            const run_fault *f = &l->cfg->faults[i];
+            if (!l->fault_fired[i] && f->job == JOB_WORKER && (int)c->job == JOB_WORKER &&
+                f->task == c->index && f->at_step >= 0 && (hold < 0 || f->at_step < hold))
+                hold = f->at_step;
+        }
+        if (hold >= 0) {
+            char v[32];
+            snprintf(v, sizeof v, "%lld", hold);
+            setenv("DOWNPOUR_HOLD_AT", v, 1);
+        } else {
+            unsetenv("DOWNPOUR_HOLD_AT");
+        }
+        if (c->restarts) {
+            char v[16];
+            snprintf(v, sizeof v, "%d", c->restarts);
+            setenv("DOWNPOUR_RESTART", v, 1);
+        }
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         execv(argv[0], argv);
@@ -298,12 +538,23 @@ static char *config_json(const rt_config *cfg)
     return s;
 }
 
+/* The run's final global step for the summary: what the ps holding global_step reported
+ * when it exited (its line's "global_step", ps_gs), which counts every applied step — in
+ * async, workers that pulled just before --steps was reached push once more, after the
+ * chief's last read (chief_gs). The larger of the two, so the chief's read stands in when
+ * that ps reported nothing (ps_gs < 0: it died, or was restarted). */
+static double final_global_step(double chief_gs, double ps_gs)
+{
+    return ps_gs > chief_gs ? ps_gs : chief_gs;
+}
+
 static void print_summary(launcher *l, double wall_s)
 {
     const rt_config *cfg = l->cfg;
     double samples = 0, train_s = 0, pulled = 0, pushed = 0, loss_sum = 0, mean_step = 0;
     double stale_n = 0, stale_sum = 0, stale_max = 0, drops = 0, gs = 0, acc = -1, var_min = -1;
     double paced_max = 0, unpaced_s = 0;   /* --pace: largest paced_s, largest train_s - paced_s */
+    double ps_gs = -1;                     /* the global step the ps holding it reported */
     int n_loss = 0;
     for (int i = 0; i < l->n_kids; i++) {
         child *c = &l->kids[i];
@@ -335,9 +586,13 @@ static void print_summary(launcher *l, double wall_s)
             if (vm && json_is_integer(vm) && json_integer_value(vm) >= 0 &&
                 (var_min < 0 || json_integer_value(vm) < var_min))
                 var_min = (double)json_integer_value(vm);
-            if (jnum(s, "holds_step") != 0) mean_step = jnum(s, "mean_step_s");
+            if (jnum(s, "holds_step") != 0) {
+                mean_step = jnum(s, "mean_step_s");
+                if (json_is_integer(json_object_get(s, "global_step"))) ps_gs = jnum(s, "global_step");
+            }
         }
     }
+    gs = final_global_step(gs, ps_gs);
     run_result rr = {
         .engine = "real", .global_step = (int64_t)gs, .wall_s = wall_s, .mean_step_s = mean_step,
         .samples_per_s = train_s > 0 ? samples / train_s : 0,
@@ -348,6 +603,12 @@ static void print_summary(launcher *l, double wall_s)
         .events_dropped = l->events_dropped, .trace = cfg->trace,
     };
     json_t *o = run_summary_json(&cfg->run, &rr);
+    if (cfg->n_faults) {
+        /* --fail: what was injected and what became of it */
+        json_object_set_new(o, "faults_injected", json_integer(l->faults_injected));
+        json_object_set_new(o, "tasks_restarted", json_integer(l->tasks_restarted));
+        json_object_set_new(o, "workers_lost", json_integer(l->workers_lost));
+    }
     if (cfg->pace_s > 0) {
         /* samples_per_s above is what happened, the pace included; this is the run with
          * every worker's paced wait taken out, combined as samples_per_s is (all samples
@@ -418,6 +679,8 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     ev_signal_start(l.loop, &l.sigint_w);
     ev_signal_start(l.loop, &l.sigterm_w);
     ev_timer_init(&l.grace_w, on_grace, 10.0, 0.);
+    l.fault_w = xcalloc((size_t)cfg->n_faults + 1, sizeof *l.fault_w);
+    l.fault_fired = xcalloc((size_t)cfg->n_faults + 1, 1);
 
     /* --trace: our own hub, on a thread of this process, recording the run. */
     rt_config task_cfg = *cfg;
@@ -481,13 +744,34 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
         for (int i = 0; i < n_train; i++) argv[n++] = train_argv[i];
         argv[n] = NULL;
         rc = spawn(&l, c, argv, err);
+        if (cfg->n_faults) {
+            /* kept for a restart */
+            c->argv = xcalloc((size_t)n + 1, sizeof *c->argv);
+            for (int i = 0; i < n; i++) c->argv[i] = xstrdup(argv[i]);
+        }
         free(a_ps);
         free(a_wk);
         if (!rc) l.n_kids++;
     }
     for (int i = 0; i < n_train; i++) free(train_argv[i]);
-    for (int i = 0; i < cfg->n_ps; i++) close(listen_fds[i]);
+    /* A ps that a --fail restarts gets its listening socket again: the launcher keeps it
+     * (workers that reconnect meanwhile wait in its backlog). */
+    for (int i = 0; i < cfg->n_ps; i++) {
+        int keep = 0;
+        for (int k = 0; k < cfg->n_faults; k++)
+            keep |= cfg->faults[k].job == JOB_PS && cfg->faults[k].task == i && cfg->faults[k].restart_s >= 0;
+        if (keep && i < l.n_kids) continue;
+        close(listen_fds[i]);
+        if (i < l.n_kids) l.kids[i].listen_fd = -1;
+    }
     free(listen_fds);
+    for (int i = 0; i < cfg->n_faults && !rc; i++) {
+        if (cfg->faults[i].at_s < 0) continue;
+        l.fault_w[i].l = &l;
+        l.fault_w[i].index = i;
+        ev_timer_init(&l.fault_w[i].w, on_fault_time, cfg->faults[i].at_s, 0.);
+        ev_timer_start(l.loop, &l.fault_w[i].w);
+    }
     if (!rc && view) {
         /* The viewer watches through the hub; closing it never disturbs the run. */
         child *c = &l.kids[l.n_kids];
@@ -518,7 +802,10 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     for (int i = 0; i < l.n_kids; i++) {
         ev_child_stop(l.loop, &l.kids[i].cw);
         ev_io_stop(l.loop, &l.kids[i].out_w);
+        ev_timer_stop(l.loop, &l.kids[i].restart_w);
+        if (l.kids[i].listen_fd >= 0) close(l.kids[i].listen_fd);
     }
+    for (int i = 0; i < cfg->n_faults; i++) ev_timer_stop(l.loop, &l.fault_w[i].w);
     run_finished(&l);
     double wall_s = l.wall_s;
     rt_instr_free(l.in);
@@ -540,8 +827,14 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     if (!rc && l.failure[0]) rc = dp_fail(err, DP_ERR, "%s", l.failure);
     else if (!rc && l.interrupted) rc = dp_fail(err, DP_ECLOSED, "interrupted");
     if (!rc && !l.summary_done) print_summary(&l, wall_s);
-    for (int i = 0; i < l.n_kids; i++) json_decref(l.kids[i].stats);
+    for (int i = 0; i < l.n_kids; i++) {
+        json_decref(l.kids[i].stats);
+        for (char **a = l.kids[i].argv; a && *a; a++) free(*a);
+        free(l.kids[i].argv);
+    }
     free(l.kids);
+    free(l.fault_w);
+    free(l.fault_fired);
     free(ports);
     free(ps_hosts);
     free(worker_hosts);

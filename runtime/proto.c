@@ -45,7 +45,9 @@ static const char *const type_names[MSG_TYPE_COUNT] = {
     [MSG_INIT_OK] = "INIT_OK", [MSG_PULL] = "PULL", [MSG_PULL_RESP] = "PULL_RESP",
     [MSG_PUSH] = "PUSH", [MSG_PUSH_ACK] = "PUSH_ACK", [MSG_SSP_WAIT] = "SSP_WAIT",
     [MSG_SSP_GO] = "SSP_GO", [MSG_DONE] = "DONE", [MSG_ERROR] = "ERROR",
-    [MSG_RELEASE] = "RELEASE",
+    [MSG_RELEASE] = "RELEASE", [MSG_INIT_SLOT] = "INIT_SLOT", [MSG_SLOT_RESP] = "SLOT_RESP",
+    [MSG_FINAL_STEP] = "FINAL_STEP", [MSG_FINAL_STEP_RESP] = "FINAL_STEP_RESP",
+    [MSG_WAITING] = "WAITING",
 };
 
 const char *proto_type_name(int type)
@@ -59,7 +61,7 @@ const char *proto_type_name(int type)
 static int payload_kind(int type)
 {
     switch (type) {
-    case MSG_INIT: case MSG_PULL_RESP: case MSG_PUSH: return 1;
+    case MSG_INIT: case MSG_PULL_RESP: case MSG_PUSH: case MSG_INIT_SLOT: case MSG_SLOT_RESP: return 1;
     case MSG_ERROR: return 2;
     default: return 0;
     }

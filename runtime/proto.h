@@ -33,12 +33,25 @@
  *   DONE      w->ps  arg0=steps completed
  *   RELEASE   ps->w  var, arg0=version after: a sync gradient acknowledged as ACCUMULATED
  *                    has been applied with the step's others (the worker may go on)
+ *   INIT_SLOT chief->ps var, payload=the optimizer's slot (accumulator) floats, sent before
+ *                    the variable's INIT when restoring a checkpoint; answered INIT_OK
+ *   SLOT_RESP ps->w  var, arg0=version, payload=slot floats: sent right after the PULL_RESP
+ *                    of a PULL whose arg1 has PULL_WITH_SLOT (same loop turn: consistent)
+ *   FINAL_STEP w->ps  (the ps holding global_step) answer once every other worker is done
+ *   FINAL_STEP_RESP ps->w arg0=the global step then: the run's final step
+ *   WAITING   ps->w  var, arg0=a worker the sync step still waits for, arg1=ms waited: sent
+ *                    to the workers held at the barrier every 2 s, and once at
+ *                    --barrier-timeout (the worker then stops the run)
  *   ERROR     either payload=text; the sender closes after it */
 enum proto_type {
     MSG_HELLO = 1, MSG_HELLO_OK, MSG_INIT, MSG_INIT_OK, MSG_PULL, MSG_PULL_RESP,
     MSG_PUSH, MSG_PUSH_ACK, MSG_SSP_WAIT, MSG_SSP_GO, MSG_DONE, MSG_ERROR, MSG_RELEASE,
+    MSG_INIT_SLOT, MSG_SLOT_RESP, MSG_FINAL_STEP, MSG_FINAL_STEP_RESP, MSG_WAITING,
     MSG_TYPE_COUNT
 };
+
+/* PULL arg1 flag: also send the variable's optimizer slot (checkpoints). */
+#define PULL_WITH_SLOT 1
 
 enum { ACK_APPLIED = 0, ACK_ACCUMULATED = 1, ACK_DROPPED = 2 };
 

@@ -38,6 +38,9 @@ typedef struct ps_var {
     int64_t *clock;      /* sync: per worker, the clock its pending gradient carried */
     int *waiting_pulls;  /* worker indices whose pull waits for INIT */
     int n_waiting;
+    uint64_t wait_t0;    /* sync: when the current step's first gradient came in */
+    int wait_reported;   /* sync: WAITING reports sent for this step (every 2 s) */
+    int timeout_sent;    /* sync: the --barrier-timeout WAITING went out for this step */
 } ps_var;
 
 typedef struct ps_client {
@@ -63,6 +66,7 @@ struct ps_server {
     ev_io accept_w;
     ev_signal sigint_w, sigterm_w;
     ev_timer stop_check;
+    ev_timer wait_check; /* sync: tells workers held at the barrier whom they wait for */
     ps_client **clients; /* by worker index */
     int n_done;
     optim_conf opt;
@@ -71,6 +75,8 @@ struct ps_server {
     int n_ssp_waiting;
     int *released;       /* scratch: workers released by a sync take */
     int holds_step;      /* global_step lives here */
+    int final_waiter;    /* worker waiting for FINAL_STEP_RESP, or -1 */
+    uint8_t *finished;   /* per worker: DONE, or lost after HELLO (for FINAL_STEP) */
     rt_instr *in;        /* NULL without a hub */
     uint32_t device;     /* this task's CPU device (string id) */
     /* statistics */
@@ -97,6 +103,47 @@ static void send_pull(ps_server *ps, ps_client *cl, ps_var *v)
     /* A snapshot: the variable may change before the frame is fully written. */
     net_conn_send(cl->conn, h, v->data, v->def->count * sizeof(float), 1);
     ps->pulls++;
+}
+
+/* A checkpoint's pull: the value, then its slot, queued in one loop turn so that both
+ * are of the same version. */
+static void send_pull_with_slot(ps_server *ps, ps_client *cl, ps_var *v)
+{
+    send_pull(ps, cl, v);
+    proto_header h = {.type = MSG_SLOT_RESP, .var = (uint32_t)v->id, .arg0 = var_version(ps, v)};
+    net_conn_send(cl->conn, h, v->slot, v->def->count * sizeof(float), 1);
+}
+
+/* The global step as this ps holds it now — the value of `global_step`, which every
+ * applied step advances (async: also the pushes of workers that pulled just before
+ * --steps was reached) — or -1 when global_step lives on another ps. Once every worker
+ * is done it is the run's final global step: FINAL_STEP answers it to the chief (for its
+ * evaluation, checkpoint and statistics), the statistics line reports it as
+ * "global_step", and the launcher's summary takes it over the chief's line. */
+static long long ps_global_step(const ps_server *ps)
+{
+    if (!ps->holds_step) return -1;
+    for (int i = 0; i < ps->cat.n; i++) {
+        const ps_var *v = &ps->vars[i];
+        if (v->def->ps == ps->index && !v->def->trainable) return (long long)var_version(ps, v);
+    }
+    return -1;
+}
+
+/* FINAL_STEP: answered (with the global step) once every worker but the asking one is
+ * done or lost, so that no push can follow: the run's final global step. */
+static void answer_final_step(ps_server *ps)
+{
+    int w = ps->final_waiter;
+    if (w < 0) return;
+    for (int i = 0; i < ps->cfg->n_workers; i++)
+        if (i != w && !ps->finished[i]) return;
+    ps->final_waiter = -1;
+    if (!ps->clients[w]) return;
+    int64_t gs = ps_global_step(ps);
+    if (gs < 0) gs = 0;
+    proto_header h = {.type = MSG_FINAL_STEP_RESP, .arg0 = gs};
+    net_conn_send(ps->clients[w]->conn, h, NULL, 0, 0);
 }
 
 static void send_ack(ps_client *cl, uint32_t var, int64_t version, int status, int64_t staleness)
@@ -173,6 +220,10 @@ static void handle_push(ps_server *ps, ps_client *cl, const proto_header *h, con
             return;
         }
         v->clock[cl->worker] = h->arg1;
+        if (sync_acc_count(v->acc) == 1) {
+            v->wait_t0 = dp_now_ns();
+            v->wait_reported = v->timeout_sent = 0;
+        }
         if (r != SYNC_READY) {
             /* Accepted; the worker learns when the step completes (RELEASE). */
             send_ack(cl, h->var, cur, ACK_ACCUMULATED, 0);
@@ -242,7 +293,7 @@ static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err,
     DP_UNUSED(c);
     ps_client *cl = ctx;
     ps_server *ps = cl->ps;
-    if (h->type != MSG_PUSH && h->type != MSG_INIT) return NULL;
+    if (h->type != MSG_PUSH && h->type != MSG_INIT && h->type != MSG_INIT_SLOT) return NULL;
     ps_var *v = local_var(ps, h->var);
     if (!v) {
         *reject = 1;
@@ -256,7 +307,14 @@ static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err,
                  v->def->name, h->length, v->def->count * sizeof(float));
         return NULL;
     }
+    if (h->type == MSG_INIT_SLOT && (!v->slot || !v->def->trainable)) {
+        *reject = 1;
+        snprintf(err, DP_ERRLEN, "INIT_SLOT of %s, which keeps no optimizer slot (%s)", v->def->name,
+                 optim_name(ps->cfg->optimizer));
+        return NULL;
+    }
     if (h->type == MSG_INIT) return v->initialised ? NULL : v->data;
+    if (h->type == MSG_INIT_SLOT) return v->initialised ? NULL : v->slot;
     return cl->grad;
 }
 
@@ -279,6 +337,7 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
         } else {
             cl->worker = (int)h->var;
             ps->clients[cl->worker] = cl;
+            ps->finished[cl->worker] = 0;   /* a restarted worker trains again */
             proto_header ok = {.type = MSG_HELLO_OK, .var = (uint32_t)ps->index, .arg0 = (int64_t)want};
             net_conn_send(c, ok, NULL, 0, 0);
             return;
@@ -294,11 +353,46 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
     }
     switch (h->type) {
     case MSG_INIT:
+        if (!local_var(ps, h->var)) break;   /* an empty frame skips on_header's check */
         handle_init(ps, cl, h);
+        return;
+    case MSG_INIT_SLOT: {
+        /* The payload went into the slot (on_header) unless the variable was already
+         * initialised, when it is ignored as INIT is. An empty frame skips on_header. */
+        ps_var *v = local_var(ps, h->var);
+        if (!v || !v->slot || !v->def->trainable) {
+            snprintf(msg, sizeof msg, "%s: INIT_SLOT of %s, which keeps no optimizer slot (%s)", ps->name,
+                     v ? v->def->name : "an unknown variable", optim_name(ps->cfg->optimizer));
+            net_conn_send_error(c, msg);
+            return;
+        }
+        proto_header ok = {.type = MSG_INIT_OK, .var = h->var};
+        net_conn_send(c, ok, NULL, 0, 0);
+        return;
+    }
+    case MSG_FINAL_STEP:
+        if (!ps->holds_step || ps->final_waiter >= 0) break;
+        ps->final_waiter = cl->worker;
+        /* The asker trains no more: it must not hold the others at the SSP bound. */
+        if (ps->gate) {
+            ssp_gate_retire(ps->gate, cl->worker);
+            ssp_release_waiters(ps);
+        }
+        answer_final_step(ps);
         return;
     case MSG_PULL: {
         ps_var *v = local_var(ps, h->var);
         if (!v) break;
+        if ((h->arg1 & PULL_WITH_SLOT) && (!v->slot || !v->def->trainable || !v->initialised)) {
+            snprintf(msg, sizeof msg, "%s: PULL of %s's slot, which %s", ps->name, v->def->name,
+                     v->initialised ? "does not exist" : "is not initialised");
+            net_conn_send_error(c, msg);
+            return;
+        }
+        if (h->arg1 & PULL_WITH_SLOT) {
+            send_pull_with_slot(ps, cl, v);
+            return;
+        }
         if (!v->initialised) {
             int seen = 0;
             for (int i = 0; i < v->n_waiting; i++) seen |= v->waiting_pulls[i] == cl->worker;
@@ -310,6 +404,7 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
     }
     case MSG_PUSH: {
         ps_var *v = local_var(ps, h->var);
+        if (!v) break;                       /* an empty frame skips on_header's check */
         if (!v->initialised) {
             snprintf(msg, sizeof msg, "%s: push to %s before it was initialised", ps->name, v->def->name);
             net_conn_send_error(c, msg);
@@ -338,6 +433,8 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
                 ssp_gate_retire(ps->gate, cl->worker);
                 ssp_release_waiters(ps);
             }
+            ps->finished[cl->worker] = 1;
+            answer_final_step(ps);
         }
         return;
     case MSG_ERROR:
@@ -363,6 +460,14 @@ static void on_close(net_conn *c, const char *reason, void *ctx)
         ps->clients[cl->worker] = NULL;
         if (!cl->done)
             dp_log(DP_LOG_WARN, ps->name, "lost /job:worker/replica:0/task:%d: %s", cl->worker, reason);
+        /* A lost worker clocks no more: it must not hold the others at the SSP bound. */
+        if (!cl->done && ps->gate) {
+            ssp_gate_retire(ps->gate, cl->worker);
+            ssp_release_waiters(ps);
+        }
+        /* A lost worker pushes no more: it no longer holds back a FINAL_STEP answer. */
+        ps->finished[cl->worker] = 1;
+        answer_final_step(ps);
     } else if (cl->worker < 0) {
         dp_log(DP_LOG_WARN, ps->name, "dropped connection from %s: %s", net_conn_peer(c), reason);
     }
@@ -400,11 +505,55 @@ static void on_stop_check(struct ev_loop *loop, ev_timer *w, int revents)
 {
     DP_UNUSED(revents);
     ps_server *ps = dp_container_of(w, ps_server, stop_check);
-    if (ps->n_done < ps->cfg->n_workers) return;
+    /* Done or lost: a worker that died never says DONE, and the run goes on without it
+     * (a restarted one says HELLO again and counts as training). */
+    for (int i = 0; i < ps->cfg->n_workers; i++)
+        if (!ps->finished[i]) return;
     /* Every worker is done: stop once our answers have left. */
     for (int i = 0; i < ps->cfg->n_workers; i++)
         if (ps->clients[i] && net_conn_pending(ps->clients[i]->conn)) return;
     ev_break(loop, EVBREAK_ALL);
+}
+
+/* The worker a stalled step of v waits for: a lost one first (it is the likely cause),
+ * else the first that has not pushed. */
+static int missing_worker(const ps_server *ps, const ps_var *v)
+{
+    int first = -1;
+    for (int w = 0; w < ps->cfg->n_workers; w++) {
+        if (sync_acc_holds(v->acc, w)) continue;
+        if (!ps->clients[w]) return w;
+        if (first < 0) first = w;
+    }
+    return first;
+}
+
+/* Sync: a step whose gradients are partly in for 2 s tells the workers that pushed them
+ * whom they wait for (they log it), every 2 s and once at --barrier-timeout (they stop
+ * the run then). */
+static void on_wait_check(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    ps_server *ps = dp_container_of(w, ps_server, wait_check);
+    uint64_t now = dp_now_ns();
+    double limit = ps->cfg->barrier_timeout_s;
+    for (int i = 0; i < ps->cat.n; i++) {
+        ps_var *v = &ps->vars[i];
+        if (v->def->ps != ps->index || !v->acc || !v->initialised || sync_acc_count(v->acc) == 0) continue;
+        double waited = (double)(now - v->wait_t0) / 1e9;
+        int report = (int)(waited / 2.0);
+        int timed_out = limit > 0 && waited >= limit && !v->timeout_sent;
+        if (report <= v->wait_reported && !timed_out) continue;
+        v->wait_reported = report;
+        if (timed_out) v->timeout_sent = 1;
+        int missing = missing_worker(ps, v);
+        if (missing < 0) continue;
+        proto_header h = {.type = MSG_WAITING, .var = (uint32_t)v->id, .arg0 = missing,
+                          .arg1 = (int64_t)(waited * 1e3)};
+        for (int k = 0; k < ps->cfg->n_workers; k++)
+            if (ps->clients[k] && sync_acc_holds(v->acc, k)) net_conn_send(ps->clients[k]->conn, h, NULL, 0, 0);
+    }
 }
 
 static void print_stats(const ps_server *ps)
@@ -423,12 +572,12 @@ static void print_stats(const ps_server *ps)
     printf("{\"task\":\"ps\",\"index\":%d,\"applies\":%llu,\"drops\":%llu,\"pulls\":%llu,"
            "\"stale_n\":%llu,\"stale_sum\":%llu,\"stale_max\":%lld,\"holds_step\":%d,"
            "\"gs_advances\":%llu,\"mean_step_s\":%.9f,\"events\":%llu,\"events_dropped\":%llu,"
-           "\"var_step_min\":%lld}\n",
+           "\"var_step_min\":%lld,\"global_step\":%lld}\n",
            ps->index, (unsigned long long)ps->applies, (unsigned long long)ps->drops,
            (unsigned long long)ps->pulls, (unsigned long long)ps->stale.n,
            (unsigned long long)ps->stale.sum, (long long)ps->stale.max, ps->holds_step,
            (unsigned long long)ps->gs_advances, mean_step, (unsigned long long)rt_instr_sent(ps->in),
-           (unsigned long long)rt_instr_dropped(ps->in), var_min);
+           (unsigned long long)rt_instr_dropped(ps->in), var_min, ps_global_step(ps));
     fflush(stdout);
 }
 
@@ -467,6 +616,8 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
         if (d->count > ps.max_count) ps.max_count = d->count;
     }
     ps.clients = xcalloc((size_t)cfg->n_workers, sizeof *ps.clients);
+    ps.finished = xcalloc((size_t)cfg->n_workers, 1);
+    ps.final_waiter = -1;
     ps.released = xmalloc((size_t)cfg->n_workers * sizeof(int));
     if (cfg->mode == MODE_SSP && ps.holds_step) {
         ps.gate = ssp_gate_new(cfg->n_workers, cfg->staleness);
@@ -488,6 +639,8 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
     ev_signal_start(ps.loop, &ps.sigterm_w);
     ev_timer_init(&ps.stop_check, on_stop_check, 0.01, 0.01);
     ev_timer_start(ps.loop, &ps.stop_check);
+    ev_timer_init(&ps.wait_check, on_wait_check, 0.25, 0.25);
+    if (cfg->mode == MODE_SYNC) ev_timer_start(ps.loop, &ps.wait_check);
     ps.in = rt_instr_new(cfg->hub, EVT_JOB_PS, index, &ps.cat);
     if (ps.in) {
         ps.device = rt_instr_cpu(ps.in, EVT_JOB_PS, index);
@@ -500,8 +653,10 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
         rt_instr_emit(ps.in, &e);
     }
     size_t bytes = catalog_ps_bytes(&ps.cat, index);
-    dp_log(DP_LOG_INFO, ps.name, "serving %zu bytes of variables on %s:%d (%s, %s)", bytes,
-           me->host, me->port, update_mode_name(cfg->mode), optim_name(cfg->optimizer));
+    char at[300];
+    dp_log(DP_LOG_INFO, ps.name, "serving %zu bytes of variables on %s (%s, %s)", bytes,
+           spec_addr_format(at, sizeof at, me), update_mode_name(cfg->mode),
+           optim_name(cfg->optimizer));
     ev_run(ps.loop, 0);
     if (ps.in) {
         evt_record e = rt_instr_record(ps.in, EVT_TASK_STOP);
@@ -530,6 +685,7 @@ fail:
         free(ps.vars);
     }
     free(ps.clients);
+    free(ps.finished);
     free(ps.released);
     free(ps.ssp_waiting);
     ssp_gate_free(ps.gate);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <ev.h>
+#include <jansson.h>
 
 #include "cluster/vars.h"
 #include "common/dp.h"
@@ -52,6 +53,12 @@ typedef struct worker {
     tw_set *tw;
     int n_tensors;
     float *params[8], *grads[8];
+    float *slots[8];            /* chief, optimizer with slots: the ps's accumulators, pulled
+                                 * for checkpoints (else NULL) */
+    char slot_names[8][96];     /* "hidden/weights/Momentum", as TensorFlow's Saver names them */
+    int64_t final_gs;           /* FINAL_STEP_RESP: the run's final global step */
+    int64_t ckpt_step;          /* global step of the last checkpoint written or restored */
+    uint64_t ckpt_ns;           /* when it was (dp_now_ns) */
     wk_ps *ps;
     int outstanding;            /* answers still awaited */
     int failed;
@@ -61,6 +68,12 @@ typedef struct worker {
     int64_t gs;                 /* global step read at the last pull */
     int64_t gs_after;           /* global step from the last global_step ack */
     int drops_seen;
+    int64_t waited_logged;      /* sync: whole seconds of the last "waiting for" line */
+    int timed_out;              /* sync: --barrier-timeout passed (a WAITING said so) */
+    char timeout_msg[160];
+    int report_progress;        /* $DOWNPOUR_PROGRESS: a "@progress" stdout line a step, from
+                                 * which the launcher learns when to inject a --fail */
+    int64_t hold_at;            /* $DOWNPOUR_HOLD_AT: the local step a --fail kills us at */
     int releases_due;           /* sync: gradients accumulated, waiting for RELEASE */
     int64_t local;              /* local step in progress */
     int64_t *t_begin;           /* per variable: when its pull/push began (instr clock) */
@@ -120,25 +133,63 @@ static void emit_step(worker *wk, evt_kind kind, int64_t t, int64_t dur, double 
     rt_instr_emit(wk->in, &e);
 }
 
+/* Sync: a ps says our step still waits for worker arg0 after arg1 ms. Logged once per
+ * whole second; at --barrier-timeout the step is given up (wait loops return
+ * DP_ETIMEDOUT). */
+static void on_waiting(worker *wk, const proto_header *h)
+{
+    char who[64];
+    spec_task_name(who, sizeof who, JOB_WORKER, (int)h->arg0);
+    int64_t secs = h->arg1 / 1000;
+    if (secs > wk->waited_logged) {
+        wk->waited_logged = secs;
+        dp_log(DP_LOG_WARN, wk->name, "waiting for %s (%lld s)", who, (long long)secs);
+        rt_instr_log(wk->in, "%s: waiting for %s (%lld s)", wk->name, who, (long long)secs);
+    }
+    double limit = wk->cfg->barrier_timeout_s;
+    /* once: every variable of the step says so, and the chief's last pull follows */
+    if (limit > 0 && (double)h->arg1 >= limit * 1e3 && !wk->timeout_msg[0]) {
+        wk->timed_out = 1;
+        snprintf(wk->timeout_msg, sizeof wk->timeout_msg,
+                 "barrier timeout: step %lld waited %.0f s for %s (--barrier-timeout %gs)",
+                 (long long)wk->gs, (double)h->arg1 / 1e3, who, limit);
+        if (wk->in) {
+            evt_record e = rt_instr_record(wk->in, EVT_BARRIER_TIMEOUT);
+            e.step = wk->gs;
+            e.peer_job = EVT_JOB_WORKER;
+            e.peer = (int32_t)h->arg0;
+            e.value = (double)h->arg1 / 1e3;
+            e.str = rt_instr_str(wk->in, wk->timeout_msg);
+            rt_instr_emit(wk->in, &e);
+        }
+    }
+}
+
 static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err, int *reject)
 {
     DP_UNUSED(c);
     wk_ps *p = ctx;
     worker *wk = p->wk;
-    if (h->type != MSG_PULL_RESP) return NULL;
+    if (h->type != MSG_PULL_RESP && h->type != MSG_SLOT_RESP) return NULL;
+    const char *what = proto_type_name(h->type);
     if (h->var >= (uint32_t)wk->cat.n || wk->cat.v[h->var].ps != p->index) {
         *reject = 1;
-        snprintf(err, DP_ERRLEN, "PULL_RESP for variable id %u, which %s does not hold", h->var, p->name);
+        snprintf(err, DP_ERRLEN, "%s for variable id %u, which %s does not hold", what, h->var, p->name);
         return NULL;
     }
     const var_def *d = &wk->cat.v[h->var];
+    if (h->type == MSG_SLOT_RESP && (!wk->slots[d->base_index] || !d->trainable)) {
+        *reject = 1;
+        snprintf(err, DP_ERRLEN, "SLOT_RESP of %s, which this worker did not ask for", d->name);
+        return NULL;
+    }
     if (h->length != d->count * sizeof(float)) {
         *reject = 1;
-        snprintf(err, DP_ERRLEN, "PULL_RESP of %s carries %u bytes, expected %zu", d->name, h->length,
+        snprintf(err, DP_ERRLEN, "%s of %s carries %u bytes, expected %zu", what, d->name, h->length,
                  d->count * sizeof(float));
         return NULL;
     }
-    return var_slot(d, wk->params);
+    return var_slot(d, h->type == MSG_SLOT_RESP ? wk->slots : wk->params);
 }
 
 static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ctx)
@@ -150,6 +201,13 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
     case MSG_HELLO_OK:
     case MSG_INIT_OK:
     case MSG_SSP_GO:
+        wk->outstanding--;
+        return;
+    case MSG_SLOT_RESP:
+        wk->outstanding--;
+        return;
+    case MSG_FINAL_STEP_RESP:
+        wk->final_gs = h->arg0;
         wk->outstanding--;
         return;
     case MSG_PULL_RESP:
@@ -166,6 +224,9 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
         if ((int)h->var == wk->step_var) wk->gs_after = h->arg0;
         emit_transfer(wk, EVT_PUSH_END, (int)h->var, (double)(h->arg1 & 0xff));
         wk->outstanding--;
+        return;
+    case MSG_WAITING:
+        on_waiting(wk, h);
         return;
     case MSG_RELEASE:
         if (h->var >= (uint32_t)wk->cat.n || wk->releases_due <= 0) break;
@@ -203,8 +264,10 @@ static const net_handler wk_handler = {on_header, on_frame, on_close};
  * asks us to stop. */
 static int wait_all(worker *wk)
 {
-    while (wk->outstanding > 0 && !wk->failed && !rt_stop_requested) ev_run(wk->loop, EVRUN_ONCE);
+    while (wk->outstanding > 0 && !wk->failed && !wk->timed_out && !rt_stop_requested)
+        ev_run(wk->loop, EVRUN_ONCE);
     if (wk->failed) return DP_EPROTO;
+    if (wk->timed_out) return DP_ETIMEDOUT;
     if (rt_stop_requested) return DP_ECLOSED;
     return DP_OK;
 }
@@ -232,13 +295,15 @@ static int connect_all(worker *wk, char *err)
             if (fd == DP_EINVAL) return dp_fail(err, fd, "%s: %s", p->name, why);
             uint64_t now = dp_now_ns();
             double waited = (double)(now - start) / 1e9;
+            char at[300];
             if (rt_stop_requested) return dp_fail(err, DP_ECLOSED, "stopped while connecting");
             if (waited >= wk->cfg->connect_timeout)
-                return dp_fail(err, DP_ETIMEDOUT, "%s at %s:%d did not answer within %d s (%s)",
-                               p->name, a->host, a->port, wk->cfg->connect_timeout, why);
+                return dp_fail(err, DP_ETIMEDOUT, "%s at %s did not answer within %d s (%s)",
+                               p->name, spec_addr_format(at, sizeof at, a),
+                               wk->cfg->connect_timeout, why);
             if (!last_log || now - last_log >= 2000000000ull) {
-                dp_log(DP_LOG_INFO, wk->name, "still waiting for response from %s at %s:%d (%s)",
-                       p->name, a->host, a->port, why);
+                dp_log(DP_LOG_INFO, wk->name, "still waiting for response from %s at %s (%s)",
+                       p->name, spec_addr_format(at, sizeof at, a), why);
                 last_log = now;
             }
             struct timespec ts = {0, (long)(backoff * 1e9)};
@@ -253,12 +318,19 @@ static int connect_all(worker *wk, char *err)
     return DP_OK;
 }
 
-static int pull_all(worker *wk)
+/* Pulls every variable; with_slots (the chief, for a checkpoint) also their optimizer
+ * slots, each answered right after its variable. */
+static int pull_all(worker *wk, int with_slots)
 {
     for (int v = 0; v < wk->cat.n; v++) {
-        proto_header h = {.type = MSG_PULL, .var = (uint32_t)v, .arg0 = wk->local};
+        const var_def *d = &wk->cat.v[v];
+        int slot = with_slots && d->trainable && wk->slots[d->base_index];
+        proto_header h = {.type = MSG_PULL, .var = (uint32_t)v, .arg0 = wk->local,
+                          .arg1 = slot ? PULL_WITH_SLOT : 0};
         emit_transfer(wk, EVT_PULL_BEGIN, v, 0);
-        send(wk, wk->cat.v[v].ps, h, NULL, 0);
+        int before = wk->outstanding;
+        send(wk, d->ps, h, NULL, 0);
+        if (slot && wk->outstanding > before) wk->outstanding++;   /* the SLOT_RESP */
     }
     return wait_all(wk);
 }
@@ -292,8 +364,10 @@ static int push_range(worker *wk, int first, int last, int64_t clock)
 /* Waits for every RELEASE still due (sync gradients accumulated, not yet applied). */
 static int wait_releases(worker *wk)
 {
-    while (wk->releases_due > 0 && !wk->failed && !rt_stop_requested) ev_run(wk->loop, EVRUN_ONCE);
+    while (wk->releases_due > 0 && !wk->failed && !wk->timed_out && !rt_stop_requested)
+        ev_run(wk->loop, EVRUN_ONCE);
     if (wk->failed) return DP_EPROTO;
+    if (wk->timed_out) return DP_ETIMEDOUT;
     if (rt_stop_requested) return DP_ECLOSED;
     return DP_OK;
 }
@@ -334,16 +408,6 @@ static int push_all(worker *wk, int64_t clock)
     return DP_OK;
 }
 
-static ckpt_tensor *tensors_of(worker *wk, ckpt_tensor *t)
-{
-    for (int i = 0; i < wk->n_tensors; i++) {
-        t[i].name = nn_tensor_name(wk->net, i);
-        t[i].data = wk->params[i];
-        t[i].count = nn_tensor_size(wk->net, i);
-    }
-    return t;
-}
-
 static void emit_path(worker *wk, evt_kind kind, const char *path, int64_t gs)
 {
     if (!wk->in) return;
@@ -351,6 +415,66 @@ static void emit_path(worker *wk, evt_kind kind, const char *path, int64_t gs)
     e.str = rt_instr_str(wk->in, path);
     e.step = gs;
     rt_instr_emit(wk->in, &e);
+}
+
+/* The checkpoint's tensors: the model's, then (optimizer with slots) each one's slot
+ * under TensorFlow's name. Fills t (room for 2 * n_tensors); returns their count. */
+static int tensors_of(worker *wk, ckpt_tensor *t)
+{
+    int n = 0;
+    for (int i = 0; i < wk->n_tensors; i++)
+        t[n++] = (ckpt_tensor){nn_tensor_name(wk->net, i), wk->params[i], nn_tensor_size(wk->net, i)};
+    for (int i = 0; i < wk->n_tensors && wk->slots[0]; i++)
+        t[n++] = (ckpt_tensor){wk->slot_names[i], wk->slots[i], nn_tensor_size(wk->net, i)};
+    return n;
+}
+
+/* Chief: writes the pulled parameters (and slots) as the checkpoint of global step gs,
+ * logs it and emits CHECKPOINT_WRITE. Returns 0 or a dp_err with err filled. */
+static int save_checkpoint(worker *wk, int64_t gs, char *path, char *err)
+{
+    ckpt_tensor t[16];
+    int n = tensors_of(wk, t);
+    int rc = ckpt_save(wk->cfg->checkpoint_dir, gs, t, n, path, err);
+    if (rc) return rc;
+    wk->ckpt_step = gs;
+    wk->ckpt_ns = dp_now_ns();
+    dp_log(DP_LOG_INFO, wk->name, "saved checkpoint %s", path);
+    emit_path(wk, EVT_CHECKPOINT_WRITE, path, gs);
+    return DP_OK;
+}
+
+/* --save-checkpoint-steps / --save-checkpoint-secs: is a periodic checkpoint due at the
+ * global step just read? Sync: only when every variable read is of that step (with
+ * backup workers the others may have moved a variable on between our pulls). */
+static int checkpoint_due(const worker *wk)
+{
+    const rt_config *cfg = wk->cfg;
+    if (!wk->chief || !cfg->checkpoint_dir[0] || wk->gs >= cfg->steps || wk->gs <= wk->ckpt_step) return 0;
+    int due = (cfg->save_ckpt_steps > 0 && wk->gs - wk->ckpt_step >= cfg->save_ckpt_steps) ||
+              (cfg->save_ckpt_secs > 0 && dp_now_ns() - wk->ckpt_ns >= (uint64_t)cfg->save_ckpt_secs * 1000000000ull);
+    return due;
+}
+
+static int versions_at_step(const worker *wk)
+{
+    if (wk->cfg->mode != MODE_SYNC) return 1;
+    for (int v = 0; v < wk->cat.n; v++)
+        if (wk->cat.v[v].trainable && wk->version[v] != wk->gs) return 0;
+    return 1;
+}
+
+/* Chief, end of training: asks global_step's ps for the final step (answered once every
+ * other worker is done, so no push can follow), then pulls the final variables (and
+ * slots, for the checkpoint): the evaluation, the checkpoint and the statistics carry
+ * the ps's final global step, not the last one the chief read. */
+static int final_pull(worker *wk)
+{
+    proto_header h = {.type = MSG_FINAL_STEP};
+    send(wk, wk->cat.v[wk->step_var].ps, h, NULL, 0);
+    int rc = wait_all(wk);
+    if (rc) return rc;
+    return pull_all(wk, wk->cfg->checkpoint_dir[0] != 0);
 }
 
 /* TASK_START and DEVICE(s); the chief also describes the model (variables and their
@@ -485,14 +609,15 @@ static int ssp_wait(worker *wk)
 static int chief_init(worker *wk, char *err)
 {
     int64_t gs0 = 0;
-    ckpt_tensor t[8];
+    ckpt_tensor t[16];
     int restored = 0;
     if (wk->cfg->checkpoint_dir[0]) {
         char path[1024];
         int rc = ckpt_latest(wk->cfg->checkpoint_dir, path, err);
         if (rc < 0) return rc;
         if (rc == 1) {
-            rc = ckpt_load(path, &gs0, tensors_of(wk, t), wk->n_tensors, err);
+            int n = tensors_of(wk, t);
+            rc = ckpt_load(path, &gs0, t, n, err);
             if (rc) return rc;
             restored = 1;
             dp_log(DP_LOG_INFO, wk->name, "restored %s (global step %lld)", path, (long long)gs0);
@@ -500,8 +625,15 @@ static int chief_init(worker *wk, char *err)
         }
     }
     if (!restored) nn_init_params(wk->net, wk->params, (uint64_t)wk->cfg->seed);
+    wk->ckpt_step = gs0;
+    wk->ckpt_ns = dp_now_ns();
     for (int v = 0; v < wk->cat.n; v++) {
         const var_def *d = &wk->cat.v[v];
+        /* The restored optimizer slot goes first: the variable's INIT makes it live. */
+        if (restored && d->trainable && wk->slots[d->base_index]) {
+            proto_header hs = {.type = MSG_INIT_SLOT, .var = (uint32_t)v};
+            send(wk, d->ps, hs, d->count ? var_slot(d, wk->slots) : NULL, d->count * sizeof(float));
+        }
         proto_header h = {.type = MSG_INIT, .var = (uint32_t)v, .arg0 = gs0};
         send(wk, d->ps, h, d->count ? var_slot(d, wk->params) : NULL, d->count * sizeof(float));
     }
@@ -568,6 +700,35 @@ static int load_data(worker *wk, dataset *train, dataset *test, char *err)
     return rc;
 }
 
+/* --barrier-timeout passed: the chief (with --checkpoint-dir) saves the step the run
+ * stopped at, when every variable is still at it, so that a resume redoes only that
+ * step; the error goes to stderr (by the caller) and, as {"error": ...}, to the
+ * launcher. */
+static void barrier_timed_out(worker *wk, char *err)
+{
+    char path[1024] = "", why[DP_ERRLEN] = "";
+    if (wk->chief && wk->cfg->checkpoint_dir[0]) {
+        int64_t gs = wk->gs;
+        wk->timed_out = 0;   /* the pulls are answered at once: no barrier */
+        int rc = pull_all(wk, 1);
+        if (!rc && wk->gs == gs && versions_at_step(wk)) rc = save_checkpoint(wk, gs, path, why);
+        else if (!rc) snprintf(why, sizeof why, "step %lld was partly applied", (long long)gs);
+        if (rc || !path[0])
+            dp_log(DP_LOG_WARN, wk->name, "no checkpoint at the barrier timeout: %s",
+                   why[0] ? why : "pull failed");
+        wk->timed_out = 1;
+    }
+    dp_fail(err, DP_ETIMEDOUT, "%s: %s%s%s", wk->name, wk->timeout_msg, path[0] ? "; saved " : "", path);
+    json_t *o = json_pack("{s:s, s:i, s:s, s:I}", "task", "worker", "index", wk->index, "error",
+                          wk->timeout_msg, "global_step", (json_int_t)wk->gs);
+    if (path[0]) json_object_set_new(o, "checkpoint", json_string(path));
+    char *line = json_dumps(o, JSON_COMPACT);
+    printf("%s\n", line);
+    fflush(stdout);
+    free(line);
+    json_decref(o);
+}
+
 int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
 {
     worker wk_, *wk = &wk_;
@@ -588,10 +749,14 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     if (rc) goto out;
     rc = catalog_place(&wk->cat, spec->n_ps, cfg->placement, err);
     if (rc) goto out;
+    /* An unwritable --checkpoint-dir fails now, not after training. */
+    if (wk->chief && cfg->checkpoint_dir[0] && (rc = ckpt_dir_check(cfg->checkpoint_dir, err))) goto out;
     wk->step_var = catalog_find(&wk->cat, "global_step");
     wk->version = xcalloc((size_t)wk->cat.n, sizeof *wk->version);
     wk->t_begin = xcalloc((size_t)wk->cat.n, sizeof *wk->t_begin);
     wk->in = rt_instr_new(cfg->hub, EVT_JOB_WORKER, index, &wk->cat);
+    wk->report_progress = getenv("DOWNPOUR_PROGRESS") != NULL;
+    wk->hold_at = getenv("DOWNPOUR_HOLD_AT") ? atoll(getenv("DOWNPOUR_HOLD_AT")) : -1;
     rc = open_devices(wk, err);
     if (rc) goto out;
     if (cfg->log_placement) log_placement(wk);
@@ -608,6 +773,11 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         size_t n = nn_tensor_size(wk->net, i);
         wk->params[i] = xcalloc(n, sizeof(float));
         wk->grads[i] = xcalloc(n, sizeof(float));
+        if (wk->chief && optim_slot_width(cfg->optimizer)) {
+            wk->slots[i] = xcalloc(n, sizeof(float));
+            snprintf(wk->slot_names[i], sizeof wk->slot_names[i], "%s/%s", nn_tensor_name(wk->net, i),
+                     cfg->optimizer == OPT_MOMENTUM ? "Momentum" : "Adagrad");
+        }
     }
     rc = load_data(wk, &train, &test, err);
     if (rc) goto out;
@@ -632,8 +802,20 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     for (;;) {
         if (cfg->mode == MODE_SSP && (rc = ssp_wait(wk))) break;
         uint64_t step_t0 = dp_now_ns();
-        if ((rc = pull_all(wk))) break;
+        if ((rc = pull_all(wk, 0))) break;
+        if (wk->local == 0 && getenv("DOWNPOUR_RESTART")) {
+            /* The launcher restarted us (--fail ...,restart=T): we carry on from the ps. */
+            dp_log(DP_LOG_INFO, wk->name, "restarted: rejoining at global step %lld", (long long)wk->gs);
+            rt_instr_log(wk->in, "%s: restarted, rejoining at global step %lld", wk->name, (long long)wk->gs);
+        }
         if (wk->gs >= cfg->steps) break;
+        if (checkpoint_due(wk) && versions_at_step(wk)) {
+            char path[1024];
+            /* Again with the slots: values and slots of one version, what we train on. */
+            if ((rc = pull_all(wk, 1))) break;
+            if (wk->gs >= cfg->steps) break;
+            if (versions_at_step(wk) && (rc = save_checkpoint(wk, wk->gs, path, err))) break;
+        }
         /* The chief evaluates once in each interval of eval_every global steps it reads a
          * step of: at the interval's first step in sync, at the first it sees in async and
          * ssp, where the others' pushes move the global step on between its pulls. */
@@ -674,12 +856,23 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         t_wait += dp_now_ns() - w0;
         emit_step(wk, EVT_STEP_END, 0, 0, loss, (double)wk->gs);
         wk->local++;
+        if (wk->report_progress) {
+            printf("@progress %lld %lld\n", (long long)wk->local, (long long)wk->gs_after);
+            fflush(stdout);
+            /* A --fail at this step: hold here until the launcher's SIGKILL lands, so that
+             * the worker dies at exactly that step however fast steps are. */
+            if (wk->local == wk->hold_at) raise(SIGSTOP);
+        }
         if (!cfg->quiet && wk->local % cfg->log_every == 0) {
             dp_log(DP_LOG_INFO, NULL, "%s: training step %lld done (global step: %lld), loss %.4f",
                    wk->name, (long long)wk->local, (long long)wk->gs_after, mean_recent_loss(wk));
             rt_instr_log(wk->in, "%s: training step %lld done (global step: %lld)", wk->name,
                          (long long)wk->local, (long long)wk->gs_after);
         }
+    }
+    if (rc == DP_ETIMEDOUT && wk->timed_out) {
+        barrier_timed_out(wk, err);
+        goto out;
     }
     if (rc) {
         if (rc == DP_EPROTO) dp_fail(err, rc, "%s: %s", wk->name, wk->fail_msg);
@@ -689,13 +882,18 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     double train_s = (double)(dp_now_ns() - t_start) / 1e9;
     char ckpt_path[1024] = "";
     if (wk->chief) {
+        if ((rc = final_pull(wk))) {
+            dp_fail(err, rc, "%s: %s", wk->name, rc == DP_EPROTO ? wk->fail_msg : "stopped by signal");
+            goto out;
+        }
+        if (wk->local == 0)
+            dp_log(DP_LOG_INFO, wk->name, "nothing to train: global step %lld already reaches --steps %lld",
+                   (long long)wk->gs, (long long)cfg->steps);
         accuracy = evaluate(wk, &test, &test_loss, "final evaluation");
-        if (cfg->checkpoint_dir[0]) {
-            ckpt_tensor t[8];
-            rc = ckpt_save(cfg->checkpoint_dir, wk->gs, tensors_of(wk, t), wk->n_tensors, ckpt_path, err);
+        /* A resume with nothing to do leaves the restored checkpoint as it is. */
+        if (cfg->checkpoint_dir[0] && wk->gs != wk->ckpt_step) {
+            rc = save_checkpoint(wk, wk->gs, ckpt_path, err);
             if (rc) goto out;
-            dp_log(DP_LOG_INFO, wk->name, "saved checkpoint %s", ckpt_path);
-            emit_path(wk, EVT_CHECKPOINT_WRITE, ckpt_path, wk->gs);
         }
     }
     /* Tell every ps we are done, and let the frames leave before closing. */
@@ -711,12 +909,15 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         if (!pending) break;
         ev_run(wk->loop, EVRUN_ONCE);
     }
+    /* No step trained (a resume with nothing left to do): no loss, and JSON has no NaN. */
+    char loss_text[32] = "null";
+    if (wk->n_losses) snprintf(loss_text, sizeof loss_text, "%.6f", mean_recent_loss(wk));
     printf("{\"task\":\"worker\",\"index\":%d,\"local_steps\":%lld,\"samples\":%lld,"
-           "\"bytes_pulled\":%llu,\"bytes_pushed\":%llu,\"final_loss\":%.6f,\"global_step\":%lld,"
+           "\"bytes_pulled\":%llu,\"bytes_pushed\":%llu,\"final_loss\":%s,\"global_step\":%lld,"
            "\"drops_seen\":%d,\"train_s\":%.6f,\"compute_s\":%.6f,\"wait_s\":%.6f",
            index, (long long)wk->local, (long long)wk->local * cfg->batch,
            (unsigned long long)wk->bytes_pulled, (unsigned long long)wk->bytes_pushed,
-           mean_recent_loss(wk), (long long)wk->gs, wk->drops_seen, train_s, (double)t_compute / 1e9,
+           loss_text, (long long)wk->gs, wk->drops_seen, train_s, (double)t_compute / 1e9,
            (double)t_wait / 1e9);
     if (cfg->pace_s > 0) printf(",\"paced_s\":%.6f", (double)t_paced / 1e9);
     if (wk->chief)
@@ -740,6 +941,7 @@ out:
     for (int i = 0; i < wk->n_tensors; i++) {
         free(wk->params[i]);
         free(wk->grads[i]);
+        free(wk->slots[i]);
     }
     nn_free(wk->net);
     nn_free(wk->eval_net);

@@ -33,7 +33,7 @@ static int sim_extra(void *ctx, const run_key *k, const run_value *v, const char
     else if (!strcmp(n, "fail")) {
         if (c->n_failures == SIM_MAX_FAILURES)
             return dp_fail(err, DP_EINVAL, "%s: at most %d failures", what, SIM_MAX_FAILURES);
-        int rc = sim_parse_failure(v->text, &c->failures[c->n_failures], err);
+        int rc = run_fault_parse(v->text, what, &c->failures[c->n_failures], err);
         if (!rc) c->n_failures++;
         return rc;
     } else return 1;

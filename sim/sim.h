@@ -41,16 +41,11 @@ void sim_dist_format(const sim_dist *d, char *buf, size_t n);
  * run description's key (cluster/run.h); one straggler. */
 int sim_parse_straggler(const char *s, run_straggler *out, char *err);
 
-/* --fail JOB:I@step=N | JOB:I@t=T [,restart=T]: the task dies when it reaches local
- * step N (worker) / global step N (ps), or at simulated time T; with restart it comes
- * back after that long (a worker re-pulls and carries on; a ps resumes with its state). */
-typedef struct sim_failure {
-    int job;            /* JOB_PS or JOB_WORKER (cluster/spec.h) */
-    int task;
-    int64_t at_step;    /* -1 when by time */
-    double at_s;        /* -1 when by step */
-    double restart_s;   /* -1: never */
-} sim_failure;
+/* --fail (alias --kill) JOB:I@step=N | JOB:I@time=T [,restart=T]: the run description's
+ * fault (cluster/run.h): the task dies when it reaches local step N (worker) / global
+ * step N (ps), or at simulated time T; with restart it comes back after that long (a
+ * worker re-pulls and carries on; a ps resumes with its state). */
+typedef run_fault sim_failure;
 int sim_parse_failure(const char *s, sim_failure *out, char *err);
 
 /* ---- configuration ------------------------------------------------------------------ */

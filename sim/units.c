@@ -113,25 +113,6 @@ void sim_dist_format(const sim_dist *d, char *buf, size_t n)
     snprintf(buf, n, "constant:mean=%.6gms", d->mean * 1e3);
 }
 
-/* Parses "worker:7" / "ps:0" prefix; returns characters consumed or -1. */
-static int parse_task(const char *s, int *job, int *task)
-{
-    int off;
-    if (!strncmp(s, "worker:", 7)) { *job = JOB_WORKER; off = 7; }
-    else if (!strncmp(s, "ps:", 3)) { *job = JOB_PS; off = 3; }
-    else return -1;
-    if (!isdigit((unsigned char)s[off])) return -1;
-    long v = 0;
-    int i = off;
-    while (isdigit((unsigned char)s[i])) {
-        v = v * 10 + (s[i] - '0');
-        if (v > 1000000) return -1;
-        i++;
-    }
-    *task = (int)v;
-    return i;
-}
-
 int sim_parse_straggler(const char *s, run_straggler *out, char *err)
 {
     run_value v;
@@ -144,36 +125,7 @@ int sim_parse_straggler(const char *s, run_straggler *out, char *err)
 
 int sim_parse_failure(const char *s, sim_failure *out, char *err)
 {
-    const char *usage = "(JOB:I@step=N or JOB:I@t=T, optionally ,restart=T; e.g. worker:7@step=50)";
-    int job, task;
-    int n = s ? parse_task(s, &job, &task) : -1;
-    if (n < 0 || s[n] != '@') return dp_fail(err, DP_EINVAL, "--fail: \"%s\" is not %s", s ? s : "", usage);
-    memset(out, 0, sizeof *out);
-    out->job = job;
-    out->task = task;
-    out->at_step = -1;
-    out->at_s = -1;
-    out->restart_s = -1;
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", s + n + 1);
-    char *restart = strstr(buf, ",restart=");
-    if (restart) {
-        *restart = 0;
-        int rc = dp_parse_time(restart + 9, "--fail restart", &out->restart_s, err);
-        if (rc) return rc;
-    }
-    if (!strncmp(buf, "step=", 5)) {
-        long long v;
-        if (dp_parse_int(buf + 5, &v) || v < 0)
-            return dp_fail(err, DP_EINVAL, "--fail: step \"%s\" is not a non-negative integer", buf + 5);
-        out->at_step = v;
-    } else if (!strncmp(buf, "t=", 2)) {
-        int rc = dp_parse_time(buf + 2, "--fail t", &out->at_s, err);
-        if (rc) return rc;
-    } else {
-        return dp_fail(err, DP_EINVAL, "--fail: \"%s\" is not %s", s, usage);
-    }
-    return DP_OK;
+    return run_fault_parse(s, "--fail", out, err);
 }
 
 int sim_parse_trace_level(const char *s, int *level, int *sample, char *err)

@@ -150,6 +150,53 @@ TF_CONFIG="$TFC_WK" $DOWNPOUR task --steps 30 $SYN >"$TMP/tfc.json" 2>/dev/null
 check "TF_CONFIG task trains to step 30" test "$(json "$TMP/tfc.json" global_step)" -eq 30
 wait
 
+# TensorFlow's conventions (TFConfigClusterResolver): task.index may be a string ("0" is
+# int("0")), and an explicit --job_name/--task_index overrides TF_CONFIG's task, saying so.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+P2=$(free_port); W2=$(free_port)
+TFC_STR="{\"cluster\":{\"ps\":[\"127.0.0.1:$P2\"],\"worker\":[\"127.0.0.1:$W2\"]},\"task\":{\"type\":\"ps\",\"index\":\"0\"}}"
+TF_CONFIG="$TFC_STR" $DOWNPOUR task --steps 30 $SYN >"$TMP/tfs_ps.json" 2>"$TMP/tfs_ps.err" &
+TFS_PS=$!
+TF_CONFIG="$TFC_STR" $DOWNPOUR task --job_name=worker --task_index=0 --steps 30 $SYN >"$TMP/tfs_w.json" 2>"$TMP/tfs_w.err"
+check "TF_CONFIG with \"index\": \"0\" (a string) runs the ps" wait $TFS_PS
+check "--job_name=worker over TF_CONFIG's ps task trains as the worker to step 30" \
+    test "$(json "$TMP/tfs_w.json" global_step)" -eq 30
+check "the override is said in one line" grep -qxF \
+    "downpour: task: --job_name=worker overrides TF_CONFIG's task.type \"ps\": running as /job:worker/replica:0/task:0" "$TMP/tfs_w.err"
+check "no override, no note" bash -c "! grep -q overrides '$TMP/tfs_ps.err'"
+
+# IPv6: 1 ps + 2 async workers on [::1], started by hand as TensorFlow tasks are; the ps
+# reports the final global step in its line, and the chief's line carries the same.
+if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; then
+    free6() { python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0)); print(s.getsockname()[1])'; }
+    P6=$(free6); W6a=$(free6); W6b=$(free6)
+    H6="--ps_hosts=[::1]:$P6 --worker_hosts=[::1]:$W6a,[::1]:$W6b --mode async"
+    $DOWNPOUR task --job_name=ps --task_index=0 $H6 --steps 40 $SYN >"$TMP/v6ps.json" 2>"$TMP/v6ps.err" &
+    V6PS=$!
+    $DOWNPOUR task --job_name=worker --task_index=1 $H6 --steps 40 $SYN >"$TMP/v6w1.json" 2>/dev/null &
+    V6W1=$!
+    $DOWNPOUR task --job_name=worker --task_index=0 $H6 --steps 40 $SYN >"$TMP/v6w0.json" 2>"$TMP/v6w0.err"
+    v6rc=$?
+    wait $V6W1; v6w1rc=$?
+    wait $V6PS; v6psrc=$?
+    check "IPv6 [::1]: ps, chief and worker 1 exit 0 ($v6psrc $v6rc $v6w1rc)" test "$v6psrc$v6rc$v6w1rc" = 000
+    check "IPv6 [::1]: the ps log names [::1]:$P6" grep -qF "on [::1]:$P6 (async" "$TMP/v6ps.err"
+    gs6=$(json "$TMP/v6ps.json" global_step)
+    check "IPv6 [::1]: trains to step 40 (ps global_step ${gs6:-none})" fcmp "${gs6:-0}" '>=' 40
+    check "the ps's final global_step ($gs6) is the chief's ($(json "$TMP/v6w0.json" global_step))" \
+        test "$gs6" = "$(json "$TMP/v6w0.json" global_step)"
+else
+    skip "IPv6 [::1] run: this machine has no IPv6 loopback"
+fi
+
+# Async: the summary's global_step is the ps's final step — what the trace shows — not
+# the chief's last read; a slow worker 3 pushes after the others have finished.
+$DOWNPOUR cluster --ps 1 --workers 4 --mode async --steps 30 --straggler worker:3x4 $SYN \
+    --trace "$TMP/agsum.dptrace" >"$TMP/agsum.json" 2>/dev/null
+$DOWNPOUR trace info --json "$TMP/agsum.dptrace" >"$TMP/agsum.info"
+check "async summary global_step ($(json "$TMP/agsum.json" global_step)) = the trace's ($(json "$TMP/agsum.info" global_step))" \
+    test "$(json "$TMP/agsum.json" global_step)" = "$(json "$TMP/agsum.info" global_step)"
+
 # No ps at all: the worker gives up after --connect-timeout with a clear error.
 $DOWNPOUR task --job_name=worker --task_index=0 $HOSTS --connect-timeout 1 $SYN >/dev/null 2>"$TMP/to.err"
 check "worker without ps exits non-zero" test $? -ne 0

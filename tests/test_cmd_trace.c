@@ -115,6 +115,69 @@ static char *drain(FILE *f)
     return s;
 }
 
+/* The whole file at path (binary; *n gets its length); caller frees. */
+static char *read_all(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    *n = 0;
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = xmalloc(len > 0 ? (size_t)len : 1);
+    *n = fread(s, 1, (size_t)(len > 0 ? len : 0), f);
+    fclose(f);
+    return s;
+}
+
+/* 1 when the file at path still holds exactly the n bytes of want. */
+static int file_is(const char *path, const char *want, size_t n)
+{
+    size_t got;
+    char *s = read_all(path, &got);
+    int ok = s && got == n && memcmp(s, want, n) == 0;
+    free(s);
+    return ok;
+}
+
+/* `trace export --chrome OUT T` where OUT is T itself, by its own name, through a symbolic
+ * link, a hard link and another spelling of the path: refused with one line naming both,
+ * the trace untouched (fopen "w" would have truncated it before reading). */
+static void test_export_onto_input(const char *tpath)
+{
+    size_t n;
+    char *orig = read_all(tpath, &n);
+    CHECK(orig && n > 0);
+    char sym[700], hard[700], other[700];
+    snprintf(sym, sizeof sym, "%s/sym.dptrace", dir);
+    snprintf(hard, sizeof hard, "%s/hard.dptrace", dir);
+    snprintf(other, sizeof other, "%s/../%s/run.dptrace", dir, strrchr(dir, '/') + 1);
+    CHECK(symlink(tpath, sym) == 0 && link(tpath, hard) == 0);
+    const char *outs[] = {tpath, sym, hard, other};
+    for (int i = 0; i < 4; i++) {
+        trace_tool_report rep;
+        char err[DP_ERRLEN] = "", want[2 * 700 + 80];
+        int rc = trace_tool_export_chrome(tpath, outs[i], &rep, err);
+        snprintf(want, sizeof want, "output %s is the input trace %s: refusing to overwrite it",
+                 outs[i], tpath);
+        CHECK_MSG(rc == DP_EINVAL && !strcmp(err, want), "export onto %s: rc %d \"%s\"",
+                  outs[i], rc, err);
+        CHECK_MSG(file_is(tpath, orig, n), "export onto %s changed the trace", outs[i]);
+        const char *cmd[] = {"trace", "export", "--chrome", outs[i], tpath};
+        char line[sizeof want + 40];
+        snprintf(line, sizeof line, "downpour: trace export: %s\n", want);
+        CHECK_MSG(run(5, cmd) == 1 && err_is(line), "downpour trace export --chrome %s %s",
+                  outs[i], tpath);
+        CHECK_MSG(file_is(tpath, orig, n), "the command onto %s changed the trace", outs[i]);
+    }
+    /* the input given through the link, the output by its own name: the same file too */
+    const char *rev[] = {"trace", "export", "--chrome", tpath, sym};
+    CHECK(run(5, rev) == 1 && err_has("refusing to overwrite") && file_is(tpath, orig, n));
+    unlink(sym);
+    unlink(hard);
+    free(orig);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) return 1;
@@ -282,6 +345,7 @@ int main(void)
     CHECK(run(4, exp2) == 0);
     const char *exp_nodir[] = {"trace", "export", "--chrome", "/nonexistent/dir/x.json", tpath};
     CHECK(run(5, exp_nodir) == 1 && err_is(want_exp_err));
+    test_export_onto_input(tpath);
 
     /* damage: a flipped byte inside the (only) block */
     trace_reader *r = trace_reader_open(tpath, err);

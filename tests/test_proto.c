@@ -144,7 +144,8 @@ int main(void)
     char err[DP_ERRLEN];
     uint8_t buf[PROTO_HEADER_SIZE];
     for (int t = 1; t < MSG_TYPE_COUNT; t++) {
-        uint32_t len = (t == MSG_INIT || t == MSG_PULL_RESP || t == MSG_PUSH) ? 4000 : t == MSG_ERROR ? 12 : 0;
+        uint32_t len = (t == MSG_INIT || t == MSG_PULL_RESP || t == MSG_PUSH || t == MSG_INIT_SLOT ||
+                        t == MSG_SLOT_RESP) ? 4000 : t == MSG_ERROR ? 12 : 0;
         proto_header h = {.version = PROTO_VERSION, .type = (uint16_t)t, .length = len, .var = 77,
                           .arg0 = -5, .arg1 = INT64_MAX};
         proto_encode(&h, buf);
@@ -153,6 +154,14 @@ int main(void)
         CHECK(g.type == t && g.length == len && g.var == 77 && g.arg0 == -5 && g.arg1 == INT64_MAX);
         CHECK(strcmp(proto_type_name(t), "?") != 0);
     }
+    /* The checkpoint's messages: slots are whole floats, FINAL_STEP carries nothing. */
+    proto_header hs = {.version = PROTO_VERSION, .type = MSG_SLOT_RESP, .length = 6};
+    proto_header gs;
+    proto_encode(&hs, buf);
+    CHECK(proto_decode(buf, &gs, err) == DP_EPROTO && strstr(err, "not whole floats"));
+    hs = (proto_header){.version = PROTO_VERSION, .type = MSG_FINAL_STEP, .length = 8};
+    proto_encode(&hs, buf);
+    CHECK(proto_decode(buf, &gs, err) == DP_EPROTO && strstr(err, "expected 0"));
     proto_header h = {.version = PROTO_VERSION, .type = MSG_PUSH, .length = 8};
     proto_header g;
     proto_encode(&h, buf);

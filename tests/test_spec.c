@@ -157,7 +157,16 @@ static void test_tf_bad(void)
     bad_tf("{" CL ",\"task\":{\"type\":\"chief\",\"index\":0}}",
            "TF_CONFIG: \"task.type\": unknown task type \"chief\"");
     bad_tf("{" CL ",\"task\":{\"type\":\"worker\"}}", "TF_CONFIG: missing \"task.index\"");
-    bad_tf("{" CL ",\"task\":{\"type\":\"worker\",\"index\":\"1\"}}",
+    /* a string index is read as TensorFlow's int() reads it: digits only here */
+    bad_tf("{" CL ",\"task\":{\"type\":\"worker\",\"index\":\"one\"}}",
+           "TF_CONFIG: \"task.index\" \"one\" is not an integer");
+    bad_tf("{" CL ",\"task\":{\"type\":\"worker\",\"index\":\"\"}}",
+           "TF_CONFIG: \"task.index\" \"\" is not an integer");
+    bad_tf("{" CL ",\"task\":{\"type\":\"worker\",\"index\":\"-1\"}}",
+           "TF_CONFIG: \"task.index\" \"-1\" is not an integer");
+    bad_tf("{" CL ",\"task\":{\"type\":\"worker\",\"index\":\"2\"}}",
+           "TF_CONFIG: \"task.index\" 2 out of range 0..1 for job \"worker\"");
+    bad_tf("{" CL ",\"task\":{\"type\":\"worker\",\"index\":true}}",
            "TF_CONFIG: \"task.index\" is not an integer");
     bad_tf("{" CL ",\"task\":{\"type\":\"worker\",\"index\":1.5}}",
            "TF_CONFIG: \"task.index\" is not an integer");
@@ -166,6 +175,140 @@ static void test_tf_bad(void)
     bad_tf("{" CL ",\"task\":{\"type\":\"ps\",\"index\":-1}}",
            "TF_CONFIG: \"task.index\" -1 out of range 0..0 for job \"ps\"");
     bad_tf("{" CL ",\"task\":{\"type\":\"ps\",\"index\":0},\"task\":{}}", "duplicate");
+}
+
+/* IPv6 literals in brackets, as gRPC and TensorFlow's cluster specs write them. */
+static void test_ipv6(void)
+{
+    dp_addr a;
+    char err[DP_ERRLEN], buf[300];
+    CHECK_MSG(spec_addr_parse("[::1]:2222", &a, err) == 0, "%s", err);
+    CHECK(!strcmp(a.host, "::1") && a.port == 2222);
+    CHECK(!strcmp(spec_addr_format(buf, sizeof buf, &a), "[::1]:2222"));
+    CHECK(spec_addr_parse("[fe80::1:2]:80", &a, err) == 0 && !strcmp(a.host, "fe80::1:2") &&
+          a.port == 80);
+    CHECK(spec_addr_parse("[0:0::1]:7", &a, err) == 0 && !strcmp(a.host, "::1"));
+    CHECK(spec_addr_parse("[::ffff:10.0.0.1]:9", &a, err) == 0);
+    CHECK(spec_addr_parse("10.0.0.1:9", &a, err) == 0 &&
+          !strcmp(spec_addr_format(buf, sizeof buf, &a), "10.0.0.1:9"));
+    CHECK(spec_addr_parse("::1:2222", &a, err) == DP_EINVAL &&
+          strstr(err, "an IPv6 address needs brackets, e.g. \"[::1]:2222\""));
+    CHECK(spec_addr_parse("[::1]", &a, err) == DP_EINVAL && strstr(err, "missing ':port' after ']'"));
+    CHECK(spec_addr_parse("[::1:2222", &a, err) == DP_EINVAL && strstr(err, "'[' without ']'"));
+    CHECK(spec_addr_parse("[]:1", &a, err) == DP_EINVAL && strstr(err, "empty IPv6 address"));
+    CHECK(spec_addr_parse("[localhost]:1", &a, err) == DP_EINVAL &&
+          strstr(err, "\"localhost\" is not an IPv6 address"));
+    CHECK(spec_addr_parse("[::1]:0", &a, err) == DP_EINVAL && strstr(err, "out of range"));
+    CHECK(spec_addr_parse("[::1]:x", &a, err) == DP_EINVAL && strstr(err, "not a number"));
+
+    cluster_spec s;
+    CHECK_MSG(spec_from_flags(&s, "[::1]:2222", "[::1]:2223,127.0.0.1:2224", err) == 0, "%s", err);
+    CHECK(s.n_ps == 1 && s.n_workers == 2 && !strcmp(s.ps[0].host, "::1") &&
+          s.workers[0].port == 2223);
+    spec_release(&s);
+    /* one address in two spellings is a duplicate */
+    bad_flags("[::1]:2222", "[0::1]:2222", "duplicate address \"[::1]:2222\": --ps_hosts entry 0 "
+              "and --worker_hosts entry 0");
+    bad_tf("{\"cluster\":{\"ps\":[\"[::1]:5\"],\"worker\":[\"[::1]:5\"]},"
+           "\"task\":{\"type\":\"ps\",\"index\":0}}",
+           "TF_CONFIG: duplicate address \"[::1]:5\": cluster.ps[0] and cluster.worker[0]");
+    dp_job job;
+    int idx;
+    CHECK(spec_from_tf_config("{\"cluster\":{\"ps\":[\"[::1]:5\"],\"worker\":[\"[::1]:6\"]},"
+                              "\"task\":{\"type\":\"worker\",\"index\":0}}", &s, &job, &idx,
+                              err) == 0 && !strcmp(s.workers[0].host, "::1"));
+    spec_release(&s);
+}
+
+#define TFC "{\"cluster\":{\"ps\":[\"p:1\",\"p:2\"],\"worker\":[\"w:1\",\"w:2\",\"w:3\"]}"
+#define TFC_W1 TFC ",\"task\":{\"type\":\"worker\",\"index\":1}}"
+
+/* Resolves with spec_resolve and checks the task and the note (want_note "" for none, or
+ * a text the note must equal). */
+static void resolve_ok(const char *tf, const char *job_name, long long task_index,
+                       dp_job want_job, int want_index, const char *want_note)
+{
+    spec_task_args a = {.job_name = job_name, .task_index = task_index, .tf_config = tf};
+    cluster_spec s;
+    dp_job job = (dp_job)-1;
+    int idx = -1;
+    char note[DP_ERRLEN], err[DP_ERRLEN] = "";
+    int rc = spec_resolve(&a, &s, &job, &idx, note, sizeof note, err);
+    CHECK_MSG(rc == 0 && job == want_job && idx == want_index && !strcmp(note, want_note),
+              "TF_CONFIG %s, --job_name=%s --task_index=%lld: rc %d (%s), %s:%d, note \"%s\", "
+              "want %s:%d, note \"%s\"", tf, job_name ? job_name : "-", task_index, rc, err,
+              rc ? "?" : spec_job_name(job), idx, note, spec_job_name(want_job), want_index,
+              want_note);
+    if (!rc) CHECK(s.n_ps == 2 && s.n_workers == 3);
+    spec_release(&s);
+}
+
+static void resolve_bad(const char *tf, const char *job_name, long long task_index,
+                        const char *want)
+{
+    spec_task_args a = {.job_name = job_name, .task_index = task_index, .tf_config = tf};
+    cluster_spec s;
+    dp_job job;
+    int idx;
+    char note[DP_ERRLEN], err[DP_ERRLEN] = "";
+    int rc = spec_resolve(&a, &s, &job, &idx, note, sizeof note, err);
+    CHECK_MSG(rc == DP_EINVAL && !strcmp(err, want), "TF_CONFIG %s, --job_name=%s "
+              "--task_index=%lld: rc %d, err \"%s\", want \"%s\"", tf, job_name ? job_name : "-",
+              task_index, rc, err, want);
+    CHECK(s.n_ps == 0 && s.ps == NULL && s.n_workers == 0 && s.workers == NULL);
+}
+
+/* TensorFlow's precedence: TFConfigClusterResolver(task_type=, task_id=) override
+ * TF_CONFIG's task, each on its own; the host flags replace TF_CONFIG entirely. */
+static void test_resolve(void)
+{
+    resolve_ok(TFC_W1, NULL, -1, JOB_WORKER, 1, "");
+    resolve_ok(TFC ",\"task\":{\"type\":\"worker\",\"index\":\"2\"}}", NULL, -1, JOB_WORKER, 2, "");
+    resolve_ok(TFC_W1, NULL, 2, JOB_WORKER, 2, "--task_index=2 overrides TF_CONFIG's "
+               "task.index 1: running as /job:worker/replica:0/task:2");
+    resolve_ok(TFC_W1, "ps", -1, JOB_PS, 1, "--job_name=ps overrides TF_CONFIG's task.type "
+               "\"worker\": running as /job:ps/replica:0/task:1");
+    resolve_ok(TFC_W1, "ps", 0, JOB_PS, 0, "--job_name=ps overrides TF_CONFIG's task.type "
+               "\"worker\"; --task_index=0 overrides TF_CONFIG's task.index 1: running as "
+               "/job:ps/replica:0/task:0");
+    resolve_ok(TFC_W1, "worker", 1, JOB_WORKER, 1, "");      /* flags agree: nothing to say */
+    /* a TF_CONFIG without "task" (or with part of it) is completed by the flags */
+    resolve_ok(TFC "}", "worker", 2, JOB_WORKER, 2, "");
+    resolve_ok(TFC ",\"task\":{\"type\":\"ps\"}}", NULL, 1, JOB_PS, 1, "");
+    resolve_ok(TFC ",\"task\":{\"index\":2}}", "worker", -1, JOB_WORKER, 2, "");
+    /* a field a flag replaces is not read, as TensorFlow does not read it */
+    resolve_ok(TFC ",\"task\":{\"type\":\"chief\",\"index\":\"x\"}}", "worker", 0, JOB_WORKER, 0,
+               "");
+
+    resolve_bad(TFC "}", "worker", -1, "TF_CONFIG: missing \"task\"");
+    resolve_bad(TFC ",\"task\":{\"type\":\"ps\"}}", NULL, -1, "TF_CONFIG: missing \"task.index\"");
+    resolve_bad(TFC_W1, NULL, 3, "--task_index 3 is outside the 3 worker tasks of the cluster");
+    resolve_bad(TFC ",\"task\":{\"type\":\"worker\",\"index\":2}}", "ps", -1,
+                "TF_CONFIG: \"task.index\" 2 out of range 0..1 for job \"ps\"");
+    resolve_bad(TFC_W1, "chief", -1, "--job_name: \"chief\" is not ps or worker");
+    resolve_bad(TFC ",\"task\":[]}", "worker", 0, "TF_CONFIG: \"task\" is not an object");
+
+    /* no TF_CONFIG, or the host flags given: the four flags */
+    spec_task_args a = {.job_name = "worker", .task_index = 1, .ps_hosts = "[::1]:1",
+                        .worker_hosts = "[::1]:2,[::1]:3", .tf_config = TFC_W1};
+    cluster_spec s;
+    dp_job job;
+    int idx;
+    char note[DP_ERRLEN], err[DP_ERRLEN];
+    CHECK_MSG(spec_resolve(&a, &s, &job, &idx, note, sizeof note, err) == 0, "%s", err);
+    CHECK(job == JOB_WORKER && idx == 1 && s.n_workers == 2 && s.workers[1].port == 3);
+    CHECK_MSG(!strcmp(note, "--ps_hosts/--worker_hosts given: TF_CONFIG is not read"), "%s", note);
+    spec_release(&s);
+    a.tf_config = NULL;
+    CHECK(spec_resolve(&a, &s, &job, &idx, note, sizeof note, err) == 0 && note[0] == '\0');
+    spec_release(&s);
+    a.worker_hosts = NULL;
+    CHECK(spec_resolve(&a, &s, &job, &idx, note, sizeof note, err) == DP_EINVAL &&
+          !strcmp(err, "need --job_name, --task_index, --ps_hosts and --worker_hosts (or "
+                  "TF_CONFIG); see --help"));
+    a = (spec_task_args){.job_name = "worker", .task_index = -1, .tf_config = ""};
+    CHECK(spec_resolve(&a, &s, &job, &idx, note, sizeof note, err) == DP_EINVAL &&
+          strstr(err, "need --job_name"));
 }
 
 static void test_names(void)
@@ -192,6 +335,8 @@ int main(void)
     test_flags_bad();
     test_tf_good();
     test_tf_bad();
+    test_ipv6();
+    test_resolve();
     test_names();
     return CHECK_DONE();
 }

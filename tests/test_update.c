@@ -29,9 +29,13 @@ static void mean_in_order(const float g[3][4], const int order[3], float out[4],
     CHECK(sync_acc_offer(a, order[0], 0, g[order[0]]) == SYNC_ACCUMULATED);
     CHECK(sync_acc_offer(a, order[1], 0, g[order[1]]) == SYNC_ACCUMULATED);
     CHECK(sync_acc_count(a) == 2);
+    /* who the step still waits for: the one that has not offered */
+    CHECK(sync_acc_holds(a, order[0]) && sync_acc_holds(a, order[1]) && !sync_acc_holds(a, order[2]));
+    CHECK(!sync_acc_holds(a, -1) && !sync_acc_holds(a, 3));
     CHECK(sync_acc_offer(a, order[2], 0, g[order[2]]) == SYNC_READY);
     CHECK(sync_acc_take(a, out, workers) == 3);
     CHECK(sync_acc_step(a) == 1 && sync_acc_count(a) == 0);
+    CHECK(!sync_acc_holds(a, order[0]));
     sync_acc_free(a);
 }
 

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# it_faults.sh — fault injection in `downpour cluster` (--fail, alias --kill; the key
+# "fail" the simulator shares): a worker killed in async and in sync with a backup
+# worker (the run completes without it), in sync without one (workers log whom they
+# wait for, and --barrier-timeout stops the run with one clear error and a checkpoint
+# that resumes), a restart that rejoins at the current global step, a ps lost without
+# restart (a clear error), every fault an event in the trace (trace info --json counts)
+# and a caption, and bad values refused in one line naming the flag. The launcher
+# SIGKILLs the task itself; this script signals nothing. --pace keeps runs long enough
+# for a kill to land mid-run; no check reads a duration.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+SYN="--data synthetic --model mlp --hidden 16 --batch 16 --eval-every 0 --log-every 100000"
+# count TRACE KIND: events of KIND in TRACE, from trace info --json.
+count() { "$DOWNPOUR" trace info --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['counts'].get('$2', 0))"; }
+
+# --- async: a dead worker is not waited for -----------------------------------------------
+"$DOWNPOUR" cluster --mode async --workers 3 --steps 150 --pace 10ms $SYN --kill worker:1@step=5 \
+    --trace "$TMP/a.dptrace" >"$TMP/a.out" 2>"$TMP/a.err"
+check "async: the run completes without the killed worker (rc $?)" test $? -eq 0
+check "async: the launcher kills worker 1 at exactly its step 5 and says so" \
+    grep -q -- "--fail worker:1@step=5: killing /job:worker/replica:0/task:1 (SIGKILL) at its step 5" "$TMP/a.err"
+check "async: it says training goes on" grep -q "training goes on without /job:worker/replica:0/task:1 (async" "$TMP/a.err"
+check "async: the ps stops on its own, not waiting for the dead worker's DONE" \
+    bash -c "! grep -q 'ps/replica:0/task:0: stopped by signal' '$TMP/a.err'"
+check "async: the global step reaches --steps" fcmp "$(json "$TMP/a.out" global_step)" '>=' 150
+check "async: summary counts 1 fault, 1 worker lost, 0 restarts" \
+    test "$(json "$TMP/a.out" faults_injected)/$(json "$TMP/a.out" workers_lost)/$(json "$TMP/a.out" tasks_restarted)" = 1/1/0
+check "async: no event was lost (summary events_dropped 0)" test "$(json "$TMP/a.out" events_dropped)" = 0
+check "async: the trace holds 1 failure, 0 recoveries" \
+    test "$(count "$TMP/a.dptrace" failure)/$(count "$TMP/a.dptrace" recovery)" = 1/0
+check "async: the caption says worker 1 died of the injected fault" \
+    bash -c "'$DOWNPOUR' trace captions '$TMP/a.dptrace' | grep -q 'worker 1 died: killed by signal 9 (injected by --fail worker:1@step=5)'"
+
+# --- async, by time ------------------------------------------------------------------------
+"$DOWNPOUR" cluster --mode async --workers 2 --steps 200 --pace 10ms $SYN --kill worker:1@time=300ms \
+    >"$TMP/t.out" 2>"$TMP/t.err"
+check "async: --kill worker:1@time=300ms completes the run (rc $?)" test $? -eq 0
+check "async: by time, the worker is killed and the global step reaches --steps" \
+    bash -c "grep -q 'killing /job:worker/replica:0/task:1' '$TMP/t.err' && [ \$(python3 -c \"import json; print(json.loads(open('$TMP/t.out').read().splitlines()[-1])['global_step'] >= 200)\") = True ]"
+
+# --- sync with a backup worker: the others cover it ---------------------------------------
+"$DOWNPOUR" cluster --mode sync --workers 3 --backup-workers 1 --steps 40 --pace 10ms $SYN \
+    --kill worker:2@step=5 --trace "$TMP/s.dptrace" >"$TMP/s.out" 2>"$TMP/s.err"
+check "sync+backup: the run completes without worker 2 (rc $?)" test $? -eq 0
+check "sync+backup: the launcher says the backup covers it" grep -q "sync: 1 backup worker covers it" "$TMP/s.err"
+check "sync+backup: the global step is --steps, every variable at it" \
+    test "$(json "$TMP/s.out" global_step)/$(json "$TMP/s.out" min_variable_step)" = 40/40
+check "sync+backup: the ps stops on its own" bash -c "! grep -q 'stopped by signal' '$TMP/s.err'"
+check "sync+backup: no barrier wait was reported" bash -c "! grep -q 'waiting for' '$TMP/s.err'"
+check "sync+backup: the trace holds 1 failure" test "$(count "$TMP/s.dptrace" failure)" = 1
+
+# --- sync without a backup: waiting, then the barrier timeout ------------------------------
+# (timeout 120: a hang guard, so that a broken timeout fails here instead of stalling)
+timeout 120 "$DOWNPOUR" cluster --mode sync --workers 2 --steps 40 $SYN --kill worker:1@step=8 --barrier-timeout 3s \
+    --checkpoint-dir "$TMP/ck" --trace "$TMP/b.dptrace" >"$TMP/b.out" 2>"$TMP/b.err"
+check "sync: a lost worker without backups stops the run with exit 1 (rc $?)" test $? -eq 1
+check "sync: the launcher says the others wait up to --barrier-timeout" \
+    grep -q "sync has no backup worker to cover it: the others wait for it up to --barrier-timeout 3s" "$TMP/b.err"
+check "sync: worker 0 logs whom it waits for and how long" \
+    grep -q "Worker 0: waiting for /job:worker/replica:0/task:1 (2 s)" "$TMP/b.err"
+check "sync: the run's error is one line naming the barrier timeout" \
+    test "$(grep -c '^downpour: cluster: task /job:worker/replica:0/task:0 stopped the run: barrier timeout: step [0-9]* waited 3 s for /job:worker/replica:0/task:1 (--barrier-timeout 3s)$' "$TMP/b.err")" = 1
+STEP=$(sed -n 's/.*barrier timeout: step \([0-9]*\) waited.*/\1/p' "$TMP/b.err" | head -n1)
+check "sync: the chief saved a checkpoint at the step it stopped at ($STEP)" test -f "$TMP/ck/model.ckpt-$STEP"
+check "sync: the trace holds the barrier_timeout and the failures (lost worker, stopped run)" \
+    test "$(count "$TMP/b.dptrace" barrier_timeout)/$(count "$TMP/b.dptrace" failure)" = 1/2
+check "sync: a caption explains the timeout" \
+    bash -c "'$DOWNPOUR' trace captions '$TMP/b.dptrace' | grep -q 'worker 0 gives up waiting .* for worker 1 at step $STEP: sync needs every replica'"
+"$DOWNPOUR" cluster --mode sync --workers 2 --steps 40 $SYN --checkpoint-dir "$TMP/ck" >"$TMP/rs.out" 2>"$TMP/rs.err"
+check "sync: the timeout's checkpoint resumes to completion (rc $?)" test $? -eq 0
+check "sync: the resume starts from global step $STEP" grep -q "restored .*model.ckpt-$STEP (global step $STEP)" "$TMP/rs.err"
+check "sync: the resumed run reaches --steps" test "$(json "$TMP/rs.out" global_step)" = 40
+
+# --- a restart rejoins at the current global step ------------------------------------------
+"$DOWNPOUR" cluster --mode sync --workers 2 --steps 30 $SYN --kill worker:1@step=10,restart=1s \
+    --trace "$TMP/r.dptrace" >"$TMP/r.out" 2>"$TMP/r.err"
+check "sync restart: the run completes (rc $?)" test $? -eq 0
+check "sync restart: the launcher says it restarts and restarted the worker" \
+    bash -c "grep -q 'restarting it in 1 s' '$TMP/r.err' && grep -q 'task:1 restarted by the launcher (restart 1' '$TMP/r.err'"
+RJ=$(sed -n 's/.*Worker 1: restarted: rejoining at global step \([0-9]*\).*/\1/p' "$TMP/r.err")
+check "sync restart: worker 1 rejoins at the current global step (10: it died after its step 10, not 0)" \
+    test "$RJ" = 10
+check "sync restart: the global step is --steps, every variable at it" \
+    test "$(json "$TMP/r.out" global_step)/$(json "$TMP/r.out" min_variable_step)" = 30/30
+check "sync restart: summary counts 1 fault, 1 restart, 0 lost" \
+    test "$(json "$TMP/r.out" faults_injected)/$(json "$TMP/r.out" tasks_restarted)/$(json "$TMP/r.out" workers_lost)" = 1/1/0
+check "sync restart: no event was lost" test "$(json "$TMP/r.out" events_dropped)" = 0
+check "sync restart: the trace holds 1 failure and 1 recovery" \
+    test "$(count "$TMP/r.dptrace" failure)/$(count "$TMP/r.dptrace" recovery)" = 1/1
+check "sync restart: a caption says worker 1 recovers" \
+    bash -c "'$DOWNPOUR' trace captions '$TMP/r.dptrace' | grep -q 'worker 1 recovers after'"
+"$DOWNPOUR" cluster --mode async --workers 2 --steps 200 --pace 10ms $SYN --kill worker:1@step=5,restart=200ms \
+    >"$TMP/ar.out" 2>"$TMP/ar.err"
+check "async restart: the run completes (rc $?)" test $? -eq 0
+ARJ=$(sed -n 's/.*Worker 1: restarted: rejoining at global step \([0-9]*\).*/\1/p' "$TMP/ar.err")
+check "async restart: worker 1 rejoins at the current global step ($ARJ > 5)" bash -c "[ -n '$ARJ' ] && [ '$ARJ' -gt 5 ]"
+
+# --- a lost ps without restart: a clear error ----------------------------------------------
+"$DOWNPOUR" cluster --mode async --workers 2 --steps 400 --pace 10ms $SYN --kill ps:0@step=20 \
+    --trace "$TMP/p.dptrace" >"$TMP/p.out" 2>"$TMP/p.err"
+check "ps lost: the run stops with exit 1 (rc $?)" test $? -eq 1
+check "ps lost: the error names the ps and the fault" \
+    grep -q "^downpour: cluster: task /job:ps/replica:0/task:0 died: killed by signal 9 (injected by --fail ps:0@step=20); no restart= was asked" "$TMP/p.err"
+check "ps lost: the trace holds its failure" test "$(count "$TMP/p.dptrace" failure)" -ge 1
+
+# --- bad values: one line naming the flag --------------------------------------------------
+bad_kill() { # bad_kill DESCRIPTION EXPECTED-TEXT ARGS...
+    local what=$1 want=$2; shift 2
+    "$DOWNPOUR" cluster $SYN "$@" >/dev/null 2>"$TMP/bad.err"
+    local rc=$?
+    check "bad $what: exit 2 and one line naming the flag (rc $rc)" \
+        bash -c "[ $rc -eq 2 ] && [ \$(wc -l <'$TMP/bad.err') -eq 1 ] && grep -qF -- '$want' '$TMP/bad.err'"
+}
+bad_kill "syntax" '--kill: "worker:1@soon" is not JOB:I@step=N or JOB:I@time=T' --kill 'worker:1@soon'
+bad_kill "job" '--kill: "chief:0@step=1" is not' --kill 'chief:0@step=1'
+bad_kill "step" '--kill: step "-3" is not a non-negative integer' --kill 'worker:1@step=-3'
+bad_kill "time" '--kill time: "soon" is not a time' --kill 'ps:0@time=soon'
+bad_kill "restart" '--kill restart: "xyz" is not a time' --kill 'worker:1@step=5,restart=xyz'
+bad_kill "task" '--fail/--kill: worker:9@step=1 names worker 9, which does not exist (2 worker tasks)' --kill 'worker:9@step=1'
+bad_kill "fail spelling" '--fail: "worker:1" is not' --fail 'worker:1'
+bad_kill "barrier timeout" '--barrier-timeout: "-1" is not a time' --barrier-timeout -1
+
+# --- one key for both engines ----------------------------------------------------------------
+"$DOWNPOUR" sim --workers 4 --steps 30 --kill 'worker:1@step=5,restart=2s' --trace "$TMP/sim.dptrace" --quiet >/dev/null 2>&1
+check "sim: --kill is the simulator's --fail (rc $?)" test $? -eq 0
+check "sim: its trace holds the failure and the recovery" \
+    test "$(count "$TMP/sim.dptrace" failure)/$(count "$TMP/sim.dptrace" recovery)" = 1/1
+"$DOWNPOUR" sim --workers 2 --steps 30 --fail 'ps:0@time=1s,restart=1s' --quiet >/dev/null 2>&1
+check "sim: @time=T is accepted as @t=T (rc $?)" test $? -eq 0
+done_tests
