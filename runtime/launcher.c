@@ -1,10 +1,11 @@
 /* launcher.c — the local-cluster launcher (see launcher.h). One libev loop watches the
  * children (ev_child), their stdout pipes (each task ends with one JSON statistics line)
  * and SIGINT/SIGTERM. Children inherit stderr, so their progress lines stream through.
- * `--fail`/`--kill` faults are injected here: SIGKILL of a task at a time (a timer) or
- * at a step (workers then print "@progress LOCAL GLOBAL" lines on stdout), and a restart
- * after a delay when asked; a task killed so does not stop the run. */
+ * `--fail`/`--kill` faults are carried out by launcher_faults.c: SIGKILL of a task at a
+ * time or at a step (workers then print "@progress LOCAL GLOBAL" lines on stdout), and a
+ * restart after a delay when asked; a task killed so does not stop the run. */
 #include "runtime/launcher.h"
+#include "runtime/launcher_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -26,65 +27,6 @@
 #include "runtime/conn.h"
 #include "runtime/instr.h"
 
-typedef struct child {
-    struct launcher *l;
-    pid_t pid;
-    dp_job job;
-    int index;
-    int viewer;              /* the --view window: its exit never fails the run */
-    char name[64];
-    ev_child cw;
-    ev_io out_w;
-    int out_fd;
-    int listen_fd;           /* a ps: its listening socket, bound here and handed down */
-    char line[4096];
-    size_t line_len;
-    json_t *stats;           /* last JSON line it printed */
-    int exited, status;
-    char **argv;             /* what it was started with (owned), for a restart */
-    int fault;               /* 1 + the --fail that killed it, 0: none */
-    int restarts;
-    int restart_pending;
-    int64_t local_step;      /* from its "@progress" lines */
-    ev_timer restart_w;
-} child;
-
-/* A --fail at a time: its timer. */
-typedef struct fault_timer {
-    struct launcher *l;
-    int index;
-    ev_timer w;
-} fault_timer;
-
-typedef struct launcher {
-    struct ev_loop *loop;
-    const rt_config *cfg;
-    child *kids;
-    int n_kids;
-    int alive, open_pipes;   /* tasks (not the viewer) still running / pipes still open */
-    child *viewer;           /* the --view window, or NULL */
-    int told_viewer;
-    int summary_done;
-    int finished;            /* every task has exited */
-    uint64_t t0;
-    double wall_s;
-    int workers_left;
-    int stopping;            /* we are killing the rest */
-    int interrupted;
-    char failure[DP_ERRLEN];
-    ev_signal sigint_w, sigterm_w;
-    ev_timer grace_w;
-    evt_hub *hub;            /* our own hub, with --trace */
-    rt_instr *in;            /* the launcher's own events (cluster start/stop, failures) */
-    uint64_t events, events_dropped;
-    /* --fail / --kill */
-    fault_timer *fault_w;    /* one per fault (used by the ones at a time) */
-    uint8_t *fault_fired;
-    int64_t gs_seen;         /* the highest global step a worker reported */
-    int restarts_pending;
-    int faults_injected, tasks_restarted, workers_lost;
-} launcher;
-
 /* Signals every task (and the viewer too when with_viewer). */
 static void kill_tasks(launcher *l, int sig, int with_viewer)
 {
@@ -96,7 +38,7 @@ static void kill_tasks(launcher *l, int sig, int with_viewer)
         }
 }
 
-static void kill_all(launcher *l, int sig) { kill_tasks(l, sig, 1); }
+void launcher_kill_all(launcher *l, int sig) { kill_tasks(l, sig, 1); }
 
 static void print_summary(launcher *l, double wall_s);
 
@@ -129,7 +71,7 @@ static void run_finished(launcher *l)
     }
 }
 
-static void maybe_done(launcher *l)
+void launcher_maybe_done(launcher *l)
 {
     if (l->alive > 0 || l->open_pipes > 0 || l->restarts_pending > 0) return;
     run_finished(l);
@@ -161,179 +103,15 @@ static void on_grace(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void grace_start(launcher *l);
 
-static child *find_task(launcher *l, int job, int index)
-{
-    for (int i = 0; i < l->n_kids; i++)
-        if (!l->kids[i].viewer && (int)l->kids[i].job == job && l->kids[i].index == index) return &l->kids[i];
-    return NULL;
-}
-
-/* Carries out fault i: SIGKILL of its task (once; a task not running is left alone). */
-static void inject(launcher *l, int i)
-{
-    const run_fault *f = &l->cfg->faults[i];
-    if (l->fault_fired[i] || l->stopping) return;
-    l->fault_fired[i] = 1;
-    char text[96];
-    run_fault_format(f, text, sizeof text);
-    child *c = find_task(l, f->job, f->task);
-    if (!c || c->exited || c->pid <= 0) {
-        dp_log(DP_LOG_WARN, "cluster", "--fail %s: the task is not running; nothing to kill", text);
-        return;
-    }
-    dp_log(DP_LOG_WARN, "cluster", "--fail %s: killing %s (SIGKILL) at its step %lld, global step %lld",
-           text, c->name, (long long)c->local_step, (long long)l->gs_seen);
-    c->fault = i + 1;
-    l->faults_injected++;
-    kill(c->pid, SIGKILL);
-}
-
-static void on_fault_time(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    DP_UNUSED(loop);
-    DP_UNUSED(revents);
-    fault_timer *ft = dp_container_of(w, fault_timer, w);
-    inject(ft->l, ft->index);
-}
-
-/* A worker's "@progress LOCAL GLOBAL": the faults at a step that it reached. */
-static void on_progress(launcher *l, child *c, const char *text)
-{
-    long long local = 0, gs = 0;
-    if (sscanf(text, "%lld %lld", &local, &gs) != 2) return;
-    c->local_step = local;
-    if (gs > l->gs_seen) l->gs_seen = gs;
-    for (int i = 0; i < l->cfg->n_faults; i++) {
-        const run_fault *f = &l->cfg->faults[i];
-        if (l->fault_fired[i] || f->at_step < 0) continue;
-        if ((f->job == JOB_WORKER && c->job == JOB_WORKER && f->task == c->index && local >= f->at_step) ||
-            (f->job == JOB_PS && l->gs_seen >= f->at_step))
-            inject(l, i);
-    }
-}
-
-/* Restarts for tasks killed by --fail are moot once every other worker is done. */
-static void cancel_restarts(launcher *l)
-{
-    for (int i = 0; i < l->n_kids; i++) {
-        child *c = &l->kids[i];
-        if (!c->restart_pending) continue;
-        ev_timer_stop(l->loop, &c->restart_w);
-        c->restart_pending = 0;
-        l->restarts_pending--;
-        if (c->job == JOB_WORKER) {
-            l->workers_left--;
-            dp_log(DP_LOG_INFO, "cluster", "training is over: %s is not restarted", c->name);
-        }
-    }
-}
-
 /* One worker fewer to wait for; the last one starts the ps tasks' grace. */
-static void worker_gone(launcher *l)
+void launcher_worker_gone(launcher *l)
 {
     --l->workers_left;
-    if (l->workers_left > 0 && l->workers_left == l->restarts_pending) cancel_restarts(l);
+    if (l->workers_left > 0 && l->workers_left == l->restarts_pending) launcher_cancel_restarts(l);
     if (l->workers_left == 0 && !l->stopping) {
         /* Every worker is done; ps tasks exit on their own once all said DONE. */
         grace_start(l);
     }
-}
-
-/* Whether the run can go on without worker c, said in the launcher's words. */
-static void say_going_on(launcher *l, const child *c)
-{
-    const rt_config *cfg = l->cfg;
-    if (cfg->mode != MODE_SYNC)
-        dp_log(DP_LOG_WARN, "cluster", "training goes on without %s (%s: the others keep pushing)", c->name,
-               update_mode_name(cfg->mode));
-    else if (l->workers_lost <= cfg->backup_workers)
-        dp_log(DP_LOG_WARN, "cluster", "training goes on without %s (sync: %d backup worker%s cover%s it)",
-               c->name, cfg->backup_workers, cfg->backup_workers == 1 ? "" : "s",
-               cfg->backup_workers == 1 ? "s" : "");
-    else
-        dp_log(DP_LOG_WARN, "cluster", "%s is lost and sync has no backup worker to cover it: the others "
-               "wait for it up to --barrier-timeout %gs", c->name, cfg->barrier_timeout_s);
-}
-
-static void emit_fault_event(launcher *l, const child *c, evt_kind kind, const char *text)
-{
-    if (!l->in) return;
-    evt_record e = rt_instr_record(l->in, kind);
-    e.job = c->job == JOB_PS ? EVT_JOB_PS : EVT_JOB_WORKER;
-    e.task = c->index;
-    e.str = rt_instr_str(l->in, text);
-    rt_instr_emit(l->in, &e);
-}
-
-static int spawn(launcher *l, child *c, char **argv, char *err);
-
-static void on_restart(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    DP_UNUSED(revents);
-    child *c = dp_container_of(w, child, restart_w);
-    launcher *l = c->l;
-    if (c->out_fd >= 0 && !l->stopping) {
-        /* its old stdout has not reached its end yet: the pipe's watcher is still ours */
-        ev_timer_set(w, 0.05, 0.);
-        ev_timer_start(loop, w);
-        return;
-    }
-    c->restart_pending = 0;
-    l->restarts_pending--;
-    if (l->stopping) {
-        if (c->job == JOB_WORKER) l->workers_left--;
-        maybe_done(l);
-        return;
-    }
-    char err[DP_ERRLEN], text[160];
-    c->restarts++;
-    c->exited = 0;
-    c->fault = 0;
-    c->local_step = 0;
-    json_decref(c->stats);
-    c->stats = NULL;
-    if (spawn(l, c, c->argv, err)) {
-        snprintf(l->failure, sizeof l->failure, "cannot restart %s: %.400s", c->name, err);
-        dp_log(DP_LOG_ERROR, "cluster", "%s; stopping the other tasks", l->failure);
-        l->stopping = 1;
-        kill_all(l, SIGTERM);
-        if (c->job == JOB_WORKER) l->workers_left--;
-        maybe_done(l);
-        return;
-    }
-    l->tasks_restarted++;
-    snprintf(text, sizeof text, "restarted by the launcher (restart %d, pid %d)", c->restarts, (int)c->pid);
-    dp_log(DP_LOG_WARN, "cluster", "%s %s", c->name, text);
-    emit_fault_event(l, c, EVT_RECOVERY, text);
-}
-
-/* c died of a --fail: an event, then a restart, the run going on without it, or (a ps
- * that is not restarted) the run's end. Returns 1 when the run goes on. */
-static int fault_death(launcher *l, child *c)
-{
-    const run_fault *f = &l->cfg->faults[c->fault - 1];
-    char text[96], msg[256];
-    run_fault_format(f, text, sizeof text);
-    snprintf(msg, sizeof msg, "task %s died: killed by signal 9 (injected by --fail %s)", c->name, text);
-    if (c->job == JOB_PS && f->restart_s < 0) {
-        /* on_child reports it as the run's failure (and its event) */
-        snprintf(l->failure, sizeof l->failure, "%s; no restart= was asked, and the run needs its variables", msg);
-        return 0;
-    }
-    emit_fault_event(l, c, EVT_FAILURE, msg);
-    if (f->restart_s >= 0 && !l->stopping) {
-        dp_log(DP_LOG_WARN, "cluster", "%s killed (--fail %s); restarting it in %g s", c->name, text,
-               f->restart_s);
-        c->restart_pending = 1;
-        l->restarts_pending++;
-        ev_timer_init(&c->restart_w, on_restart, f->restart_s, 0.);
-        ev_timer_start(l->loop, &c->restart_w);
-        return 1;
-    }
-    l->workers_lost++;
-    say_going_on(l, c);
-    worker_gone(l);
-    return 1;
 }
 
 /* The failure text of a task that died: its own error when it printed one. */
@@ -359,13 +137,13 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents)
     c->status = w->rstatus;
     if (c->viewer) {
         if (l->alive > 0) dp_log(DP_LOG_INFO, "cluster", "viewer closed; training goes on");
-        maybe_done(l);
+        launcher_maybe_done(l);
         return;
     }
     l->alive--;
-    if (c->fault && !l->interrupted && !l->failure[0] && fault_death(l, c)) {
+    if (c->fault && !l->interrupted && !l->failure[0] && launcher_fault_death(l, c)) {
         c->fault = 0;
-        maybe_done(l);
+        launcher_maybe_done(l);
         return;
     }
     int clean = WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0;
@@ -383,10 +161,10 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents)
             rt_instr_emit(l->in, &e);
         }
         l->stopping = 1;
-        kill_all(l, SIGTERM);
+        launcher_kill_all(l, SIGTERM);
     }
-    if (c->job == JOB_WORKER && c->index >= 0) worker_gone(l);
-    maybe_done(l);
+    if (c->job == JOB_WORKER && c->index >= 0) launcher_worker_gone(l);
+    launcher_maybe_done(l);
 }
 
 static void grace_start(launcher *l)
@@ -399,7 +177,7 @@ static void take_line(child *c)
 {
     c->line[c->line_len] = 0;
     if (!strncmp(c->line, "@progress ", 10)) {
-        on_progress(c->l, c, c->line + 10);
+        launcher_fault_progress(c->l, c, c->line + 10);
     } else if (c->line[0] == '{') {
         json_error_t je;
         json_t *j = json_loads(c->line, 0, &je);
@@ -426,7 +204,7 @@ static void on_out(struct ev_loop *loop, ev_io *w, int revents)
         close(c->out_fd);
         c->out_fd = -1;
         if (!c->viewer) c->l->open_pipes--;
-        maybe_done(c->l);
+        launcher_maybe_done(c->l);
         return;
     }
     for (ssize_t i = 0; i < r; i++) {
@@ -444,11 +222,11 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
     if (!l->interrupted) dp_log(DP_LOG_WARN, "cluster", "interrupted; stopping every task");
     l->interrupted = 1;
     l->stopping = 1;
-    kill_all(l, SIGTERM);
+    launcher_kill_all(l, SIGTERM);
 }
 
 /* Starts argv as a child with stdout on a pipe we read. */
-static int spawn(launcher *l, child *c, char **argv, char *err)
+int launcher_spawn(launcher *l, child *c, char **argv, char *err)
 {
     int fds[2];
     if (pipe(fds) < 0) return dp_fail(err, DP_EIO, "pipe: %s", strerror(errno));
@@ -743,7 +521,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
         argv[n++] = a_wk;
         for (int i = 0; i < n_train; i++) argv[n++] = train_argv[i];
         argv[n] = NULL;
-        rc = spawn(&l, c, argv, err);
+        rc = launcher_spawn(&l, c, argv, err);
         if (cfg->n_faults) {
             /* kept for a restart */
             c->argv = xcalloc((size_t)n + 1, sizeof *c->argv);
@@ -769,7 +547,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
         if (cfg->faults[i].at_s < 0) continue;
         l.fault_w[i].l = &l;
         l.fault_w[i].index = i;
-        ev_timer_init(&l.fault_w[i].w, on_fault_time, cfg->faults[i].at_s, 0.);
+        ev_timer_init(&l.fault_w[i].w, launcher_on_fault_time, cfg->faults[i].at_s, 0.);
         ev_timer_start(l.loop, &l.fault_w[i].w);
     }
     if (!rc && view) {
@@ -781,7 +559,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
         c->listen_fd = -1;
         snprintf(c->name, sizeof c->name, "viewer");
         char *argv[] = {(char *)self, "view", "--connect", task_cfg.hub, NULL};
-        if (spawn(&l, c, argv, err) == DP_OK) {
+        if (launcher_spawn(&l, c, argv, err) == DP_OK) {
             l.viewer = c;
             l.n_kids++;
         } else {
@@ -791,7 +569,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     }
     if (rc) {
         l.stopping = 1;
-        kill_all(&l, SIGTERM);
+        launcher_kill_all(&l, SIGTERM);
     }
     ev_run(l.loop, 0);
     /* The loop is the process's default one and outlives this run (`downpour compare`
