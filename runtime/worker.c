@@ -6,8 +6,10 @@
  * waits out the rest there, before the push, shown as its own phase (PACED_BEGIN/END).
  * Worker 0 is the chief: it initialises or restores the variables, evaluates on the
  * test set and writes checkpoints. The worker's libev loop runs only while it waits for
- * answers; pulled tensors are read straight into the parameter buffers. */
+ * answers; pulled tensors are read straight into the parameter buffers. Talking to the
+ * ps tasks (connect, pull, push, barrier, SSP gate) is worker_net.c. */
 #include "runtime/task.h"
+#include "runtime/worker_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -30,66 +32,12 @@
 #include "runtime/nn.h"
 #include "runtime/towers.h"
 
-#define LOSS_WINDOW 20
-
-typedef struct wk_ps {
-    struct worker *wk;
-    int index;
-    net_conn *conn;
-    char name[64];
-} wk_ps;
-
-typedef struct worker {
-    struct ev_loop *loop;
-    const rt_config *cfg;
-    const cluster_spec *spec;
-    int index;
-    int chief;
-    char name[64];
-    var_catalog cat;
-    int step_var;               /* catalogue index of global_step */
-    nn_net *net, *eval_net;
-    dev_set *devs;              /* --worker-devices beyond cpu:1: its devices and towers */
-    tw_set *tw;
-    int n_tensors;
-    float *params[8], *grads[8];
-    float *slots[8];            /* chief, optimizer with slots: the ps's accumulators, pulled
-                                 * for checkpoints (else NULL) */
-    char slot_names[8][96];     /* "hidden/weights/Momentum", as TensorFlow's Saver names them */
-    int64_t final_gs;           /* FINAL_STEP_RESP: the run's final global step */
-    int64_t ckpt_step;          /* global step of the last checkpoint written or restored */
-    uint64_t ckpt_ns;           /* when it was (dp_now_ns) */
-    wk_ps *ps;
-    int outstanding;            /* answers still awaited */
-    int failed;
-    char fail_msg[DP_ERRLEN];
-    int finishing;
-    int64_t *version;           /* per variable: version read at the last pull */
-    int64_t gs;                 /* global step read at the last pull */
-    int64_t gs_after;           /* global step from the last global_step ack */
-    int drops_seen;
-    int64_t waited_logged;      /* sync: whole seconds of the last "waiting for" line */
-    int timed_out;              /* sync: --barrier-timeout passed (a WAITING said so) */
-    char timeout_msg[160];
-    int report_progress;        /* $DOWNPOUR_PROGRESS: a "@progress" stdout line a step, from
-                                 * which the launcher learns when to inject a --fail */
-    int64_t hold_at;            /* $DOWNPOUR_HOLD_AT: the local step a --fail kills us at */
-    int releases_due;           /* sync: gradients accumulated, waiting for RELEASE */
-    int64_t local;              /* local step in progress */
-    int64_t *t_begin;           /* per variable: when its pull/push began (instr clock) */
-    rt_instr *in;               /* NULL without a hub */
-    uint32_t device;
-    uint64_t bytes_pulled, bytes_pushed;
-    double losses[LOSS_WINDOW];
-    int n_losses;
-} worker;
-
-static float *var_slot(const var_def *d, float *const *tensors)
+float *wk_var_slot(const var_def *d, float *const *tensors)
 {
     return tensors[d->base_index] + (size_t)d->row_offset * (size_t)d->cols;
 }
 
-static void fail(worker *wk, const char *msg)
+void wk_fail(worker *wk, const char *msg)
 {
     if (wk->failed) return;
     wk->failed = 1;
@@ -100,7 +48,7 @@ static void fail(worker *wk, const char *msg)
 }
 
 /* PULL_BEGIN/END, PUSH_BEGIN/END of variable v (END events carry the duration). */
-static void emit_transfer(worker *wk, evt_kind kind, int v, double value)
+void wk_emit_transfer(worker *wk, evt_kind kind, int v, double value)
 {
     if (!wk->in) return;
     const var_def *d = &wk->cat.v[v];
@@ -120,7 +68,7 @@ static void emit_transfer(worker *wk, evt_kind kind, int v, double value)
 }
 
 /* An event about this worker's step (compute, barrier, ssp, step end, eval). */
-static void emit_step(worker *wk, evt_kind kind, int64_t t, int64_t dur, double value, double value2)
+void wk_emit_step(worker *wk, evt_kind kind, int64_t t, int64_t dur, double value, double value2)
 {
     if (!wk->in) return;
     evt_record e = rt_instr_record(wk->in, kind);
@@ -131,281 +79,6 @@ static void emit_step(worker *wk, evt_kind kind, int64_t t, int64_t dur, double 
     e.value = value;
     e.value2 = value2;
     rt_instr_emit(wk->in, &e);
-}
-
-/* Sync: a ps says our step still waits for worker arg0 after arg1 ms. Logged once per
- * whole second; at --barrier-timeout the step is given up (wait loops return
- * DP_ETIMEDOUT). */
-static void on_waiting(worker *wk, const proto_header *h)
-{
-    char who[64];
-    spec_task_name(who, sizeof who, JOB_WORKER, (int)h->arg0);
-    int64_t secs = h->arg1 / 1000;
-    if (secs > wk->waited_logged) {
-        wk->waited_logged = secs;
-        dp_log(DP_LOG_WARN, wk->name, "waiting for %s (%lld s)", who, (long long)secs);
-        rt_instr_log(wk->in, "%s: waiting for %s (%lld s)", wk->name, who, (long long)secs);
-    }
-    double limit = wk->cfg->barrier_timeout_s;
-    /* once: every variable of the step says so, and the chief's last pull follows */
-    if (limit > 0 && (double)h->arg1 >= limit * 1e3 && !wk->timeout_msg[0]) {
-        wk->timed_out = 1;
-        snprintf(wk->timeout_msg, sizeof wk->timeout_msg,
-                 "barrier timeout: step %lld waited %.0f s for %s (--barrier-timeout %gs)",
-                 (long long)wk->gs, (double)h->arg1 / 1e3, who, limit);
-        if (wk->in) {
-            evt_record e = rt_instr_record(wk->in, EVT_BARRIER_TIMEOUT);
-            e.step = wk->gs;
-            e.peer_job = EVT_JOB_WORKER;
-            e.peer = (int32_t)h->arg0;
-            e.value = (double)h->arg1 / 1e3;
-            e.str = rt_instr_str(wk->in, wk->timeout_msg);
-            rt_instr_emit(wk->in, &e);
-        }
-    }
-}
-
-static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err, int *reject)
-{
-    DP_UNUSED(c);
-    wk_ps *p = ctx;
-    worker *wk = p->wk;
-    if (h->type != MSG_PULL_RESP && h->type != MSG_SLOT_RESP) return NULL;
-    const char *what = proto_type_name(h->type);
-    if (h->var >= (uint32_t)wk->cat.n || wk->cat.v[h->var].ps != p->index) {
-        *reject = 1;
-        snprintf(err, DP_ERRLEN, "%s for variable id %u, which %s does not hold", what, h->var, p->name);
-        return NULL;
-    }
-    const var_def *d = &wk->cat.v[h->var];
-    if (h->type == MSG_SLOT_RESP && (!wk->slots[d->base_index] || !d->trainable)) {
-        *reject = 1;
-        snprintf(err, DP_ERRLEN, "SLOT_RESP of %s, which this worker did not ask for", d->name);
-        return NULL;
-    }
-    if (h->length != d->count * sizeof(float)) {
-        *reject = 1;
-        snprintf(err, DP_ERRLEN, "%s of %s carries %u bytes, expected %zu", what, d->name, h->length,
-                 d->count * sizeof(float));
-        return NULL;
-    }
-    return var_slot(d, h->type == MSG_SLOT_RESP ? wk->slots : wk->params);
-}
-
-static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ctx)
-{
-    wk_ps *p = ctx;
-    worker *wk = p->wk;
-    char msg[DP_ERRLEN + 64];
-    switch (h->type) {
-    case MSG_HELLO_OK:
-    case MSG_INIT_OK:
-    case MSG_SSP_GO:
-        wk->outstanding--;
-        return;
-    case MSG_SLOT_RESP:
-        wk->outstanding--;
-        return;
-    case MSG_FINAL_STEP_RESP:
-        wk->final_gs = h->arg0;
-        wk->outstanding--;
-        return;
-    case MSG_PULL_RESP:
-        wk->version[h->var] = h->arg0;
-        if ((int)h->var == wk->step_var) wk->gs = h->arg0;
-        wk->bytes_pulled += h->length;
-        emit_transfer(wk, EVT_PULL_END, (int)h->var, (double)h->arg0);
-        wk->outstanding--;
-        return;
-    case MSG_PUSH_ACK:
-        if (h->var >= (uint32_t)wk->cat.n) break;
-        if ((h->arg1 & 0xff) == ACK_DROPPED && wk->cat.v[h->var].trainable) wk->drops_seen++;
-        if ((h->arg1 & 0xff) == ACK_ACCUMULATED) wk->releases_due++;
-        if ((int)h->var == wk->step_var) wk->gs_after = h->arg0;
-        emit_transfer(wk, EVT_PUSH_END, (int)h->var, (double)(h->arg1 & 0xff));
-        wk->outstanding--;
-        return;
-    case MSG_WAITING:
-        on_waiting(wk, h);
-        return;
-    case MSG_RELEASE:
-        if (h->var >= (uint32_t)wk->cat.n || wk->releases_due <= 0) break;
-        if ((int)h->var == wk->step_var) wk->gs_after = h->arg0;
-        wk->releases_due--;
-        return;
-    case MSG_ERROR:
-        snprintf(msg, sizeof msg, "%s reported: %.*s", p->name, (int)h->length, (const char *)payload);
-        fail(wk, msg);
-        net_conn_close(c, "peer reported an error");
-        return;
-    default:
-        break;
-    }
-    snprintf(msg, sizeof msg, "unexpected %s from %s", proto_type_name(h->type), p->name);
-    fail(wk, msg);
-    net_conn_close(c, msg);
-}
-
-static void on_close(net_conn *c, const char *reason, void *ctx)
-{
-    DP_UNUSED(c);
-    wk_ps *p = ctx;
-    p->conn = NULL;
-    if (!p->wk->finishing) {
-        char msg[DP_ERRLEN + 64];
-        snprintf(msg, sizeof msg, "lost connection to %s: %s", p->name, reason);
-        fail(p->wk, msg);
-    }
-}
-
-static const net_handler wk_handler = {on_header, on_frame, on_close};
-
-/* Runs the loop until every awaited answer has come, a connection fails, or a signal
- * asks us to stop. */
-static int wait_all(worker *wk)
-{
-    while (wk->outstanding > 0 && !wk->failed && !wk->timed_out && !rt_stop_requested)
-        ev_run(wk->loop, EVRUN_ONCE);
-    if (wk->failed) return DP_EPROTO;
-    if (wk->timed_out) return DP_ETIMEDOUT;
-    if (rt_stop_requested) return DP_ECLOSED;
-    return DP_OK;
-}
-
-static void send(worker *wk, int ps, proto_header h, const void *payload, size_t len)
-{
-    if (!wk->ps[ps].conn) return;
-    if (net_conn_send(wk->ps[ps].conn, h, payload, len, 0) == DP_OK) wk->outstanding++;
-}
-
-static int connect_all(worker *wk, char *err)
-{
-    for (int i = 0; i < wk->spec->n_ps; i++) {
-        const dp_addr *a = &wk->spec->ps[i];
-        wk_ps *p = &wk->ps[i];
-        uint64_t start = dp_now_ns(), last_log = 0;
-        double backoff = 0.05;
-        for (;;) {
-            char why[DP_ERRLEN];
-            int fd = net_connect(a->host, a->port, why);
-            if (fd >= 0) {
-                p->conn = net_conn_new(wk->loop, fd, &wk_handler, p, p->name);
-                break;
-            }
-            if (fd == DP_EINVAL) return dp_fail(err, fd, "%s: %s", p->name, why);
-            uint64_t now = dp_now_ns();
-            double waited = (double)(now - start) / 1e9;
-            char at[300];
-            if (rt_stop_requested) return dp_fail(err, DP_ECLOSED, "stopped while connecting");
-            if (waited >= wk->cfg->connect_timeout)
-                return dp_fail(err, DP_ETIMEDOUT, "%s at %s did not answer within %d s (%s)",
-                               p->name, spec_addr_format(at, sizeof at, a),
-                               wk->cfg->connect_timeout, why);
-            if (!last_log || now - last_log >= 2000000000ull) {
-                dp_log(DP_LOG_INFO, wk->name, "still waiting for response from %s at %s (%s)",
-                       p->name, spec_addr_format(at, sizeof at, a), why);
-                last_log = now;
-            }
-            struct timespec ts = {0, (long)(backoff * 1e9)};
-            nanosleep(&ts, NULL);
-            backoff = backoff * 2 > 1.0 ? 1.0 : backoff * 2;
-        }
-        proto_header h = {.type = MSG_HELLO, .var = (uint32_t)wk->index,
-                          .arg0 = (int64_t)rt_config_hash(wk->cfg), .arg1 = wk->cfg->n_workers};
-        send(wk, i, h, NULL, 0);
-    }
-    if (wait_all(wk)) return dp_fail(err, DP_EPROTO, "%s", wk->failed ? wk->fail_msg : "stopped");
-    return DP_OK;
-}
-
-/* Pulls every variable; with_slots (the chief, for a checkpoint) also their optimizer
- * slots, each answered right after its variable. */
-static int pull_all(worker *wk, int with_slots)
-{
-    for (int v = 0; v < wk->cat.n; v++) {
-        const var_def *d = &wk->cat.v[v];
-        int slot = with_slots && d->trainable && wk->slots[d->base_index];
-        proto_header h = {.type = MSG_PULL, .var = (uint32_t)v, .arg0 = wk->local,
-                          .arg1 = slot ? PULL_WITH_SLOT : 0};
-        emit_transfer(wk, EVT_PULL_BEGIN, v, 0);
-        int before = wk->outstanding;
-        send(wk, d->ps, h, NULL, 0);
-        if (slot && wk->outstanding > before) wk->outstanding++;   /* the SLOT_RESP */
-    }
-    return wait_all(wk);
-}
-
-/* Sends the pushes of variables [first, last); their acknowledgements are awaited by the
- * caller. */
-static void send_pushes(worker *wk, int first, int last, int64_t clock)
-{
-    int sync = wk->cfg->mode == MODE_SYNC;
-    for (int v = first; v < last; v++) {
-        const var_def *d = &wk->cat.v[v];
-        /* Sync gradients carry the global step they were computed from (TensorFlow's
-         * local_step); async ones the version of the variable they read. */
-        proto_header h = {.type = MSG_PUSH, .var = (uint32_t)v, .arg0 = sync ? wk->gs : wk->version[v],
-                          .arg1 = clock};
-        /* Borrowed: the gradient buffers stay untouched until every ack is in. */
-        size_t len = d->count * sizeof(float);
-        emit_transfer(wk, EVT_PUSH_BEGIN, v, 0);
-        send(wk, d->ps, h, d->count ? var_slot(d, wk->grads) : NULL, len);
-        wk->bytes_pushed += len;
-    }
-}
-
-/* Sends the pushes of variables [first, last) and waits for their acknowledgements. */
-static int push_range(worker *wk, int first, int last, int64_t clock)
-{
-    send_pushes(wk, first, last, clock);
-    return wait_all(wk);
-}
-
-/* Waits for every RELEASE still due (sync gradients accumulated, not yet applied). */
-static int wait_releases(worker *wk)
-{
-    while (wk->releases_due > 0 && !wk->failed && !wk->timed_out && !rt_stop_requested)
-        ev_run(wk->loop, EVRUN_ONCE);
-    if (wk->failed) return DP_EPROTO;
-    if (wk->timed_out) return DP_ETIMEDOUT;
-    if (rt_stop_requested) return DP_ECLOSED;
-    return DP_OK;
-}
-
-/* Pushes every gradient. Async: all at once, global_step's empty push among them. SSP:
- * the gradients first, then the clock (global_step's push) once all are applied; a clock
- * sent with them could release a waiting worker whose pull overtakes a gradient still
- * streaming in, one more step behind than the bound allows (tests/it_cluster.sh checks
- * the bound). Sync, as SyncReplicasOptimizer: the gradients first; once every variable
- * has taken this
- * step's update (our accumulated gradients RELEASEd, the others dropped as already
- * applied), the step token — global_step's empty push — which completes when
- * replicas_to_aggregate workers have finished the step. So the global step never runs
- * ahead of a variable, and every variable of one step is updated from the same step. */
-static int push_all(worker *wk, int64_t clock)
-{
-    int rc;
-    if (wk->cfg->mode == MODE_ASYNC) return push_range(wk, 0, wk->cat.n, clock);
-    int sv = wk->step_var;
-    send_pushes(wk, 0, sv, clock);
-    send_pushes(wk, sv + 1, wk->cat.n, clock);
-    if ((rc = wait_all(wk))) return rc;
-    if (wk->cfg->mode == MODE_SSP) return push_range(wk, sv, sv + 1, clock);
-    int64_t t0 = rt_instr_now(wk->in);
-    int waited = wk->releases_due > 0;
-    if (waited) emit_step(wk, EVT_BARRIER_WAIT, t0, 0, 0, 0);
-    if ((rc = wait_releases(wk)) || (rc = push_range(wk, sv, sv + 1, clock))) return rc;
-    if (wk->releases_due > 0 && !waited) {
-        waited = 1;
-        t0 = rt_instr_now(wk->in);
-        emit_step(wk, EVT_BARRIER_WAIT, t0, 0, 0, 0);
-    }
-    if ((rc = wait_releases(wk))) return rc;
-    if (waited) {
-        int64_t t1 = rt_instr_now(wk->in);
-        emit_step(wk, EVT_BARRIER_RELEASE, t1, t1 - t0, 0, 0);
-    }
-    return DP_OK;
 }
 
 static void emit_path(worker *wk, evt_kind kind, const char *path, int64_t gs)
@@ -471,10 +144,19 @@ static int versions_at_step(const worker *wk)
 static int final_pull(worker *wk)
 {
     proto_header h = {.type = MSG_FINAL_STEP};
-    send(wk, wk->cat.v[wk->step_var].ps, h, NULL, 0);
-    int rc = wait_all(wk);
+    wk_send(wk, wk->cat.v[wk->step_var].ps, h, NULL, 0);
+    /* A worker that died before it joined is never done nor lost to the ps: the answer
+     * may not come. Then the chief goes on from its own last read. */
+    int rc = wk_wait_for(wk, FINAL_STEP_WAIT_S);
+    if (rc == DP_ETIMEDOUT && !wk->timed_out) {
+        dp_log(DP_LOG_WARN, wk->name, "the ps did not report the final global step within %g s (a worker "
+               "that never joined?): finishing from global step %lld", FINAL_STEP_WAIT_S, (long long)wk->gs);
+        wk->final_abandoned = 1;
+        wk->outstanding--;
+        rc = DP_OK;
+    }
     if (rc) return rc;
-    return pull_all(wk, wk->cfg->checkpoint_dir[0] != 0);
+    return wk_pull_all(wk, wk->cfg->checkpoint_dir[0] != 0);
 }
 
 /* TASK_START and DEVICE(s); the chief also describes the model (variables and their
@@ -585,25 +267,6 @@ static double evaluate(worker *wk, const dataset *test, double *loss, const char
     return acc;
 }
 
-/* SSP: asks the step's ps whether this worker may start its next step; blocked
- * answers are shown as SSP_WAIT / SSP_RELEASE. */
-static int ssp_wait(worker *wk)
-{
-    int step_ps = wk->cat.v[wk->step_var].ps;
-    proto_header h = {.type = MSG_SSP_WAIT, .arg0 = wk->local};
-    int64_t t0 = rt_instr_now(wk->in);
-    uint64_t w0 = dp_now_ns();
-    send(wk, step_ps, h, NULL, 0);
-    int rc = wait_all(wk);
-    /* An answer within 200 us was not a wait worth showing. */
-    if (!rc && dp_now_ns() - w0 > 200000) {
-        int64_t t1 = rt_instr_now(wk->in);
-        emit_step(wk, EVT_SSP_WAIT, t0, 0, 0, 0);
-        emit_step(wk, EVT_SSP_RELEASE, t1, t1 - t0, 0, 0);
-    }
-    return rc;
-}
-
 /* Chief: restore from the latest checkpoint or initialise from the seed, then send every
  * variable to its ps. */
 static int chief_init(worker *wk, char *err)
@@ -632,12 +295,12 @@ static int chief_init(worker *wk, char *err)
         /* The restored optimizer slot goes first: the variable's INIT makes it live. */
         if (restored && d->trainable && wk->slots[d->base_index]) {
             proto_header hs = {.type = MSG_INIT_SLOT, .var = (uint32_t)v};
-            send(wk, d->ps, hs, d->count ? var_slot(d, wk->slots) : NULL, d->count * sizeof(float));
+            wk_send(wk, d->ps, hs, d->count ? wk_var_slot(d, wk->slots) : NULL, d->count * sizeof(float));
         }
         proto_header h = {.type = MSG_INIT, .var = (uint32_t)v, .arg0 = gs0};
-        send(wk, d->ps, h, d->count ? var_slot(d, wk->params) : NULL, d->count * sizeof(float));
+        wk_send(wk, d->ps, h, d->count ? wk_var_slot(d, wk->params) : NULL, d->count * sizeof(float));
     }
-    if (wait_all(wk)) return dp_fail(err, DP_EPROTO, "%s", wk->failed ? wk->fail_msg : "stopped");
+    if (wk_wait_all(wk)) return dp_fail(err, DP_EPROTO, "%s", wk->failed ? wk->fail_msg : "stopped");
     return DP_OK;
 }
 
@@ -679,11 +342,11 @@ static uint64_t pace_step(worker *wk, uint64_t step_t0, double slow)
     uint64_t pace = (uint64_t)(pace_s * 1e9), w0 = dp_now_ns();
     if (w0 - step_t0 >= pace || rt_stop_requested) return 0;
     int64_t pt0 = rt_instr_now(wk->in);
-    emit_step(wk, EVT_PACED_BEGIN, pt0, 0, pace_s, 0);
+    wk_emit_step(wk, EVT_PACED_BEGIN, pt0, 0, pace_s, 0);
     sleep_ns(step_t0 + pace - w0);
     uint64_t waited = dp_now_ns() - w0;
     /* The span in the trace is the very wait counted in paced_s. */
-    emit_step(wk, EVT_PACED_END, pt0 + (int64_t)waited, (int64_t)waited, 0, 0);
+    wk_emit_step(wk, EVT_PACED_END, pt0 + (int64_t)waited, (int64_t)waited, 0, 0);
     return waited;
 }
 
@@ -710,7 +373,7 @@ static void barrier_timed_out(worker *wk, char *err)
     if (wk->chief && wk->cfg->checkpoint_dir[0]) {
         int64_t gs = wk->gs;
         wk->timed_out = 0;   /* the pulls are answered at once: no barrier */
-        int rc = pull_all(wk, 1);
+        int rc = wk_pull_all(wk, 1);
         if (!rc && wk->gs == gs && versions_at_step(wk)) rc = save_checkpoint(wk, gs, path, why);
         else if (!rc) snprintf(why, sizeof why, "step %lld was partly applied", (long long)gs);
         if (rc || !path[0])
@@ -788,7 +451,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     by = xmalloc((size_t)cfg->batch);
     if (wk->chief) wk->eval_net = nn_new(cfg->model, cfg->hidden, 1000);
 
-    rc = connect_all(wk, err);
+    rc = wk_connect_all(wk, err);
     if (rc) goto out;
     if (wk->chief) {
         rc = chief_init(wk, err);
@@ -800,9 +463,9 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     int64_t last_eval = -1;
     double accuracy = NAN, test_loss = NAN;
     for (;;) {
-        if (cfg->mode == MODE_SSP && (rc = ssp_wait(wk))) break;
+        if (cfg->mode == MODE_SSP && (rc = wk_ssp_wait(wk))) break;
         uint64_t step_t0 = dp_now_ns();
-        if ((rc = pull_all(wk, 0))) break;
+        if ((rc = wk_pull_all(wk, 0))) break;
         if (wk->local == 0 && getenv("DOWNPOUR_RESTART")) {
             /* The launcher restarted us (--fail ...,restart=T): we carry on from the ps. */
             dp_log(DP_LOG_INFO, wk->name, "restarted: rejoining at global step %lld", (long long)wk->gs);
@@ -812,7 +475,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         if (checkpoint_due(wk) && versions_at_step(wk)) {
             char path[1024];
             /* Again with the slots: values and slots of one version, what we train on. */
-            if ((rc = pull_all(wk, 1))) break;
+            if ((rc = wk_pull_all(wk, 1))) break;
             if (wk->gs >= cfg->steps) break;
             if (versions_at_step(wk) && (rc = save_checkpoint(wk, wk->gs, path, err))) break;
         }
@@ -830,7 +493,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         batch_order_indices(&order, index, data_step, idx);
         dataset_gather(&train, idx, cfg->batch, bx, by);
         int64_t ct0 = rt_instr_now(wk->in);
-        emit_step(wk, EVT_COMPUTE_BEGIN, ct0, 0, 0, 0);
+        wk_emit_step(wk, EVT_COMPUTE_BEGIN, ct0, 0, 0, 0);
         uint64_t c0 = dp_now_ns();
         err[0] = 0;
         float loss = wk->tw ? tw_step(wk->tw, wk->params, wk->grads, bx, by, cfg->batch, wk->local, err)
@@ -843,7 +506,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         if (slow_factor > 1.0) sleep_ns((uint64_t)((double)(c1 - c0) * (slow_factor - 1.0)));
         t_compute += dp_now_ns() - c0;
         int64_t ct1 = rt_instr_now(wk->in);
-        emit_step(wk, EVT_COMPUTE_END, ct1, ct1 - ct0, 0, 0);
+        wk_emit_step(wk, EVT_COMPUTE_END, ct1, ct1 - ct0, 0, 0);
         if (!isfinite(loss)) {
             rc = dp_fail(err, DP_ERR, "%s: loss became %f at global step %lld (learning rate too high?)",
                          wk->name, (double)loss, (long long)wk->gs);
@@ -852,9 +515,9 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         wk->losses[wk->n_losses++ % LOSS_WINDOW] = loss;
         t_paced += pace_step(wk, step_t0, slow_factor);
         uint64_t w0 = dp_now_ns();
-        if ((rc = push_all(wk, wk->local + 1))) break;
+        if ((rc = wk_push_all(wk, wk->local + 1))) break;
         t_wait += dp_now_ns() - w0;
-        emit_step(wk, EVT_STEP_END, 0, 0, loss, (double)wk->gs);
+        wk_emit_step(wk, EVT_STEP_END, 0, 0, loss, (double)wk->gs);
         wk->local++;
         if (wk->report_progress) {
             printf("@progress %lld %lld\n", (long long)wk->local, (long long)wk->gs_after);
@@ -926,7 +589,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     printf(",\"events\":%llu,\"events_dropped\":%llu}\n", (unsigned long long)rt_instr_sent(wk->in),
            (unsigned long long)rt_instr_dropped(wk->in));
     fflush(stdout);
-    emit_step(wk, EVT_TASK_STOP, 0, 0, 0, 0);
+    wk_emit_step(wk, EVT_TASK_STOP, 0, 0, 0, 0);
     rc = DP_OK;
 out:
     wk->finishing = 1;

@@ -39,6 +39,14 @@ check "async: --kill worker:1@time=300ms completes the run (rc $?)" test $? -eq 
 check "async: by time, the worker is killed and the global step reaches --steps" \
     bash -c "grep -q 'killing /job:worker/replica:0/task:1' '$TMP/t.err' && [ \$(python3 -c \"import json; print(json.loads(open('$TMP/t.out').read().splitlines()[-1])['global_step'] >= 200)\") = True ]"
 
+# --- a worker killed before it joins: the ps never hears of it, the chief does not wait
+# for its final step forever (FINAL_STEP is bounded), the run completes -------------------
+timeout 120 "$DOWNPOUR" cluster --mode async --workers 2 --steps 100 --pace 10ms $SYN --kill worker:1@time=1ms \
+    >"$TMP/j.out" 2>"$TMP/j.err"
+rc=$?
+check "async: a worker killed before it joined: the run completes (rc $rc, not 124)" test $rc -eq 0
+check "... the chief says why it did not get the ps's final step" grep -q "did not report the final global step" "$TMP/j.err"
+
 # --- sync with a backup worker: the others cover it ---------------------------------------
 "$DOWNPOUR" cluster --mode sync --workers 3 --backup-workers 1 --steps 40 --pace 10ms $SYN \
     --kill worker:2@step=5 --trace "$TMP/s.dptrace" >"$TMP/s.out" 2>"$TMP/s.err"

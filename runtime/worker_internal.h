@@ -1,0 +1,109 @@
+/* worker_internal.h — a worker task's state, shared by worker.c (the training loop, the
+ * chief's duties, checkpoints) and worker_net.c (talking to the ps tasks: connecting,
+ * pulls, pushes, the sync barrier's releases, the SSP gate). Not for other modules:
+ * runtime/task.h is the API. */
+#ifndef RUNTIME_WORKER_INTERNAL_H
+#define RUNTIME_WORKER_INTERNAL_H
+
+#include <stdint.h>
+
+#include <ev.h>
+
+#include "cluster/spec.h"
+#include "cluster/vars.h"
+#include "common/dp.h"
+#include "events/event.h"
+#include "runtime/config.h"
+#include "runtime/conn.h"
+#include "runtime/device.h"
+#include "runtime/instr.h"
+#include "runtime/nn.h"
+#include "runtime/proto.h"
+#include "runtime/task.h"
+#include "runtime/towers.h"
+
+#define LOSS_WINDOW 20
+/* How long the chief waits for the ps's final global step (FINAL_STEP) at the end. */
+#define FINAL_STEP_WAIT_S 10.0
+
+typedef struct wk_ps {
+    struct worker *wk;
+    int index;
+    net_conn *conn;
+    char name[64];
+} wk_ps;
+
+typedef struct worker {
+    struct ev_loop *loop;
+    const rt_config *cfg;
+    const cluster_spec *spec;
+    int index;
+    int chief;
+    char name[64];
+    var_catalog cat;
+    int step_var;               /* catalogue index of global_step */
+    nn_net *net, *eval_net;
+    dev_set *devs;              /* --worker-devices beyond cpu:1: its devices and towers */
+    tw_set *tw;
+    int n_tensors;
+    float *params[8], *grads[8];
+    float *slots[8];            /* chief, optimizer with slots: the ps's accumulators, pulled
+                                 * for checkpoints (else NULL) */
+    char slot_names[8][96];     /* "hidden/weights/Momentum", as TensorFlow's Saver names them */
+    int64_t final_gs;           /* FINAL_STEP_RESP: the run's final global step */
+    int final_abandoned;        /* FINAL_STEP given up (a worker never joined): a late
+                                 * answer is dropped, not counted */
+    int64_t ckpt_step;          /* global step of the last checkpoint written or restored */
+    uint64_t ckpt_ns;           /* when it was (dp_now_ns) */
+    wk_ps *ps;
+    int outstanding;            /* answers still awaited */
+    int failed;
+    char fail_msg[DP_ERRLEN];
+    int finishing;
+    int64_t *version;           /* per variable: version read at the last pull */
+    int64_t gs;                 /* global step read at the last pull */
+    int64_t gs_after;           /* global step from the last global_step ack */
+    int drops_seen;
+    int64_t waited_logged;      /* sync: whole seconds of the last "waiting for" line */
+    int timed_out;              /* sync: --barrier-timeout passed (a WAITING said so) */
+    char timeout_msg[160];
+    int report_progress;        /* $DOWNPOUR_PROGRESS: a "@progress" stdout line a step, from
+                                 * which the launcher learns when to inject a --fail */
+    int64_t hold_at;            /* $DOWNPOUR_HOLD_AT: the local step a --fail kills us at */
+    int releases_due;           /* sync: gradients accumulated, waiting for RELEASE */
+    int64_t local;              /* local step in progress */
+    int64_t *t_begin;           /* per variable: when its pull/push began (instr clock) */
+    rt_instr *in;               /* NULL without a hub */
+    uint32_t device;
+    uint64_t bytes_pulled, bytes_pushed;
+    double losses[LOSS_WINDOW];
+    int n_losses;
+} worker;
+
+/* worker.c */
+/* Where variable d's part lives in a tensor array (the catalogue's slice of it). */
+float *wk_var_slot(const var_def *d, float *const *tensors);
+/* Marks the worker failed with msg (the first failure is kept) and stops its loop. */
+void wk_fail(worker *wk, const char *msg);
+/* PULL_* / PUSH_* of variable v, and the step events (compute, barrier, ssp, step end). */
+void wk_emit_transfer(worker *wk, evt_kind kind, int v, double value);
+void wk_emit_step(worker *wk, evt_kind kind, int64_t t, int64_t dur, double value, double value2);
+
+/* worker_net.c */
+/* Runs the loop until every awaited answer is in; DP_OK, or a dp_err when it failed or
+ * was stopped. */
+int wk_wait_all(worker *wk);
+/* wk_wait_all, giving up after seconds: DP_ETIMEDOUT then (the answers stay awaited). */
+int wk_wait_for(worker *wk, double seconds);
+/* Sends one frame to ps task `ps` and counts the answer it awaits. */
+void wk_send(worker *wk, int ps, proto_header h, const void *payload, size_t len);
+/* Connects to every ps (retrying until --connect-timeout) and says HELLO. */
+int wk_connect_all(worker *wk, char *err);
+/* Pulls every variable (and, with_slots, the optimizer's slots for a checkpoint). */
+int wk_pull_all(worker *wk, int with_slots);
+/* Pushes every gradient of the step (see worker_net.c for the order by mode). */
+int wk_push_all(worker *wk, int64_t clock);
+/* SSP: waits until the gate lets this worker start its next step. */
+int wk_ssp_wait(worker *wk);
+
+#endif

@@ -1,0 +1,331 @@
+/* worker_net.c — a worker task's conversation with the ps tasks (see worker_internal.h):
+ * connecting and HELLO, pulls read straight into the parameter buffers, pushes in the
+ * order each mode needs, the sync barrier's RELEASEs and WAITING reports, the SSP gate.
+ * Every answer is counted in wk->outstanding; wk_wait_all() runs the libev loop until
+ * they are in. */
+#include "runtime/worker_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Sync: a ps says our step still waits for worker arg0 after arg1 ms. Logged once per
+ * whole second; at --barrier-timeout the step is given up (wait loops return
+ * DP_ETIMEDOUT). */
+static void on_waiting(worker *wk, const proto_header *h)
+{
+    char who[64];
+    spec_task_name(who, sizeof who, JOB_WORKER, (int)h->arg0);
+    int64_t secs = h->arg1 / 1000;
+    if (secs > wk->waited_logged) {
+        wk->waited_logged = secs;
+        dp_log(DP_LOG_WARN, wk->name, "waiting for %s (%lld s)", who, (long long)secs);
+        rt_instr_log(wk->in, "%s: waiting for %s (%lld s)", wk->name, who, (long long)secs);
+    }
+    double limit = wk->cfg->barrier_timeout_s;
+    /* once: every variable of the step says so, and the chief's last pull follows */
+    if (limit > 0 && (double)h->arg1 >= limit * 1e3 && !wk->timeout_msg[0]) {
+        wk->timed_out = 1;
+        snprintf(wk->timeout_msg, sizeof wk->timeout_msg,
+                 "barrier timeout: step %lld waited %.0f s for %s (--barrier-timeout %gs)",
+                 (long long)wk->gs, (double)h->arg1 / 1e3, who, limit);
+        if (wk->in) {
+            evt_record e = rt_instr_record(wk->in, EVT_BARRIER_TIMEOUT);
+            e.step = wk->gs;
+            e.peer_job = EVT_JOB_WORKER;
+            e.peer = (int32_t)h->arg0;
+            e.value = (double)h->arg1 / 1e3;
+            e.str = rt_instr_str(wk->in, wk->timeout_msg);
+            rt_instr_emit(wk->in, &e);
+        }
+    }
+}
+
+static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err, int *reject)
+{
+    DP_UNUSED(c);
+    wk_ps *p = ctx;
+    worker *wk = p->wk;
+    if (h->type != MSG_PULL_RESP && h->type != MSG_SLOT_RESP) return NULL;
+    const char *what = proto_type_name(h->type);
+    if (h->var >= (uint32_t)wk->cat.n || wk->cat.v[h->var].ps != p->index) {
+        *reject = 1;
+        snprintf(err, DP_ERRLEN, "%s for variable id %u, which %s does not hold", what, h->var, p->name);
+        return NULL;
+    }
+    const var_def *d = &wk->cat.v[h->var];
+    if (h->type == MSG_SLOT_RESP && (!wk->slots[d->base_index] || !d->trainable)) {
+        *reject = 1;
+        snprintf(err, DP_ERRLEN, "SLOT_RESP of %s, which this worker did not ask for", d->name);
+        return NULL;
+    }
+    if (h->length != d->count * sizeof(float)) {
+        *reject = 1;
+        snprintf(err, DP_ERRLEN, "%s of %s carries %u bytes, expected %zu", what, d->name, h->length,
+                 d->count * sizeof(float));
+        return NULL;
+    }
+    return wk_var_slot(d, h->type == MSG_SLOT_RESP ? wk->slots : wk->params);
+}
+
+static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ctx)
+{
+    wk_ps *p = ctx;
+    worker *wk = p->wk;
+    char msg[DP_ERRLEN + 64];
+    switch (h->type) {
+    case MSG_HELLO_OK:
+    case MSG_INIT_OK:
+    case MSG_SSP_GO:
+        wk->outstanding--;
+        return;
+    case MSG_SLOT_RESP:
+        wk->outstanding--;
+        return;
+    case MSG_FINAL_STEP_RESP:
+        if (wk->final_abandoned) return; /* given up on: counted already */
+        wk->final_gs = h->arg0;
+        wk->outstanding--;
+        return;
+    case MSG_PULL_RESP:
+        wk->version[h->var] = h->arg0;
+        if ((int)h->var == wk->step_var) wk->gs = h->arg0;
+        wk->bytes_pulled += h->length;
+        wk_emit_transfer(wk, EVT_PULL_END, (int)h->var, (double)h->arg0);
+        wk->outstanding--;
+        return;
+    case MSG_PUSH_ACK:
+        if (h->var >= (uint32_t)wk->cat.n) break;
+        if ((h->arg1 & 0xff) == ACK_DROPPED && wk->cat.v[h->var].trainable) wk->drops_seen++;
+        if ((h->arg1 & 0xff) == ACK_ACCUMULATED) wk->releases_due++;
+        if ((int)h->var == wk->step_var) wk->gs_after = h->arg0;
+        wk_emit_transfer(wk, EVT_PUSH_END, (int)h->var, (double)(h->arg1 & 0xff));
+        wk->outstanding--;
+        return;
+    case MSG_WAITING:
+        on_waiting(wk, h);
+        return;
+    case MSG_RELEASE:
+        if (h->var >= (uint32_t)wk->cat.n || wk->releases_due <= 0) break;
+        if ((int)h->var == wk->step_var) wk->gs_after = h->arg0;
+        wk->releases_due--;
+        return;
+    case MSG_ERROR:
+        snprintf(msg, sizeof msg, "%s reported: %.*s", p->name, (int)h->length, (const char *)payload);
+        wk_fail(wk, msg);
+        net_conn_close(c, "peer reported an error");
+        return;
+    default:
+        break;
+    }
+    snprintf(msg, sizeof msg, "unexpected %s from %s", proto_type_name(h->type), p->name);
+    wk_fail(wk, msg);
+    net_conn_close(c, msg);
+}
+
+static void on_close(net_conn *c, const char *reason, void *ctx)
+{
+    DP_UNUSED(c);
+    wk_ps *p = ctx;
+    p->conn = NULL;
+    if (!p->wk->finishing) {
+        char msg[DP_ERRLEN + 64];
+        snprintf(msg, sizeof msg, "lost connection to %s: %s", p->name, reason);
+        wk_fail(p->wk, msg);
+    }
+}
+
+static const net_handler wk_handler = {on_header, on_frame, on_close};
+
+/* Runs the loop until every awaited answer has come, a connection fails, or a signal
+ * asks us to stop. */
+int wk_wait_all(worker *wk)
+{
+    while (wk->outstanding > 0 && !wk->failed && !wk->timed_out && !rt_stop_requested)
+        ev_run(wk->loop, EVRUN_ONCE);
+    if (wk->failed) return DP_EPROTO;
+    if (wk->timed_out) return DP_ETIMEDOUT;
+    if (rt_stop_requested) return DP_ECLOSED;
+    return DP_OK;
+}
+
+static void on_wait_deadline(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(revents);
+    *(int *)w->data = 1;
+    ev_break(loop, EVBREAK_ONE);
+}
+
+int wk_wait_for(worker *wk, double seconds)
+{
+    int expired = 0;
+    ev_timer deadline;
+    ev_timer_init(&deadline, on_wait_deadline, seconds, 0.);
+    deadline.data = &expired;
+    ev_timer_start(wk->loop, &deadline);
+    while (wk->outstanding > 0 && !wk->failed && !wk->timed_out && !rt_stop_requested && !expired)
+        ev_run(wk->loop, EVRUN_ONCE);
+    ev_timer_stop(wk->loop, &deadline);
+    if (wk->failed) return DP_EPROTO;
+    if (wk->timed_out) return DP_ETIMEDOUT;
+    if (rt_stop_requested) return DP_ECLOSED;
+    return wk->outstanding > 0 ? DP_ETIMEDOUT : DP_OK;
+}
+
+void wk_send(worker *wk, int ps, proto_header h, const void *payload, size_t len)
+{
+    if (!wk->ps[ps].conn) return;
+    if (net_conn_send(wk->ps[ps].conn, h, payload, len, 0) == DP_OK) wk->outstanding++;
+}
+
+int wk_connect_all(worker *wk, char *err)
+{
+    for (int i = 0; i < wk->spec->n_ps; i++) {
+        const dp_addr *a = &wk->spec->ps[i];
+        wk_ps *p = &wk->ps[i];
+        uint64_t start = dp_now_ns(), last_log = 0;
+        double backoff = 0.05;
+        for (;;) {
+            char why[DP_ERRLEN];
+            int fd = net_connect(a->host, a->port, why);
+            if (fd >= 0) {
+                p->conn = net_conn_new(wk->loop, fd, &wk_handler, p, p->name);
+                break;
+            }
+            if (fd == DP_EINVAL) return dp_fail(err, fd, "%s: %s", p->name, why);
+            uint64_t now = dp_now_ns();
+            double waited = (double)(now - start) / 1e9;
+            char at[300];
+            if (rt_stop_requested) return dp_fail(err, DP_ECLOSED, "stopped while connecting");
+            if (waited >= wk->cfg->connect_timeout)
+                return dp_fail(err, DP_ETIMEDOUT, "%s at %s did not answer within %d s (%s)",
+                               p->name, spec_addr_format(at, sizeof at, a),
+                               wk->cfg->connect_timeout, why);
+            if (!last_log || now - last_log >= 2000000000ull) {
+                dp_log(DP_LOG_INFO, wk->name, "still waiting for response from %s at %s (%s)",
+                       p->name, spec_addr_format(at, sizeof at, a), why);
+                last_log = now;
+            }
+            struct timespec ts = {0, (long)(backoff * 1e9)};
+            nanosleep(&ts, NULL);
+            backoff = backoff * 2 > 1.0 ? 1.0 : backoff * 2;
+        }
+        proto_header h = {.type = MSG_HELLO, .var = (uint32_t)wk->index,
+                          .arg0 = (int64_t)rt_config_hash(wk->cfg), .arg1 = wk->cfg->n_workers};
+        wk_send(wk, i, h, NULL, 0);
+    }
+    if (wk_wait_all(wk)) return dp_fail(err, DP_EPROTO, "%s", wk->failed ? wk->fail_msg : "stopped");
+    return DP_OK;
+}
+
+/* Pulls every variable; with_slots (the chief, for a checkpoint) also their optimizer
+ * slots, each answered right after its variable. */
+int wk_pull_all(worker *wk, int with_slots)
+{
+    for (int v = 0; v < wk->cat.n; v++) {
+        const var_def *d = &wk->cat.v[v];
+        int slot = with_slots && d->trainable && wk->slots[d->base_index];
+        proto_header h = {.type = MSG_PULL, .var = (uint32_t)v, .arg0 = wk->local,
+                          .arg1 = slot ? PULL_WITH_SLOT : 0};
+        wk_emit_transfer(wk, EVT_PULL_BEGIN, v, 0);
+        int before = wk->outstanding;
+        wk_send(wk, d->ps, h, NULL, 0);
+        if (slot && wk->outstanding > before) wk->outstanding++;   /* the SLOT_RESP */
+    }
+    return wk_wait_all(wk);
+}
+
+/* Sends the pushes of variables [first, last); their acknowledgements are awaited by the
+ * caller. */
+static void send_pushes(worker *wk, int first, int last, int64_t clock)
+{
+    int sync = wk->cfg->mode == MODE_SYNC;
+    for (int v = first; v < last; v++) {
+        const var_def *d = &wk->cat.v[v];
+        /* Sync gradients carry the global step they were computed from (TensorFlow's
+         * local_step); async ones the version of the variable they read. */
+        proto_header h = {.type = MSG_PUSH, .var = (uint32_t)v, .arg0 = sync ? wk->gs : wk->version[v],
+                          .arg1 = clock};
+        /* Borrowed: the gradient buffers stay untouched until every ack is in. */
+        size_t len = d->count * sizeof(float);
+        wk_emit_transfer(wk, EVT_PUSH_BEGIN, v, 0);
+        wk_send(wk, d->ps, h, d->count ? wk_var_slot(d, wk->grads) : NULL, len);
+        wk->bytes_pushed += len;
+    }
+}
+
+/* Sends the pushes of variables [first, last) and waits for their acknowledgements. */
+static int push_range(worker *wk, int first, int last, int64_t clock)
+{
+    send_pushes(wk, first, last, clock);
+    return wk_wait_all(wk);
+}
+
+/* Waits for every RELEASE still due (sync gradients accumulated, not yet applied). */
+static int wait_releases(worker *wk)
+{
+    while (wk->releases_due > 0 && !wk->failed && !wk->timed_out && !rt_stop_requested)
+        ev_run(wk->loop, EVRUN_ONCE);
+    if (wk->failed) return DP_EPROTO;
+    if (wk->timed_out) return DP_ETIMEDOUT;
+    if (rt_stop_requested) return DP_ECLOSED;
+    return DP_OK;
+}
+
+/* Pushes every gradient. Async: all at once, global_step's empty push among them. SSP:
+ * the gradients first, then the clock (global_step's push) once all are applied; a clock
+ * sent with them could release a waiting worker whose pull overtakes a gradient still
+ * streaming in, one more step behind than the bound allows (tests/it_cluster.sh checks
+ * the bound). Sync, as SyncReplicasOptimizer: the gradients first; once every variable
+ * has taken this
+ * step's update (our accumulated gradients RELEASEd, the others dropped as already
+ * applied), the step token — global_step's empty push — which completes when
+ * replicas_to_aggregate workers have finished the step. So the global step never runs
+ * ahead of a variable, and every variable of one step is updated from the same step. */
+int wk_push_all(worker *wk, int64_t clock)
+{
+    int rc;
+    if (wk->cfg->mode == MODE_ASYNC) return push_range(wk, 0, wk->cat.n, clock);
+    int sv = wk->step_var;
+    send_pushes(wk, 0, sv, clock);
+    send_pushes(wk, sv + 1, wk->cat.n, clock);
+    if ((rc = wk_wait_all(wk))) return rc;
+    if (wk->cfg->mode == MODE_SSP) return push_range(wk, sv, sv + 1, clock);
+    int64_t t0 = rt_instr_now(wk->in);
+    int waited = wk->releases_due > 0;
+    if (waited) wk_emit_step(wk, EVT_BARRIER_WAIT, t0, 0, 0, 0);
+    if ((rc = wait_releases(wk)) || (rc = push_range(wk, sv, sv + 1, clock))) return rc;
+    if (wk->releases_due > 0 && !waited) {
+        waited = 1;
+        t0 = rt_instr_now(wk->in);
+        wk_emit_step(wk, EVT_BARRIER_WAIT, t0, 0, 0, 0);
+    }
+    if ((rc = wait_releases(wk))) return rc;
+    if (waited) {
+        int64_t t1 = rt_instr_now(wk->in);
+        wk_emit_step(wk, EVT_BARRIER_RELEASE, t1, t1 - t0, 0, 0);
+    }
+    return DP_OK;
+}
+
+/* SSP: asks the step's ps whether this worker may start its next step; blocked
+ * answers are shown as SSP_WAIT / SSP_RELEASE. */
+int wk_ssp_wait(worker *wk)
+{
+    int step_ps = wk->cat.v[wk->step_var].ps;
+    proto_header h = {.type = MSG_SSP_WAIT, .arg0 = wk->local};
+    int64_t t0 = rt_instr_now(wk->in);
+    uint64_t w0 = dp_now_ns();
+    wk_send(wk, step_ps, h, NULL, 0);
+    int rc = wk_wait_all(wk);
+    /* An answer within 200 us was not a wait worth showing. */
+    if (!rc && dp_now_ns() - w0 > 200000) {
+        int64_t t1 = rt_instr_now(wk->in);
+        wk_emit_step(wk, EVT_SSP_WAIT, t0, 0, 0, 0);
+        wk_emit_step(wk, EVT_SSP_RELEASE, t1, t1 - t0, 0, 0);
+    }
+    return rc;
+}
