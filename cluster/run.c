@@ -3,7 +3,9 @@
  * parsing, --help lines, suggestions for misspelt keys, and the summary's common part. */
 #include "cluster/run.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -719,4 +721,23 @@ void *run_desc_json(const run_desc *d, const char *engine)
         json_object_set_new(o, k[i].name, v);
     }
     return o;
+}
+
+void run_summary_emit(void *summary, const char *path, const char *who)
+{
+    json_t *o = summary;
+    char *line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    printf("%s\n", line ? line : "{}");
+    fflush(stdout);
+    if (line && path && path[0]) {
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "%s\n", line);
+            fclose(f);
+        } else {
+            dp_log(DP_LOG_ERROR, who, "--summary %s: %s", path, strerror(errno));
+        }
+    }
+    free(line);
+    json_decref(o);
 }

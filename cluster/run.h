@@ -194,5 +194,8 @@ typedef struct run_result {
  * jansson): DESIGN.md's keys from d and r, in one order for every engine. The engine adds
  * its extras to it. Caller frees with json_decref. */
 void *run_summary_json(const run_desc *d, const run_result *r);
+/* Prints the summary as one JSON line on stdout and, when path is not empty, writes the
+ * same line to path (a failure is logged as `who`: "--summary PATH: why"); frees it. */
+void run_summary_emit(void *summary, const char *path, const char *who);
 
 #endif

@@ -105,3 +105,16 @@ uint64_t rt_instr_msg_id(int64_t step, int var)
 {
     return ((uint64_t)step << 16 | (uint64_t)(var & 0xffff)) + 1;
 }
+
+void rt_instr_define_var(rt_instr *in, int v, const var_def *d)
+{
+    char shape[64];
+    if (d->ndim == 2) snprintf(shape, sizeof shape, "%dx%d", d->rows, d->cols);
+    else if (d->ndim == 1) snprintf(shape, sizeof shape, "%d", d->rows);
+    else snprintf(shape, sizeof shape, "scalar");
+    evt_record e = rt_instr_record(in, EVT_VAR_DEFINE);
+    e.var = rt_instr_var(in, v);
+    e.str = rt_instr_str(in, shape);
+    e.bytes = (int64_t)d->bytes;
+    rt_instr_emit(in, &e);
+}

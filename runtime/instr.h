@@ -31,6 +31,9 @@ void rt_instr_emit(rt_instr *in, const evt_record *e);
 /* Interned string ids (0 when in is NULL). */
 uint32_t rt_instr_str(rt_instr *in, const char *s);
 uint32_t rt_instr_var(const rt_instr *in, int var_index);
+/* Emits VAR_DEFINE for catalogue variable v (d): its shape ("784x128", "128",
+ * "scalar") and bytes. */
+void rt_instr_define_var(rt_instr *in, int v, const var_def *d);
 /* "/job:ps/replica:0/task:1/device:CPU:0" of a task's CPU device. */
 uint32_t rt_instr_cpu(rt_instr *in, int job, int task);
 

@@ -395,20 +395,7 @@ static void print_summary(launcher *l, double wall_s)
         json_object_set_new(o, "paced_s", json_real(paced_max));
         json_object_set_new(o, "samples_per_s_unpaced", json_real(unpaced_s > 0 ? samples / unpaced_s : 0));
     }
-    char *line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    printf("%s\n", line);
-    fflush(stdout);
-    if (cfg->summary[0]) {
-        FILE *f = fopen(cfg->summary, "w");
-        if (f) {
-            fprintf(f, "%s\n", line);
-            fclose(f);
-        } else {
-            dp_log(DP_LOG_ERROR, "cluster", "--summary %s: %s", cfg->summary, strerror(errno));
-        }
-    }
-    free(line);
-    json_decref(o);
+    run_summary_emit(o, cfg->summary, "cluster");
 }
 
 

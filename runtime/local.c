@@ -87,15 +87,7 @@ static void announce(lc_run *r)
     }
     for (int v = 0; v < r->cat.n; v++) {
         const var_def *d = &r->cat.v[v];
-        char shape[64];
-        if (d->ndim == 2) snprintf(shape, sizeof shape, "%dx%d", d->rows, d->cols);
-        else if (d->ndim == 1) snprintf(shape, sizeof shape, "%d", d->rows);
-        else snprintf(shape, sizeof shape, "scalar");
-        e = rt_instr_record(in, EVT_VAR_DEFINE);
-        e.var = rt_instr_var(in, v);
-        e.str = rt_instr_str(in, shape);
-        e.bytes = (int64_t)d->bytes;
-        rt_instr_emit(in, &e);
+        rt_instr_define_var(in, v, d);
         e = rt_instr_record(in, EVT_VAR_PLACE);
         e.var = rt_instr_var(in, v);
         int dev = d->base_index >= 0 ? tw_tensor_device(r->tw, d->base_index) : 0;
@@ -245,20 +237,7 @@ static void print_summary(lc_run *r, double wall_s, double train_s, int64_t step
     char sum[32];
     snprintf(sum, sizeof sum, "%016llx", (unsigned long long)h);
     json_object_set_new(o, "param_checksum", json_string(sum));
-    char *line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    printf("%s\n", line);
-    fflush(stdout);
-    if (cfg->summary[0]) {
-        FILE *f = fopen(cfg->summary, "w");
-        if (f) {
-            fprintf(f, "%s\n", line);
-            fclose(f);
-        } else {
-            dp_log(DP_LOG_ERROR, "local", "--summary %s: %s", cfg->summary, strerror(errno));
-        }
-    }
-    free(line);
-    json_decref(o);
+    run_summary_emit(o, cfg->summary, "local");
 }
 
 /* The training loop; returns 0 or a dp_err. */

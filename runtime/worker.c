@@ -179,15 +179,7 @@ static void announce(worker *wk)
     if (wk->chief) {
         for (int v = 0; v < wk->cat.n; v++) {
             const var_def *d = &wk->cat.v[v];
-            char shape[64];
-            if (d->ndim == 2) snprintf(shape, sizeof shape, "%dx%d", d->rows, d->cols);
-            else if (d->ndim == 1) snprintf(shape, sizeof shape, "%d", d->rows);
-            else snprintf(shape, sizeof shape, "scalar");
-            e = rt_instr_record(in, EVT_VAR_DEFINE);
-            e.var = rt_instr_var(in, v);
-            e.str = rt_instr_str(in, shape);
-            e.bytes = (int64_t)d->bytes;
-            rt_instr_emit(in, &e);
+            rt_instr_define_var(in, v, d);
             e = rt_instr_record(in, EVT_VAR_PLACE);
             e.var = rt_instr_var(in, v);
             e.peer_job = EVT_JOB_PS;
