@@ -230,6 +230,21 @@ int64_t ssp_gate_min(const ssp_gate *g)
     return g->min;
 }
 
+int ssp_gate_rejoin(ssp_gate *g, int worker, int64_t completed)
+{
+    assert(((void)"ssp_gate_rejoin: worker index out of range", worker >= 0 && worker < g->n_workers));
+    if (!g->retired[worker]) {
+        ssp_gate_clock(g, worker, completed);
+        return 1;
+    }
+    if (completed < g->clock[worker]) return 0;
+    g->clock[worker] = completed;
+    g->retired[worker] = 0;
+    g->active++;
+    ssp_rescan(g);
+    return 1;
+}
+
 void ssp_gate_retire(ssp_gate *g, int worker)
 {
     assert(((void)"ssp_gate_retire: worker index out of range", worker >= 0 && worker < g->n_workers));

@@ -98,4 +98,10 @@ int64_t ssp_gate_min(const ssp_gate *g);
 /* Marks worker as finished (it will never clock again): it no longer holds others back. */
 void ssp_gate_retire(ssp_gate *g, int worker);
 
+/* Worker reconnects having completed `completed` steps (a lost ps's session restored):
+ * its clock moves up to it, and a retired worker takes part again when it carries on
+ * from where it left (completed >= its clock). A restarted process, which counts from 0
+ * again, stays retired. Returns 1 when the worker is active afterwards. */
+int ssp_gate_rejoin(ssp_gate *g, int worker, int64_t completed);
+
 #endif

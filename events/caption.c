@@ -482,6 +482,15 @@ static int rule_recovery(evt_captioner *c, const evt_record *e)
     return emit(c, EVT_CAPTION_RECOVERY, e->t, "%s recovers after %s down", who, down);
 }
 
+/* A worker lost a ps mid-run (its first PS_RETRY; the later attempts are not captioned):
+ * one caption a step however many workers lost it. */
+static int rule_ps_retry(evt_captioner *c, const evt_record *e)
+{
+    if (e->value > 1 || e->peer < 0) return 0;
+    return emit(c, EVT_CAPTION_FAILURE, e->t, "worker %d lost ps %d at global step %lld: it reconnects, and the "
+                "chief restores the last checkpoint on every ps", e->task, e->peer, (long long)e->step);
+}
+
 /* --barrier-timeout: a sync step waited too long for a lost replica and the run stops. */
 static int rule_barrier_timeout(evt_captioner *c, const evt_record *e)
 {
@@ -646,6 +655,7 @@ int evt_captioner_add(evt_captioner *c, const evt_record *e)
     case EVT_FAILURE: return rule_failure(c, e);
     case EVT_RECOVERY: return rule_recovery(c, e);
     case EVT_BARRIER_TIMEOUT: return rule_barrier_timeout(c, e);
+    case EVT_PS_RETRY: return rule_ps_retry(c, e);
     default: return 0;
     }
 }

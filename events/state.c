@@ -500,6 +500,7 @@ void evt_state_apply(evt_state *st, const evt_record *e)
     case EVT_BARRIER_TIMEOUT:
         st->failures++;   /* the run stops; the task itself is not dead */
         break;
+    case EVT_PS_RETRY:   /* the worker's reconnection; the ps's own FAILURE marks it dead */
     case EVT_LOG:
     case EVT_CLOCK_SYNC:
     case EVT_KIND_COUNT:

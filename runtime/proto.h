@@ -20,12 +20,16 @@
 #define PROTO_MAX_TEXT 4096
 
 /* Message types. Field use:
- *   HELLO     w->ps  var=worker index, arg0=config hash, arg1=n_workers
+ *   HELLO     w->ps  var=worker index, arg0=config hash, arg1=steps the worker completed
+ *                    (its SSP clock: a worker reconnecting after a lost ps carries on)
  *   HELLO_OK  ps->w  var=ps index, arg0=config hash
- *   INIT      chief->ps var, arg0=global step to start from, payload=floats
+ *   INIT      chief->ps var, arg0=global step to start from, arg1=INIT_* flags | session << 8,
+ *                    payload=floats (ignored when the variable is initialised, unless
+ *                    INIT_RESTORE)
  *   INIT_OK   ps->chief var
- *   PULL      w->ps  var, arg0=worker local step            (answered once var is initialised)
- *   PULL_RESP ps->w  var, arg0=version, payload=floats
+ *   PULL      w->ps  var, arg0=worker local step, arg1=PULL_* flags | session << 8
+ *                    (answered once var is initialised, and restored to that session)
+ *   PULL_RESP ps->w  var, arg0=version, arg1=the session its value belongs to, payload=floats
  *   PUSH      w->ps  var, arg0=version read, arg1=worker clock (steps completed), payload=gradient
  *   PUSH_ACK  ps->w  var, arg0=version after, arg1=status | staleness << 8
  *   SSP_WAIT  w->ps  arg0=step the worker wants to start   (answered when the bound allows)
@@ -33,8 +37,9 @@
  *   DONE      w->ps  arg0=steps completed
  *   RELEASE   ps->w  var, arg0=version after: a sync gradient acknowledged as ACCUMULATED
  *                    has been applied with the step's others (the worker may go on)
- *   INIT_SLOT chief->ps var, payload=the optimizer's slot (accumulator) floats, sent before
- *                    the variable's INIT when restoring a checkpoint; answered INIT_OK
+ *   INIT_SLOT chief->ps var, arg1=INIT_* flags, payload=the optimizer's slot (accumulator)
+ *                    floats, sent before the variable's INIT when restoring a checkpoint;
+ *                    answered INIT_OK
  *   SLOT_RESP ps->w  var, arg0=version, payload=slot floats: sent right after the PULL_RESP
  *                    of a PULL whose arg1 has PULL_WITH_SLOT (same loop turn: consistent)
  *   FINAL_STEP w->ps  (the ps holding global_step) answer once every other worker is done
@@ -52,6 +57,20 @@ enum proto_type {
 
 /* PULL arg1 flag: also send the variable's optimizer slot (checkpoints). */
 #define PULL_WITH_SLOT 1
+
+/* INIT / INIT_SLOT arg1 flags. INIT_RESTORE: the chief restores the session after a ps
+ * was lost: overwrite an initialised variable (value, version, pending sync gradients).
+ * INIT_FRESH_SLOT: the optimizer's slot starts again from its initial value (a restore
+ * without a checkpoint: the seed's values at step 0). */
+#define INIT_RESTORE 1
+#define INIT_FRESH_SLOT 2
+
+/* Sessions: 0 is the chief's first initialisation; each restore after a lost ps starts
+ * the next (INIT arg1 >> 8). A worker that reconnected pulls only values of a session
+ * newer than the one it trained in (PULL arg1 >> 8), so that no gradient of the new
+ * session is computed from values of the old. */
+#define PROTO_SESSION_SHIFT 8
+#define PROTO_SESSION(arg1) ((int64_t)((uint64_t)(arg1) >> PROTO_SESSION_SHIFT))
 
 enum { ACK_APPLIED = 0, ACK_ACCUMULATED = 1, ACK_DROPPED = 2 };
 

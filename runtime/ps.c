@@ -33,6 +33,7 @@ typedef struct ps_var {
     float *slot;
     float *mean;         /* sync: the mean gradient being applied */
     int initialised;
+    int64_t session;     /* the restore its value comes from (0: the first INIT) */
     sync_acc *acc;       /* sync mode */
     async_var av;        /* async / ssp mode */
     int64_t *clock;      /* sync: per worker, the clock its pending gradient carried */
@@ -49,6 +50,10 @@ typedef struct ps_client {
     int worker;          /* -1 until HELLO */
     float *grad;         /* receive buffer for pushes, sized for the largest local var */
     int done;
+    uint8_t *owed;       /* sync, per variable: a gradient acknowledged ACCUMULATED on this
+                          * connection and not yet RELEASEd (one pushed on an earlier
+                          * connection of the same worker is released silently: this
+                          * connection never heard of it) */
 } ps_client;
 
 typedef struct ssp_waiter { int worker; int64_t step; } ssp_waiter;
@@ -75,6 +80,8 @@ struct ps_server {
     int n_ssp_waiting;
     int *released;       /* scratch: workers released by a sync take */
     int holds_step;      /* global_step lives here */
+    int restores;        /* sessions the chief restored here after a ps was lost (INIT_RESTORE) */
+    uint64_t lost_session_drops; /* pushes from before a restore (ahead of the variable), dropped */
     int final_waiter;    /* worker waiting for FINAL_STEP_RESP, or -1 */
     uint8_t *finished;   /* per worker: DONE, or lost after HELLO (for FINAL_STEP) */
     rt_instr *in;        /* NULL without a hub */
@@ -92,6 +99,15 @@ static ps_var *local_var(ps_server *ps, uint32_t id)
     return &ps->vars[id];
 }
 
+/* The catalogue index of our first variable: the chief sends a restore in catalogue
+ * order, so its INIT starts one. */
+static int first_local_var(const ps_server *ps)
+{
+    for (int i = 0; i < ps->cat.n; i++)
+        if (ps->cat.v[i].ps == ps->index) return i;
+    return -1;
+}
+
 static int64_t var_version(const ps_server *ps, const ps_var *v)
 {
     return ps->cfg->mode == MODE_SYNC ? sync_acc_step(v->acc) : v->av.version;
@@ -99,7 +115,8 @@ static int64_t var_version(const ps_server *ps, const ps_var *v)
 
 static void send_pull(ps_server *ps, ps_client *cl, ps_var *v)
 {
-    proto_header h = {.type = MSG_PULL_RESP, .var = (uint32_t)v->id, .arg0 = var_version(ps, v)};
+    proto_header h = {.type = MSG_PULL_RESP, .var = (uint32_t)v->id, .arg0 = var_version(ps, v),
+                      .arg1 = v->session};
     /* A snapshot: the variable may change before the frame is fully written. */
     net_conn_send(cl->conn, h, v->data, v->def->count * sizeof(float), 1);
     ps->pulls++;
@@ -199,12 +216,38 @@ static void ssp_release_waiters(ps_server *ps)
     ps->n_ssp_waiting = k;
 }
 
+/* A push computed from a session the chief has since restored (it read a version ahead
+ * of the variable's): dropped, not an error — its worker has not yet noticed the lost ps,
+ * or pulled before the restore reached us. */
+static void lost_session_push(ps_server *ps, ps_client *cl, const ps_var *v, const proto_header *h,
+                              int64_t cur)
+{
+    if (v->def->trainable) ps->drops++;
+    ps->lost_session_drops++;
+    emit_update(ps, EVT_DROP, v, cl->worker, h->arg1, cur, 0);
+    send_ack(cl, h->var, cur, ACK_DROPPED, 0);
+}
+
+/* Sync: tells c that a gradient it was told ACCUMULATED has been applied (or thrown
+ * away by a restore). */
+static void send_release(ps_client *c, uint32_t var, int64_t version)
+{
+    if (!c || !c->owed[var]) return;
+    c->owed[var] = 0;
+    proto_header rel = {.type = MSG_RELEASE, .var = var, .arg0 = version};
+    net_conn_send(c->conn, rel, NULL, 0, 0);
+}
+
 static void handle_push(ps_server *ps, ps_client *cl, const proto_header *h, const float *g)
 {
     ps_var *v = local_var(ps, h->var);
     int64_t read = h->arg0;
     if (ps->cfg->mode == MODE_SYNC) {
         int64_t cur = sync_acc_step(v->acc);
+        if (read > cur && ps->restores) {
+            lost_session_push(ps, cl, v, h, cur);
+            return;
+        }
         if (read > cur) {
             char msg[320];
             snprintf(msg, sizeof msg, "%s: push for step %lld of %s is ahead of step %lld",
@@ -227,6 +270,7 @@ static void handle_push(ps_server *ps, ps_client *cl, const proto_header *h, con
         if (r != SYNC_READY) {
             /* Accepted; the worker learns when the step completes (RELEASE). */
             send_ack(cl, h->var, cur, ACK_ACCUMULATED, 0);
+            cl->owed[h->var] = 1;
             return;
         }
         int n = sync_acc_take(v->acc, v->mean, ps->released);
@@ -240,12 +284,15 @@ static void handle_push(ps_server *ps, ps_client *cl, const proto_header *h, con
             ps_client *c = ps->clients[w];
             if (c == cl) {
                 send_ack(c, h->var, now, ACK_APPLIED, 0);
-            } else if (c) {
-                proto_header rel = {.type = MSG_RELEASE, .var = h->var, .arg0 = now};
-                net_conn_send(c->conn, rel, NULL, 0, 0);
+            } else {
+                send_release(c, h->var, now);
             }
         }
         if (!v->def->trainable) global_step_advanced(ps, now);
+        return;
+    }
+    if (read > v->av.version && ps->restores) {
+        lost_session_push(ps, cl, v, h, v->av.version);
         return;
     }
     int64_t staleness = async_apply(&v->av, read);
@@ -266,18 +313,44 @@ static void handle_push(ps_server *ps, ps_client *cl, const proto_header *h, con
     }
 }
 
-static void handle_init(ps_server *ps, ps_client *cl, const proto_header *h)
+/* Sync, a restore: workers whose gradient of v was accumulated for the step being thrown
+ * away are released, so that none waits for a step that will never complete. */
+static void release_pending(ps_server *ps, ps_var *v, int64_t gs)
+{
+    for (int w = 0; w < ps->cfg->n_workers; w++)
+        if (sync_acc_holds(v->acc, w)) send_release(ps->clients[w], (uint32_t)v->id, gs);
+}
+
+/* INIT: the chief's initial value (ignored once initialised: a restarted chief sends it
+ * again), or with INIT_RESTORE its restore of the session after a ps was lost: the value
+ * (staged in the client's buffer, so no pull sees it half written), the version and the
+ * step's pending sync gradients start again from step arg0. */
+static void handle_init(ps_server *ps, ps_client *cl, const proto_header *h, const void *payload)
 {
     ps_var *v = local_var(ps, h->var);
-    if (!v->initialised) {
+    int restore = (h->arg1 & INIT_RESTORE) != 0;
+    if (!v->initialised || restore) {
+        if (restore) {
+            if (v->def->count) memcpy(v->data, payload, v->def->count * sizeof(float));
+            if ((h->arg1 & INIT_FRESH_SLOT) && v->slot) optim_slot_init(&ps->opt, v->slot, v->def->count);
+            if (v->initialised && v->acc) release_pending(ps, v, h->arg0);
+            if (PROTO_SESSION(h->arg1) > v->session) v->session = PROTO_SESSION(h->arg1);
+            if (v->id == first_local_var(ps)) {
+                ps->restores++;
+                dp_log(DP_LOG_INFO, ps->name, "the chief restores the session: variables back at global step %lld",
+                       (long long)h->arg0);
+            }
+        }
         v->initialised = 1;
         if (ps->cfg->mode == MODE_SYNC) {
             sync_acc_free(v->acc);
             int r = ps->cfg->n_workers - ps->cfg->backup_workers;
             v->acc = sync_acc_new(ps->cfg->n_workers, r, v->def->count, h->arg0);
+            v->wait_reported = v->timeout_sent = 0;
         } else {
             v->av.version = h->arg0;
         }
+        if (restore && !v->def->trainable) global_step_advanced(ps, h->arg0);
         for (int i = 0; i < v->n_waiting; i++) {
             ps_client *c = ps->clients[v->waiting_pulls[i]];
             if (c) send_pull(ps, c, v);
@@ -313,6 +386,8 @@ static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err,
                  optim_name(ps->cfg->optimizer));
         return NULL;
     }
+    /* A restore is staged in the client's buffer and copied in once whole. */
+    if (h->arg1 & INIT_RESTORE) return cl->grad;
     if (h->type == MSG_INIT) return v->initialised ? NULL : v->data;
     if (h->type == MSG_INIT_SLOT) return v->initialised ? NULL : v->slot;
     return cl->grad;
@@ -332,9 +407,16 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
             snprintf(msg, sizeof msg, "%s: worker %u runs with different training flags "
                      "(config hash %016llx, expected %016llx)", ps->name, h->var,
                      (unsigned long long)h->arg0, (unsigned long long)want);
-        } else if (ps->clients[h->var]) {
-            snprintf(msg, sizeof msg, "%s: worker %u is already connected", ps->name, h->var);
         } else {
+            /* A worker that reconnects (it lost another ps, or was restarted) may say
+             * HELLO before we saw its old connection close: the new one replaces it. */
+            ps_client *old = ps->clients[h->var];
+            if (old) {
+                dp_log(DP_LOG_INFO, ps->name, "worker %u reconnects: closing its previous connection", h->var);
+                net_conn_close(old->conn, "replaced by a new connection");
+                ps->clients[h->var] = NULL;
+            }
+            if (ps->gate && h->arg1 >= 0) ssp_gate_rejoin(ps->gate, (int)h->var, h->arg1);
             cl->worker = (int)h->var;
             ps->clients[cl->worker] = cl;
             ps->finished[cl->worker] = 0;   /* a restarted worker trains again */
@@ -354,7 +436,7 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
     switch (h->type) {
     case MSG_INIT:
         if (!local_var(ps, h->var)) break;   /* an empty frame skips on_header's check */
-        handle_init(ps, cl, h);
+        handle_init(ps, cl, h, payload);
         return;
     case MSG_INIT_SLOT: {
         /* The payload went into the slot (on_header) unless the variable was already
@@ -366,6 +448,8 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
             net_conn_send_error(c, msg);
             return;
         }
+        if ((h->arg1 & INIT_RESTORE) && v->def->count)
+            memcpy(v->slot, payload, v->def->count * sizeof(float));
         proto_header ok = {.type = MSG_INIT_OK, .var = h->var};
         net_conn_send(c, ok, NULL, 0, 0);
         return;
@@ -393,7 +477,8 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
             send_pull_with_slot(ps, cl, v);
             return;
         }
-        if (!v->initialised) {
+        /* Not initialised yet, or a reconnected worker waits for the chief's restore. */
+        if (!v->initialised || PROTO_SESSION(h->arg1) > v->session) {
             int seen = 0;
             for (int i = 0; i < v->n_waiting; i++) seen |= v->waiting_pulls[i] == cl->worker;
             if (!seen) v->waiting_pulls[v->n_waiting++] = cl->worker;
@@ -472,6 +557,7 @@ static void on_close(net_conn *c, const char *reason, void *ctx)
         dp_log(DP_LOG_WARN, ps->name, "dropped connection from %s: %s", net_conn_peer(c), reason);
     }
     free(cl->grad);
+    free(cl->owed);
     free(cl);
 }
 
@@ -489,6 +575,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
         cl->ps = ps;
         cl->worker = -1;
         cl->grad = xmalloc((ps->max_count ? ps->max_count : 1) * sizeof(float));
+        cl->owed = xcalloc((size_t)ps->cat.n, 1);
         cl->conn = net_conn_new(loop, fd, &ps_handler, cl, peer);
     }
 }
@@ -509,6 +596,9 @@ static void on_stop_check(struct ev_loop *loop, ev_timer *w, int revents)
      * (a restarted one says HELLO again and counts as training). */
     for (int i = 0; i < ps->cfg->n_workers; i++)
         if (!ps->finished[i]) return;
+    /* Every worker lost and none done: they are reconnecting (a ps was lost), or all
+     * died; the launcher's grace stops us then, as TensorFlow's server.join() waits. */
+    if (ps->n_done == 0) return;
     /* Every worker is done: stop once our answers have left. */
     for (int i = 0; i < ps->cfg->n_workers; i++)
         if (ps->clients[i] && net_conn_pending(ps->clients[i]->conn)) return;

@@ -260,9 +260,13 @@ static double evaluate(worker *wk, const dataset *test, double *loss, const char
 }
 
 /* Chief: restore from the latest checkpoint or initialise from the seed, then send every
- * variable to its ps. */
-static int chief_init(worker *wk, char *err)
+ * variable to its ps. `restore`: the session is restored after a lost ps — every
+ * variable on every ps is overwritten (INIT_RESTORE), as TensorFlow's chief restores the
+ * latest checkpoint when it recreates its session; without a checkpoint, the seed's
+ * values at step 0 (and fresh optimizer slots). */
+static int chief_init(worker *wk, int restore, char *err)
 {
+    int64_t gs_lost = wk->gs;
     int64_t gs0 = 0;
     ckpt_tensor t[16];
     int restored = 0;
@@ -280,20 +284,63 @@ static int chief_init(worker *wk, char *err)
         }
     }
     if (!restored) nn_init_params(wk->net, wk->params, (uint64_t)wk->cfg->seed);
+    if (restore)
+        dp_log(DP_LOG_WARN, wk->name, "restoring the session on every ps from %s: global step %lld -> %lld "
+               "(%lld steps lost)", restored ? "the last checkpoint" : "the initial values (no checkpoint)",
+               (long long)gs_lost, (long long)gs0, (long long)(gs_lost > gs0 ? gs_lost - gs0 : 0));
     wk->ckpt_step = gs0;
     wk->ckpt_ns = dp_now_ns();
+    /* A restore starts the session after the newest we have seen. */
+    int64_t session = restore ? wk->session + 1 : 0;
+    int64_t flags = (restore ? INIT_RESTORE | (restored ? 0 : INIT_FRESH_SLOT) : 0) | session << PROTO_SESSION_SHIFT;
     for (int v = 0; v < wk->cat.n; v++) {
         const var_def *d = &wk->cat.v[v];
         /* The restored optimizer slot goes first: the variable's INIT makes it live. */
         if (restored && d->trainable && wk->slots[d->base_index]) {
-            proto_header hs = {.type = MSG_INIT_SLOT, .var = (uint32_t)v};
+            proto_header hs = {.type = MSG_INIT_SLOT, .var = (uint32_t)v, .arg1 = flags};
             wk_send(wk, d->ps, hs, d->count ? wk_var_slot(d, wk->slots) : NULL, d->count * sizeof(float));
         }
-        proto_header h = {.type = MSG_INIT, .var = (uint32_t)v, .arg0 = gs0};
+        proto_header h = {.type = MSG_INIT, .var = (uint32_t)v, .arg0 = gs0, .arg1 = flags};
         wk_send(wk, d->ps, h, d->count ? wk_var_slot(d, wk->params) : NULL, d->count * sizeof(float));
     }
-    if (wk_wait_all(wk)) return dp_fail(err, DP_EPROTO, "%s", wk->failed ? wk->fail_msg : "stopped");
+    int rc = wk_wait_all(wk);
+    if (rc == WK_PS_LOST) return rc;
+    if (rc) return dp_fail(err, DP_EPROTO, "%s", wk->failed ? wk->fail_msg : "stopped");
+    wk->gs = gs0;
+    if (restore) wk->session = wk->need_session = session;
     return DP_OK;
+}
+
+/* A ps was lost (WK_PS_LOST): reconnect to every ps and, the chief, restore the session
+ * from the last checkpoint; the others wait (up to --connect-timeout) for that restore in
+ * their next pull. Gives up after WK_MAX_FRUITLESS_REJOINS losses without a step. */
+static int recover(worker *wk, char *err)
+{
+    for (;;) {
+        if (++wk->fruitless > WK_MAX_FRUITLESS_REJOINS)
+            return dp_fail(err, DP_ECLOSED, "%s: %s, %d times without a step completed: giving up", wk->name,
+                           wk->lost_msg, WK_MAX_FRUITLESS_REJOINS);
+        int rc = wk_rejoin(wk, err);
+        if (rc == DP_OK && wk->chief) rc = chief_init(wk, 1, err);
+        if (rc == WK_PS_LOST) continue;
+        if (rc) return rc;
+        if (!wk->chief) {
+            /* Train on nothing older than the chief's restore. */
+            wk->need_session = wk->session + 1;
+            wk->pull_deadline_s = wk->cfg->connect_timeout;
+        }
+        return DP_OK;
+    }
+}
+
+/* The error text of a wait that failed. */
+static void wait_failed(worker *wk, int rc, char *err)
+{
+    if (rc == DP_EPROTO) dp_fail(err, rc, "%s: %s", wk->name, wk->fail_msg);
+    else if (rc == DP_ECLOSED) dp_fail(err, rc, "%s: stopped by signal", wk->name);
+    else if (rc == DP_ETIMEDOUT && !wk->timed_out)
+        dp_fail(err, rc, "%s: reconnected after %s, but the session was not restored within %d s (is the chief "
+                "running?)", wk->name, wk->lost_msg, wk->cfg->connect_timeout);
 }
 
 static double mean_recent_loss(const worker *wk)
@@ -444,16 +491,15 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     if (wk->chief) wk->eval_net = nn_new(cfg->model, cfg->hidden, 1000);
 
     rc = wk_connect_all(wk, err);
+    if (rc == DP_OK && wk->chief) rc = chief_init(wk, 0, err);
+    if (rc == WK_PS_LOST) rc = recover(wk, err);
     if (rc) goto out;
-    if (wk->chief) {
-        rc = chief_init(wk, err);
-        if (rc) goto out;
-    }
     double slow_factor = rt_config_straggler_factor(cfg, index);
 
     uint64_t t_start = dp_now_ns(), t_compute = 0, t_wait = 0, t_paced = 0;
     int64_t last_eval = -1;
     double accuracy = NAN, test_loss = NAN;
+train:
     for (;;) {
         if (cfg->mode == MODE_SSP && (rc = wk_ssp_wait(wk))) break;
         uint64_t step_t0 = dp_now_ns();
@@ -511,6 +557,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         t_wait += dp_now_ns() - w0;
         wk_emit_step(wk, EVT_STEP_END, 0, 0, loss, (double)wk->gs);
         wk->local++;
+        wk->fruitless = 0;
         if (wk->report_progress) {
             printf("@progress %lld %lld\n", (long long)wk->local, (long long)wk->gs_after);
             fflush(stdout);
@@ -525,20 +572,23 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
                          (long long)wk->local, (long long)wk->gs_after);
         }
     }
+    /* A lost ps: reconnect, restore, train on from the restored step. */
+    if (rc == WK_PS_LOST && (rc = recover(wk, err)) == DP_OK) goto train;
     if (rc == DP_ETIMEDOUT && wk->timed_out) {
         barrier_timed_out(wk, err);
         goto out;
     }
     if (rc) {
-        if (rc == DP_EPROTO) dp_fail(err, rc, "%s: %s", wk->name, wk->fail_msg);
-        else if (rc == DP_ECLOSED) dp_fail(err, rc, "%s: stopped by signal", wk->name);
+        wait_failed(wk, rc, err);
         goto out;
     }
     double train_s = (double)(dp_now_ns() - t_start) / 1e9;
     char ckpt_path[1024] = "";
     if (wk->chief) {
-        if ((rc = final_pull(wk))) {
-            dp_fail(err, rc, "%s: %s", wk->name, rc == DP_EPROTO ? wk->fail_msg : "stopped by signal");
+        rc = final_pull(wk);
+        if (rc == WK_PS_LOST && (rc = recover(wk, err)) == DP_OK) goto train;
+        if (rc) {
+            wait_failed(wk, rc, err);
             goto out;
         }
         if (wk->local == 0)
@@ -569,10 +619,10 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     if (wk->n_losses) snprintf(loss_text, sizeof loss_text, "%.6f", mean_recent_loss(wk));
     printf("{\"task\":\"worker\",\"index\":%d,\"local_steps\":%lld,\"samples\":%lld,"
            "\"bytes_pulled\":%llu,\"bytes_pushed\":%llu,\"final_loss\":%s,\"global_step\":%lld,"
-           "\"drops_seen\":%d,\"train_s\":%.6f,\"compute_s\":%.6f,\"wait_s\":%.6f",
+           "\"drops_seen\":%d,\"ps_reconnects\":%d,\"train_s\":%.6f,\"compute_s\":%.6f,\"wait_s\":%.6f",
            index, (long long)wk->local, (long long)wk->local * cfg->batch,
            (unsigned long long)wk->bytes_pulled, (unsigned long long)wk->bytes_pushed,
-           loss_text, (long long)wk->gs, wk->drops_seen, train_s, (double)t_compute / 1e9,
+           loss_text, (long long)wk->gs, wk->drops_seen, wk->rejoins, train_s, (double)t_compute / 1e9,
            (double)t_wait / 1e9);
     if (cfg->pace_s > 0) printf(",\"paced_s\":%.6f", (double)t_paced / 1e9);
     if (wk->chief)

@@ -23,6 +23,11 @@
 #include "runtime/towers.h"
 
 #define LOSS_WINDOW 20
+/* Returned by the wait loops when a ps connection was lost mid-run: the worker reconnects
+ * and (chief) restores the session from the last checkpoint (worker.c, recover()). */
+#define WK_PS_LOST (-100)
+/* Reconnections in a row without a step completed between them before giving up. */
+#define WK_MAX_FRUITLESS_REJOINS 5
 /* How long the chief waits for the ps's final global step (FINAL_STEP) at the end. */
 #define FINAL_STEP_WAIT_S 10.0
 
@@ -60,6 +65,17 @@ typedef struct worker {
     int failed;
     char fail_msg[DP_ERRLEN];
     int finishing;
+    int lost;                   /* a ps connection was lost: the waits return WK_PS_LOST */
+    int lost_ps;                /* which one (the first lost) */
+    char lost_msg[DP_ERRLEN];
+    uint64_t lost_ns;           /* when (dp_now_ns); 0 outside a reconnection */
+    int rejoining;              /* closing our own connections: not a loss */
+    int rejoins;                /* sessions rejoined after a lost ps */
+    int fruitless;              /* rejoins since the last completed step */
+    double pull_deadline_s;     /* > 0: the next wk_pull_all fails after this long (a
+                                 * reconnected worker waits for the chief's restore) */
+    int64_t session;            /* the newest session a pulled value came from */
+    int64_t need_session;       /* pulls are answered from this session on (proto.h) */
     int64_t *version;           /* per variable: version read at the last pull */
     int64_t gs;                 /* global step read at the last pull */
     int64_t gs_after;           /* global step from the last global_step ack */
@@ -99,6 +115,10 @@ int wk_wait_for(worker *wk, double seconds);
 void wk_send(worker *wk, int ps, proto_header h, const void *payload, size_t len);
 /* Connects to every ps (retrying until --connect-timeout) and says HELLO. */
 int wk_connect_all(worker *wk, char *err);
+/* After a lost ps (WK_PS_LOST): closes every ps connection, reconnects (the lost one
+ * retried with backoff, each attempt a PS_RETRY event) and says HELLO again: a new
+ * session, which the chief then restores. */
+int wk_rejoin(worker *wk, char *err);
 /* Pulls every variable (and, with_slots, the optimizer's slots for a checkpoint). */
 int wk_pull_all(worker *wk, int with_slots);
 /* Pushes every gradient of the step (see worker_net.c for the order by mode). */

@@ -92,6 +92,7 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
         return;
     case MSG_PULL_RESP:
         wk->version[h->var] = h->arg0;
+        if (h->arg1 > wk->session) wk->session = h->arg1;
         if ((int)h->var == wk->step_var) wk->gs = h->arg0;
         wk->bytes_pulled += h->length;
         wk_emit_transfer(wk, EVT_PULL_END, (int)h->var, (double)h->arg0);
@@ -126,16 +127,35 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
     net_conn_close(c, msg);
 }
 
+/* A ps connection lost mid-run is not the end: the waits return WK_PS_LOST and the
+ * worker reconnects (wk_rejoin). A ps that reported an error has failed us already. */
 static void on_close(net_conn *c, const char *reason, void *ctx)
 {
     DP_UNUSED(c);
     wk_ps *p = ctx;
+    worker *wk = p->wk;
     p->conn = NULL;
-    if (!p->wk->finishing) {
-        char msg[DP_ERRLEN + 64];
-        snprintf(msg, sizeof msg, "lost connection to %s: %s", p->name, reason);
-        wk_fail(p->wk, msg);
-    }
+    if (wk->finishing || wk->rejoining || wk->failed || wk->lost) return;
+    wk->lost = 1;
+    wk->lost_ps = p->index;
+    wk->lost_ns = dp_now_ns();
+    snprintf(wk->lost_msg, sizeof wk->lost_msg, "lost connection to %s: %s", p->name, reason);
+    ev_break(wk->loop, EVBREAK_ONE);
+}
+
+/* The common end of every wait loop. */
+static int wait_result(const worker *wk)
+{
+    if (wk->failed) return DP_EPROTO;
+    if (wk->lost) return WK_PS_LOST;
+    if (wk->timed_out) return DP_ETIMEDOUT;
+    if (rt_stop_requested) return DP_ECLOSED;
+    return DP_OK;
+}
+
+static int waiting_on(const worker *wk)
+{
+    return !wk->failed && !wk->lost && !wk->timed_out && !rt_stop_requested;
 }
 
 static const net_handler wk_handler = {on_header, on_frame, on_close};
@@ -144,12 +164,8 @@ static const net_handler wk_handler = {on_header, on_frame, on_close};
  * asks us to stop. */
 int wk_wait_all(worker *wk)
 {
-    while (wk->outstanding > 0 && !wk->failed && !wk->timed_out && !rt_stop_requested)
-        ev_run(wk->loop, EVRUN_ONCE);
-    if (wk->failed) return DP_EPROTO;
-    if (wk->timed_out) return DP_ETIMEDOUT;
-    if (rt_stop_requested) return DP_ECLOSED;
-    return DP_OK;
+    while (wk->outstanding > 0 && waiting_on(wk)) ev_run(wk->loop, EVRUN_ONCE);
+    return wait_result(wk);
 }
 
 static void on_wait_deadline(struct ev_loop *loop, ev_timer *w, int revents)
@@ -166,12 +182,10 @@ int wk_wait_for(worker *wk, double seconds)
     ev_timer_init(&deadline, on_wait_deadline, seconds, 0.);
     deadline.data = &expired;
     ev_timer_start(wk->loop, &deadline);
-    while (wk->outstanding > 0 && !wk->failed && !wk->timed_out && !rt_stop_requested && !expired)
-        ev_run(wk->loop, EVRUN_ONCE);
+    while (wk->outstanding > 0 && waiting_on(wk) && !expired) ev_run(wk->loop, EVRUN_ONCE);
     ev_timer_stop(wk->loop, &deadline);
-    if (wk->failed) return DP_EPROTO;
-    if (wk->timed_out) return DP_ETIMEDOUT;
-    if (rt_stop_requested) return DP_ECLOSED;
+    int rc = wait_result(wk);
+    if (rc) return rc;
     return wk->outstanding > 0 ? DP_ETIMEDOUT : DP_OK;
 }
 
@@ -181,6 +195,20 @@ void wk_send(worker *wk, int ps, proto_header h, const void *payload, size_t len
     if (net_conn_send(wk->ps[ps].conn, h, payload, len, 0) == DP_OK) wk->outstanding++;
 }
 
+/* A reconnection attempt to ps `ps` that failed (or, attempt 1, the loss itself). */
+static void emit_retry(worker *wk, int ps, int attempt, const char *why)
+{
+    if (!wk->in) return;
+    evt_record e = rt_instr_record(wk->in, EVT_PS_RETRY);
+    e.peer_job = EVT_JOB_PS;
+    e.peer = ps;
+    e.step = wk->gs;
+    e.value = attempt;
+    e.dur = (int64_t)(dp_now_ns() - wk->lost_ns);
+    e.str = rt_instr_str(wk->in, why);
+    rt_instr_emit(wk->in, &e);
+}
+
 int wk_connect_all(worker *wk, char *err)
 {
     for (int i = 0; i < wk->spec->n_ps; i++) {
@@ -188,7 +216,7 @@ int wk_connect_all(worker *wk, char *err)
         wk_ps *p = &wk->ps[i];
         uint64_t start = dp_now_ns(), last_log = 0;
         double backoff = 0.05;
-        for (;;) {
+        for (int attempt = 2;; attempt++) {
             char why[DP_ERRLEN];
             int fd = net_connect(a->host, a->port, why);
             if (fd >= 0) {
@@ -196,6 +224,7 @@ int wk_connect_all(worker *wk, char *err)
                 break;
             }
             if (fd == DP_EINVAL) return dp_fail(err, fd, "%s: %s", p->name, why);
+            if (wk->lost_ns) emit_retry(wk, i, attempt, why);
             uint64_t now = dp_now_ns();
             double waited = (double)(now - start) / 1e9;
             char at[300];
@@ -214,10 +243,39 @@ int wk_connect_all(worker *wk, char *err)
             backoff = backoff * 2 > 1.0 ? 1.0 : backoff * 2;
         }
         proto_header h = {.type = MSG_HELLO, .var = (uint32_t)wk->index,
-                          .arg0 = (int64_t)rt_config_hash(wk->cfg), .arg1 = wk->cfg->n_workers};
+                          .arg0 = (int64_t)rt_config_hash(wk->cfg), .arg1 = wk->local};
         wk_send(wk, i, h, NULL, 0);
     }
-    if (wk_wait_all(wk)) return dp_fail(err, DP_EPROTO, "%s", wk->failed ? wk->fail_msg : "stopped");
+    int rc = wk_wait_all(wk);
+    if (rc == WK_PS_LOST) return rc;
+    if (rc) return dp_fail(err, DP_EPROTO, "%s", wk->failed ? wk->fail_msg : "stopped");
+    return DP_OK;
+}
+
+int wk_rejoin(worker *wk, char *err)
+{
+    char at[300];
+    const wk_ps *lost = &wk->ps[wk->lost_ps];
+    dp_log(DP_LOG_WARN, wk->name, "%s; reconnecting (retrying with backoff for up to %d s)", wk->lost_msg,
+           wk->cfg->connect_timeout);
+    rt_instr_log(wk->in, "%s: %s; reconnecting", wk->name, wk->lost_msg);
+    emit_retry(wk, wk->lost_ps, 1, wk->lost_msg);
+    /* The session is over on every ps: its answers are thrown away with it. */
+    wk->rejoining = 1;
+    for (int i = 0; i < wk->spec->n_ps; i++)
+        if (wk->ps[i].conn) net_conn_close(wk->ps[i].conn, "reconnecting after a lost ps");
+    wk->rejoining = 0;
+    wk->outstanding = wk->releases_due = 0;
+    wk->waited_logged = 0;
+    wk->lost = 0;
+    int rc = wk_connect_all(wk, err);
+    if (rc) return rc;
+    wk->rejoins++;
+    double down = (double)(dp_now_ns() - wk->lost_ns) / 1e9;
+    dp_log(DP_LOG_INFO, wk->name, "reconnected to %s at %s after %.1f s", lost->name,
+           spec_addr_format(at, sizeof at, &wk->spec->ps[wk->lost_ps]), down);
+    rt_instr_log(wk->in, "%s: reconnected to %s after %.1f s", wk->name, lost->name, down);
+    wk->lost_ns = 0;
     return DP_OK;
 }
 
@@ -229,11 +287,16 @@ int wk_pull_all(worker *wk, int with_slots)
         const var_def *d = &wk->cat.v[v];
         int slot = with_slots && d->trainable && wk->slots[d->base_index];
         proto_header h = {.type = MSG_PULL, .var = (uint32_t)v, .arg0 = wk->local,
-                          .arg1 = slot ? PULL_WITH_SLOT : 0};
+                          .arg1 = (slot ? PULL_WITH_SLOT : 0) | wk->need_session << PROTO_SESSION_SHIFT};
         wk_emit_transfer(wk, EVT_PULL_BEGIN, v, 0);
         int before = wk->outstanding;
         wk_send(wk, d->ps, h, NULL, 0);
         if (slot && wk->outstanding > before) wk->outstanding++;   /* the SLOT_RESP */
+    }
+    if (wk->pull_deadline_s > 0) {
+        double s = wk->pull_deadline_s;
+        wk->pull_deadline_s = 0;
+        return wk_wait_for(wk, s);
     }
     return wk_wait_all(wk);
 }
@@ -267,12 +330,8 @@ static int push_range(worker *wk, int first, int last, int64_t clock)
 /* Waits for every RELEASE still due (sync gradients accumulated, not yet applied). */
 static int wait_releases(worker *wk)
 {
-    while (wk->releases_due > 0 && !wk->failed && !wk->timed_out && !rt_stop_requested)
-        ev_run(wk->loop, EVRUN_ONCE);
-    if (wk->failed) return DP_EPROTO;
-    if (wk->timed_out) return DP_ETIMEDOUT;
-    if (rt_stop_requested) return DP_ECLOSED;
-    return DP_OK;
+    while (wk->releases_due > 0 && waiting_on(wk)) ev_run(wk->loop, EVRUN_ONCE);
+    return wait_result(wk);
 }
 
 /* Pushes every gradient. Async: all at once, global_step's empty push among them. SSP:

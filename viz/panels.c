@@ -640,8 +640,10 @@ void viz_draw_timeline(viz_ctx *c)
     for (size_t i = 0; i < m->n_marks; i++) {
         const viz_mark *mk = &m->marks[i];
         double x = viz_timeline_x(c, l->lanes, mk->t);
+        int resume = mk->kind == EVT_CHECKPOINT_RESTORE;
         viz_rgb col = mk->kind == EVT_EVAL ? VIZ_ACCENT
                       : mk->kind == EVT_FAILURE ? viz_phase_color(EVT_PHASE_DEAD)
+                      : resume ? (viz_rgb){0.15, 0.35, 0.75}
                       : (viz_rgb){0.2, 0.55, 0.2};
         viz_seta(cr, col, mk->t > c->t ? 0.35 : 0.9);
         cairo_set_line_width(cr, 1.5 * s);
@@ -649,9 +651,15 @@ void viz_draw_timeline(viz_ctx *c)
         cairo_line_to(cr, x, l->lanes.y + l->lanes.h);
         cairo_stroke(cr);
         double y = l->lanes.y, d = 5 * s;
-        cairo_move_to(cr, x - d, y);
-        cairo_line_to(cr, x + d, y);
-        cairo_line_to(cr, x, y + d * 1.4);
+        if (resume) {   /* a resume: an arrow back, to the checkpoint's step */
+            cairo_move_to(cr, x + d, y);
+            cairo_line_to(cr, x - d * 1.4, y + d);
+            cairo_line_to(cr, x + d, y + 2 * d);
+        } else {
+            cairo_move_to(cr, x - d, y);
+            cairo_line_to(cr, x + d, y);
+            cairo_line_to(cr, x, y + d * 1.4);
+        }
         cairo_close_path(cr);
         cairo_fill(cr);
     }
