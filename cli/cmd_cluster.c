@@ -13,7 +13,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: downpour cluster --ps N --workers N --mode sync|async|ssp [flags]\n\n"
                "Runs a real ps/worker cluster on this machine: every task is a separate\n"
-               "`downpour task` process on a free loopback port. Prints progress, then one JSON\n"
+               "`downpour task` process on a free loopback port (with --netns or --net: in a network\n"
+               "namespace of its own, as on a separate host). Prints progress, then one JSON\n"
                "summary line on stdout. Ctrl-C stops every task.\n\nflags:\n");
     rt_config_usage(f, RT_FLAG_TRAIN | RT_FLAG_CLUSTER);
 }

@@ -87,6 +87,12 @@ static const run_key keys[] = {
      "worker NICs only"},
     {"latency", "network", RUN_T_TIME, "T", "50us", NULL, 0, 60, 0, NULL, S, 0, NULL,
      "one-way latency per message"},
+    {"netns", "network", RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, C, 0, NULL,
+     "every task in its own network namespace, linked by veth pairs to a bridge, as on separate "
+     "hosts (root; Linux)"},
+    {"net", "network", RUN_T_TEXT, "JOB:I:SHAPE", NULL, NULL, 0, 0, 0, NULL, C, 1, NULL,
+     "shape a task's link, both directions: delay=T,loss=P%,rate=BW, e.g. worker:1:rate=10mbit "
+     "(implies --netns; delay and loss need tc netem; repeat the flag)"},
     {"straggler", "faults", RUN_T_STRAGGLER, "worker:IxF", NULL, NULL, 1, 1000, 0, NULL, CTS, 1,
      "slow-worker", "worker I computes F times slower (a list, or repeat the flag; none clears)"},
     {"fail", "faults", RUN_T_TEXT, "JOB:I@step=N", NULL, NULL, 0, 0, 0, NULL, C | S, 1, "kill",

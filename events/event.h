@@ -31,7 +31,13 @@ enum evt_job { EVT_JOB_PS = 0, EVT_JOB_WORKER = 1, EVT_JOB_CLIENT = 2, EVT_JOB_H
  *   CHECKPOINT_WRITE/RESTORE  step, str=path
  *   FAILURE/RECOVERY  task that failed (peer=-1), str=reason
  *   LOG             str=text, value=level
- *   EVENTS_DROPPED  bytes=number of events this task dropped so far (cumulative)
+ *   EVENTS_DROPPED  bytes=number of events this task dropped so far (cumulative). The first
+ *                   one after a reconnect: value=1, step=the resume point (the task's
+ *                   events 1..step were acknowledged by an earlier connection), id=the
+ *                   definition copies re-sent right after it. Written by the hub for each
+ *                   task still streaming when it stops: peer_job=hub, value=2, step=the
+ *                   task's events 1..step this hub recorded, id=its resume point there
+ *                   (docs/stream-protocol.md, "Delivery")
  *   CLOCK_SYNC      value=estimated offset ns (hub-side bookkeeping)
  *   PACED_BEGIN/END worker, device, step (BEGIN: value=--pace in seconds; END: dur):
  *                   the wait --pace adds after compute, before the push (appended last,

@@ -3,7 +3,9 @@
  * the one with the smallest RTT wins, offset = task_ns - (hub_send + rtt/2)), string
  * remapping into the global table, frame validation (a bad frame closes only its
  * connection, with a logged reason), output queues with write interest on only while
- * non-empty, and shutdown. The merge (reorder window, recording, state for late
+ * non-empty, delivery (RESUME, per-task sequence counts and cumulative ACKs sent only
+ * once the records are out of the reorder window and flushed to the trace), and
+ * shutdown. The merge (reorder window, recording, state for late
  * subscribers, fan-out with drop-and-count) is in hub_merge.c. Everything here runs on
  * the hub's one thread except the functions hub.h marks as thread-safe. */
 #include "events/hub_internal.h"
@@ -23,6 +25,9 @@
 #define HUB_READ_BUDGET (1u << 20)   /* per callback, so one busy task cannot starve others */
 #define HUB_HELLO_NS 10000000000ll   /* a connection must say who it is within 10 s */
 #define HUB_TICK_S 0.010
+#define HUB_ACK_NS 100000000ll        /* acknowledge tasks' records this often */
+#define HUB_SEQ_MAX (1ull << 62)      /* bounds on a task's RESUME */
+#define HUB_COPIES_MAX (1u << 20)
 
 void evt_hub_options_init(evt_hub_options *o)
 {
@@ -192,6 +197,53 @@ static int hub_remap(const hub_conn *c, uint32_t *id)
 }
 
 /* Handles one frame; returns 0, or a negative code with why filled (caller closes). */
+/* Notes that the task's records 1..seq have all arrived once the events pushed so far
+ * are out. The list is bounded: when full the newest mark replaces the last one, which
+ * only delays an acknowledgement. */
+static void hub_mark(evt_hub *h, hub_conn *c, uint64_t seq)
+{
+    hub_ackmark m = { h->seq, seq };
+    if (c->nmarks == HUB_MARKS_MAX) c->marks[HUB_MARKS_MAX - 1] = m;
+    else c->marks[c->nmarks++] = m;
+}
+
+/* RESUME {u64 acked, u32 copies, u64 incarnation}: once, after READY, before any event. */
+static int hub_resume(evt_hub *h, hub_conn *c, const evt_wire_header *fh, const uint8_t *p,
+                      char *why)
+{
+    if (fh->length != 20) return dp_fail(why, DP_EPROTO, "resume length %u", fh->length);
+    if (!c->synced) return dp_fail(why, DP_EPROTO, "resume before clock sync");
+    if (c->resumed) return dp_fail(why, DP_EPROTO, "resume after events or twice");
+    uint64_t acked = evt_get_u64(p);
+    uint32_t copies = evt_get_u32(p + 8);
+    uint64_t incarnation = evt_get_u64(p + 12);
+    if (acked > HUB_SEQ_MAX || copies > HUB_COPIES_MAX)
+        return dp_fail(why, DP_EPROTO, "resume: acked %llu / copies %u out of range",
+                       (unsigned long long)acked, copies);
+    c->resumed = 1;
+    c->seq_recv = c->seq_acked = acked;
+    c->copies_left = copies;
+    pthread_mutex_lock(&h->mu);
+    hub_offset *o = hub_offset_slot(h, c->job, c->task);
+    /* A new process of the task (restarted by its launcher) starts its own sequence:
+     * nothing it sends was seen before. */
+    if (!o->sequenced || o->incarnation != incarnation) {
+        o->sequenced = 1;
+        o->incarnation = incarnation;
+        o->first = o->received = o->recorded = acked;
+        o->defs_through = 0;
+    }
+    /* This hub already holds the task's records up to o->received (an earlier
+     * connection brought them): what is re-sent below that is not recorded again, nor
+     * are definition copies when this hub has every definition they repeat. */
+    c->seq_seen = o->received;
+    c->copies_known = o->defs_through >= acked;
+    if (!c->copies_known) o->defs_through = acked;
+    pthread_mutex_unlock(&h->mu);
+    if (c->seq_seen > acked) hub_mark(h, c, c->seq_seen);
+    return 0;
+}
+
 static int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
                             const uint8_t *p, char *why)
 {
@@ -261,8 +313,11 @@ static int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
             dp_fail(why, DP_EPROTO, "string definitions out of order (have %u)", c->map_len);
         return rc;
     }
+    case EVT_F_RESUME:
+        return hub_resume(h, c, fh, p, why);
     case EVT_F_EVENTS: {
         if (!c->synced) return dp_fail(why, DP_EPROTO, "events before clock sync");
+        c->resumed = 1;   /* a task that sent no RESUME starts at sequence 0 */
         h->nscratch = 0;
         int n = evt_wire_get_events(p, fh->length, &h->scratch, &h->nscratch,
                                     &h->scratch_cap, why);
@@ -272,16 +327,32 @@ static int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
             if (hub_remap(c, &e->device) || hub_remap(c, &e->var) || hub_remap(c, &e->str))
                 return dp_fail(why, DP_EPROTO, "record %zu uses an undefined string id", i);
         }
+        uint64_t seq0 = c->seq_recv;
         for (size_t i = 0; i < h->nscratch; i++) {
             evt_record *e = &h->scratch[i];
             e->t = e->t - c->offset - h->t0;
+            int keep = 1;
+            /* Drop reports and definition copies are not in the task's sequence;
+             * copies, and records an earlier connection to this hub already brought,
+             * are not recorded twice. */
             if (e->kind == EVT_EVENTS_DROPPED) {
                 pthread_mutex_lock(&h->mu);
                 hub_offset_slot(h, c->job, c->task)->dropped = (uint64_t)e->bytes;
                 pthread_mutex_unlock(&h->mu);
+            } else if (c->copies_left) {
+                c->copies_left--;
+                keep = !c->copies_known;
+            } else {
+                keep = ++c->seq_recv > c->seq_seen;
             }
-            hub_merge_push(h, e);
+            if (keep) hub_merge_push(h, e);
         }
+        if (c->seq_recv > seq0) hub_mark(h, c, c->seq_recv);
+        pthread_mutex_lock(&h->mu);
+        hub_offset *o = hub_offset_slot(h, c->job, c->task);
+        if (c->seq_recv > o->received) o->received = c->seq_recv;
+        if (c->seq_recv > o->defs_through) o->defs_through = c->seq_recv;
+        pthread_mutex_unlock(&h->mu);
         h->st.events_in += h->nscratch;
         return 0;
     }
@@ -381,12 +452,79 @@ static void hub_publish(evt_hub *h)
     pthread_mutex_unlock(&h->mu);
 }
 
+/* Acknowledges to each task the records of its that have left the reorder window,
+ * after flushing them to the trace (so an acknowledged record survives the hub being
+ * killed). With no trace, leaving the window (fanned out) is enough. */
+static void hub_ack(evt_hub *h)
+{
+    uint64_t min_arrival = h->seq;   /* every held event arrived at or after this */
+    for (size_t i = 0; i < h->nheap; i++)
+        if (h->heap[i].seq < min_arrival) min_arrival = h->heap[i].seq;
+    int any = 0;
+    for (hub_conn *c = h->conns; c && !any; c = c->next)
+        any = c->role == HC_TASK && c->nmarks && c->marks[0].arrival <= min_arrival;
+    if (!any) return;
+    if (h->trace && !h->trace_failed) {
+        char err[DP_ERRLEN];
+        if (trace_writer_flush(h->trace, err) < 0) {
+            h->trace_failed = 1;
+            dp_log(DP_LOG_ERROR, "hub", "%s; recording stops, streaming goes on", err);
+        }
+    }
+    for (hub_conn *c = h->conns, *next; c; c = next) {
+        next = c->next;   /* c may close while flushing */
+        if (c->role != HC_TASK || !c->nmarks) continue;
+        size_t k = 0;
+        uint64_t seq = c->seq_acked;
+        while (k < c->nmarks && c->marks[k].arrival <= min_arrival) seq = c->marks[k++].seq;
+        memmove(c->marks, c->marks + k, (c->nmarks - k) * sizeof *c->marks);
+        c->nmarks -= k;
+        if (seq <= c->seq_acked) continue;
+        c->seq_acked = seq;
+        pthread_mutex_lock(&h->mu);
+        hub_offset *o = hub_offset_slot(h, c->job, c->task);
+        if (seq > o->recorded) o->recorded = seq;
+        pthread_mutex_unlock(&h->mu);
+        uint8_t p[8];
+        evt_put_u64(p, seq);
+        evt_frame_put(&c->out, EVT_F_ACK, p, sizeof p);
+        hub_conn_flush(h, c);
+    }
+}
+
+/* At a stop with tasks still streaming: one record per such task saying how far this
+ * hub got with it (events_dropped written by the hub: event.h), so that this trace
+ * says what it holds even if the final ACK never reaches the task. */
+static void hub_record_delivery(evt_hub *h)
+{
+    for (hub_conn *c = h->conns; c; c = c->next) {
+        if (c->role != HC_TASK || !c->resumed) continue;
+        pthread_mutex_lock(&h->mu);
+        hub_offset o = *hub_offset_slot(h, c->job, c->task);
+        pthread_mutex_unlock(&h->mu);
+        if (!o.sequenced) continue;
+        evt_record e;
+        evt_init(&e, EVT_EVENTS_DROPPED, c->job, c->task);
+        e.t = hub_now(h);
+        e.peer_job = EVT_JOB_HUB;
+        e.bytes = (int64_t)o.dropped;
+        e.step = (int64_t)o.recorded;
+        e.id = o.first;
+        e.value = 2;
+        hub_merge_push(h, &e);
+    }
+}
+
 static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     DP_UNUSED(revents);
     evt_hub *h = dp_container_of(w, evt_hub, tick);
     int64_t now = hub_now(h);
     hub_merge_emit(h, now - (int64_t)h->opt.reorder_ms * 1000000);
+    if (now - h->last_ack >= HUB_ACK_NS) {
+        hub_ack(h);
+        h->last_ack = now;
+    }
     for (hub_conn *c = h->conns, *next; c; c = next) {
         next = c->next;
         if (c->role == HC_NEW && now - c->born > HUB_HELLO_NS)
@@ -550,8 +688,15 @@ int evt_hub_run(evt_hub *h, char *err)
     h->running = 1;
     ev_run(h->loop, 0);
 
-    /* Out: everything held goes out in order, then connections and trace close. */
+    /* Out: everything held goes out in order, is acknowledged to the tasks still
+     * streaming (best effort: a lost final ACK only means the next hub gets those
+     * records again) and noted per task, then connections and trace close. */
     hub_merge_emit(h, INT64_MAX);
+    hub_ack(h);
+    hub_record_delivery(h);
+    hub_merge_emit(h, INT64_MAX);
+    for (hub_conn *c = h->conns; c; c = c->next)
+        if (c->role == HC_TASK) shutdown(c->fd, SHUT_WR);   /* the ACK first, then EOF */
     while (h->conns) hub_conn_close(h, h->conns, "hub stopping", 0);
     hub_free_dead(h);
     ev_io_stop(h->loop, &h->accept_w);

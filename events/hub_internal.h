@@ -18,6 +18,12 @@
 
 enum { HC_NEW, HC_TASK, HC_SUB };
 
+/* Where a task's EVENTS frame ended: once every held event that arrived before `arrival`
+ * has left the reorder window (and the trace is flushed), the task's records 1..seq
+ * are acknowledged. */
+typedef struct hub_ackmark { uint64_t arrival, seq; } hub_ackmark;
+#define HUB_MARKS_MAX 1024
+
 typedef struct hub_conn {
     ev_io rio, wio;
     struct evt_hub *hub;
@@ -32,6 +38,13 @@ typedef struct hub_conn {
     int64_t best_rtt, offset;       /* offset = task clock - hub clock */
     uint32_t *map;                  /* task string id i+1 -> global id */
     uint32_t map_len, map_cap;
+    int resumed;                    /* RESUME received (or events began without one) */
+    uint64_t seq_recv, seq_acked;   /* the task's records received / acknowledged */
+    uint32_t copies_left;           /* unsequenced definition copies still to come */
+    int copies_known;               /* this hub has those definitions: do not record */
+    uint64_t seq_seen;              /* records up to here came on an earlier connection */
+    hub_ackmark marks[HUB_MARKS_MAX];  /* frames received, not yet acknowledged, in order */
+    size_t nmarks;
     /* subscriber */
     uint32_t defs_sent;             /* global ids 1..defs_sent already sent */
     uint64_t dropped, dropped_sent;
@@ -41,6 +54,13 @@ typedef struct hub_offset {
     int job, task, synced;
     int64_t offset, rtt;
     uint64_t dropped;               /* the task's latest EVENTS_DROPPED count */
+    int sequenced;                  /* the fields below are known (the task sent RESUME) */
+    uint64_t incarnation;           /* ... for this process of the task (a restarted task
+                                     * numbers its records from 1 again) */
+    uint64_t first;                 /* the task's records 1..first came before this hub */
+    uint64_t received;              /* ... 1..received have reached this hub */
+    uint64_t recorded;              /* ... 1..recorded are acknowledged (in the trace) */
+    uint64_t defs_through;          /* this hub has every definition up to this record */
 } hub_offset;
 
 typedef struct hub_item {
@@ -60,7 +80,7 @@ struct evt_hub {
     ev_timer tick;
     ev_signal sigint_w, sigterm_w;
     int64_t t0;                     /* hub monotonic ns at start = trace time 0 */
-    int64_t idle_since, last_progress;
+    int64_t idle_since, last_progress, last_ack;
     uint64_t last_progress_events;
     hub_conn *conns, *dead;
     evt_strtab *strings;            /* global table */

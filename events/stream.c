@@ -5,10 +5,17 @@
  * hub's clock probes immediately, and after READY drains the ring every ~20 ms (or
  * when a batch fills: evt_emit wakes it with ev_async_send) into STRINGS + EVENTS
  * frames. String definitions go out before first use on each connection (all are resent
- * after a reconnect). Events lost to a full ring or a broken connection are counted and
- * reported to the hub as EVT_EVENTS_DROPPED (cumulative) when it is reachable.
- * Threading: ring, string table and counters under `mu`; everything else belongs to the
- * I/O thread. */
+ * after a reconnect).
+ * Delivery: the ring holds every queued record until the hub acknowledges it (ACK, a
+ * cumulative count of this task's records, 1-based in queue order = evt_emit order), so
+ * a hub that dies with records unread costs nothing: they are re-sent to the next hub
+ * after RESUME. The only loss is a full ring (counted, reported as EVT_EVENTS_DROPPED,
+ * cumulative) and what is still unacknowledged when the emitter is freed (logged).
+ * Definitions (cluster, task, device, variable, placement records) are also kept apart,
+ * bounded, and after a reconnect the ones an earlier hub acknowledged are re-sent first,
+ * re-stamped, so the new hub's trace is complete on its own.
+ * Threading: ring, definitions, string table and counters under `mu`; everything else
+ * belongs to the I/O thread. */
 #include "events/stream.h"
 
 #include <assert.h>
@@ -34,21 +41,26 @@
 #define EM_HANDSHAKE_S 5.0           /* READY must come within this */
 #define EM_DROP_REPORT_NS 1000000000ll
 #define EM_STOP_FLUSH_S 1.0
+#define EM_DEFS_MAX 4096             /* definition records kept for re-sending */
 
 enum em_state { EM_IDLE, EM_CONNECTING, EM_HANDSHAKE, EM_READY };
 
-/* One EVENTS frame in the output buffer: how many records it carries and the
- * absolute output position (bytes since connect) where it ends, so that a broken
- * connection can count what never left as dropped. */
-typedef struct em_frame { uint64_t end; uint32_t n; } em_frame;
+/* A kept definition and its sequence number (its place in evt_emit order). */
+typedef struct em_def { evt_record e; uint64_t seq; } em_def;
 
 struct evt_emitter {
     /* shared with producers, under mu */
     pthread_mutex_t mu;
-    evt_record *ring;
+    evt_record *ring;               /* [head, head + count): queued, not yet acknowledged */
     size_t cap, head, count;
     evt_strtab *strings;
-    uint64_t queued, dropped;
+    uint64_t queued, dropped;       /* the record at head has sequence number acked + 1 */
+    uint64_t acked;                 /* records the hub acknowledged (== queued - count) */
+    uint64_t incarnation;           /* this emitter, among the task's processes: a
+                                     * restarted task numbers its records from 1 again */
+    em_def *defs;
+    size_t ndefs;
+    uint64_t defs_lost;             /* definitions beyond EM_DEFS_MAX: not kept */
     _Atomic int64_t skew;
     atomic_int ready;
     atomic_int stop_requested;
@@ -68,9 +80,8 @@ struct evt_emitter {
     int fd, state, stopping, warned;
     double backoff;
     evt_buf in, out;
-    uint64_t out_written;           /* bytes sent on this connection */
-    em_frame *frames;
-    size_t nframes, frames_cap;
+    size_t nsent;                   /* ring records (from head) sent on this connection */
+    uint64_t connections;           /* READYs so far */
     uint32_t defs_sent;
     uint64_t dropped_reported;
     int64_t last_drop_report;
@@ -86,14 +97,17 @@ static int64_t em_clock(const evt_emitter *em)
 
 static void em_disconnect(evt_emitter *em, const char *why);
 
-/* Called right after an EVENTS frame of n records was appended to out. */
-static void em_note_frame(evt_emitter *em, uint32_t n)
+/* The kinds a trace needs to name and draw what follows: kept and re-sent after a
+ * reconnect. */
+static int em_is_definition(int kind)
 {
-    if (em->nframes == em->frames_cap) {
-        em->frames_cap = em->frames_cap ? em->frames_cap * 2 : 64;
-        em->frames = xrealloc(em->frames, em->frames_cap * sizeof *em->frames);
+    switch (kind) {
+    case EVT_CLUSTER_START: case EVT_TASK_START: case EVT_DEVICE: case EVT_VAR_DEFINE:
+    case EVT_VAR_PLACE: case EVT_OP_PLACE:
+        return 1;
+    default:
+        return 0;
     }
-    em->frames[em->nframes++] = (em_frame){ em->out_written + evt_buf_pending(&em->out), n };
 }
 
 static size_t em_ring_count(evt_emitter *em)
@@ -104,7 +118,7 @@ static size_t em_ring_count(evt_emitter *em)
     return n;
 }
 
-/* While stopping: done once everything queued has left. */
+/* While stopping: done once everything queued has been acknowledged. */
 static void em_maybe_finish(evt_emitter *em)
 {
     if (em->stopping && em->state == EM_READY && !evt_buf_pending(&em->out) &&
@@ -126,25 +140,26 @@ static void em_try_write(evt_emitter *em)
             return;
         }
         evt_buf_consume(&em->out, (size_t)n);
-        em->out_written += (uint64_t)n;
-    }
-    size_t done = 0;
-    while (done < em->nframes && em->frames[done].end <= em->out_written) done++;
-    if (done) {
-        memmove(em->frames, em->frames + done, (em->nframes - done) * sizeof *em->frames);
-        em->nframes -= done;
     }
     /* Write interest only while something is queued. */
     if (evt_buf_pending(&em->out)) ev_io_start(em->loop, &em->wio);
     else ev_io_stop(em->loop, &em->wio);
 }
 
-static void em_put_drop_report(evt_emitter *em, uint64_t dropped)
+/* A drop report: never sequenced, never kept (the next one supersedes it). resume_at
+ * >= 0 marks the report sent first after a reconnect (step, id, value: event.h). */
+static void em_put_drop_report(evt_emitter *em, uint64_t dropped, int64_t resume_at,
+                               uint32_t copies)
 {
     evt_record r;
     evt_init(&r, EVT_EVENTS_DROPPED, em->job, em->task);
     r.t = em_clock(em);
     r.bytes = (int64_t)dropped;
+    if (resume_at >= 0) {
+        r.step = resume_at;
+        r.id = copies;
+        r.value = 1;
+    }
     evt_wire_put_events(&em->out, &r, 1);
     em->dropped_reported = dropped;
     em->last_drop_report = (int64_t)dp_now_ns();
@@ -160,10 +175,11 @@ static void em_drain(evt_emitter *em, int all)
         size_t n = 0;
         uint64_t dropped;
         pthread_mutex_lock(&em->mu);
-        while (n < EM_BATCH && em->count) {
-            em->batch[n++] = em->ring[em->head];
-            em->head = (em->head + 1) % em->cap;
-            em->count--;
+        /* Records stay in the ring until acknowledged; nsent says how far this
+         * connection has got. */
+        while (n < EM_BATCH && em->nsent < em->count) {
+            em->batch[n++] = em->ring[(em->head + em->nsent) % em->cap];
+            em->nsent++;
         }
         /* Every id in the popped records was interned before it was queued, so
          * defining everything up to the current count covers them. */
@@ -174,14 +190,11 @@ static void em_drain(evt_emitter *em, int all)
         }
         dropped = em->dropped;
         pthread_mutex_unlock(&em->mu);
-        if (n) {
-            evt_wire_put_events(&em->out, em->batch, n);
-            em_note_frame(em, (uint32_t)n);
-        }
+        if (n) evt_wire_put_events(&em->out, em->batch, n);
         int64_t now = (int64_t)dp_now_ns();
         if (dropped > em->dropped_reported &&
             (all || em->dropped_reported == 0 || now - em->last_drop_report >= EM_DROP_REPORT_NS))
-            em_put_drop_report(em, dropped);
+            em_put_drop_report(em, dropped, -1, 0);
         if (n < EM_BATCH) break;
     }
     em_try_write(em);
@@ -216,19 +229,47 @@ static void em_disconnect(evt_emitter *em, const char *why)
     em->fd = -1;
     em->state = EM_IDLE;
     atomic_store(&em->ready, 0);
-    /* Records in frames that never fully left are lost: count them. */
-    uint64_t lost = 0;
-    for (size_t i = 0; i < em->nframes; i++) lost += em->frames[i].n;
-    em->nframes = 0;
-    em->out_written = 0;
+    /* Unacknowledged records stay in the ring: the next connection sends them again. */
+    em->nsent = 0;
     em->out.off = em->out.len = 0;
     em->in.off = em->in.len = 0;
-    if (lost) {
-        pthread_mutex_lock(&em->mu);
-        em->dropped += lost;
-        pthread_mutex_unlock(&em->mu);
-    }
     em_schedule_retry(em);
+}
+
+/* Right after READY: RESUME (where this task's sequence stands and how many copies
+ * follow), then, after a reconnect, a drop report and re-stamped copies of the
+ * definitions an earlier hub acknowledged (the unacknowledged ones are still in the
+ * ring and go out again in order with the rest). */
+static void em_resume(evt_emitter *em)
+{
+    em->connections++;
+    em->nsent = 0;
+    em->defs_sent = 0;   /* new connection: every string definition again */
+    pthread_mutex_lock(&em->mu);
+    uint64_t acked = em->acked, dropped = em->dropped;
+    size_t copies = 0;
+    while (copies < em->ndefs && em->defs[copies].seq <= acked) copies++;
+    uint8_t r[20];
+    evt_put_u64(r, acked);
+    evt_put_u32(r + 8, (uint32_t)copies);
+    evt_put_u64(r + 12, em->incarnation);
+    evt_frame_put(&em->out, EVT_F_RESUME, r, sizeof r);
+    uint32_t nstr = evt_strtab_count(em->strings);
+    if (nstr) evt_wire_put_strings(&em->out, em->strings, 1, nstr);
+    em->defs_sent = nstr;
+    if (em->connections > 1) {
+        em_put_drop_report(em, dropped, (int64_t)acked, (uint32_t)copies);
+        int64_t now = em_clock(em);
+        for (size_t i = 0; i < copies; i += EM_BATCH) {
+            size_t n = copies - i < EM_BATCH ? copies - i : EM_BATCH;
+            for (size_t j = 0; j < n; j++) {
+                em->batch[j] = em->defs[i + j].e;
+                em->batch[j].t = now;   /* in the new trace's time, not before its start */
+            }
+            evt_wire_put_events(&em->out, em->batch, n);
+        }
+    }
+    pthread_mutex_unlock(&em->mu);
 }
 
 static void em_handle_frame(evt_emitter *em, const evt_wire_header *h, const uint8_t *p)
@@ -254,15 +295,39 @@ static void em_handle_frame(evt_emitter *em, const evt_wire_header *h, const uin
         }
         ev_timer_stop(em->loop, &em->handshake_timer);
         em->state = EM_READY;
-        em->defs_sent = 0;   /* new connection: every definition again */
         em->backoff = EM_BACKOFF_MIN_S;
         em->warned = 0;
         em->last_drop_report = 0;   /* report drops at once after a reconnect */
         atomic_store(&em->ready, 1);
         dp_log(DP_LOG_DEBUG, "emitter", "hub %s: synchronised, offset %.3f ms",
                em->addr_text, (double)(int64_t)evt_get_u64(p) / 1e6);
+        em_resume(em);
         em_drain(em, em->stopping);
         return;
+    case EVT_F_ACK: {
+        if (h->length != 8) goto bad_len;
+        uint64_t seq = evt_get_u64(p);
+        pthread_mutex_lock(&em->mu);
+        uint64_t lo = em->acked, hi = em->acked + em->nsent;
+        int ok = em->state == EM_READY && seq >= lo && seq <= hi;
+        if (ok) {
+            size_t k = (size_t)(seq - lo);
+            em->head = (em->head + k) % em->cap;
+            em->count -= k;
+            em->nsent -= k;
+            em->acked = seq;
+        }
+        pthread_mutex_unlock(&em->mu);
+        if (!ok) {
+            snprintf(why, sizeof why, "ack %llu outside the unacknowledged range [%llu, %llu]",
+                     (unsigned long long)seq, (unsigned long long)lo, (unsigned long long)hi);
+            dp_log(DP_LOG_WARN, "emitter", "hub %s: bad frame: %s", em->addr_text, why);
+            em_disconnect(em, why);
+            return;
+        }
+        em_maybe_finish(em);
+        return;
+    }
     case EVT_F_ERROR: {
         int n = h->length > 200 ? 200 : (int)h->length;
         snprintf(why, sizeof why, "hub refused: %.*s", n, (const char *)p);
@@ -422,6 +487,19 @@ static void *em_thread(void *arg)
     if (em->fd >= 0) close(em->fd);
     em->fd = -1;
     atomic_store(&em->ready, 0);
+    /* The only account of what no hub will ever report: records still unacknowledged. */
+    static const char *jobs[] = { "ps", "worker", "client", "hub" };
+    pthread_mutex_lock(&em->mu);
+    uint64_t queued = em->queued, dropped = em->dropped, left = em->count, lost = em->defs_lost;
+    pthread_mutex_unlock(&em->mu);
+    int told = em->connections > 1 || dropped || left || lost;
+    dp_log(told ? DP_LOG_INFO : DP_LOG_DEBUG, "emitter",
+           "%s:%d: %llu events emitted, %llu acknowledged by the hub, %llu dropped (buffer "
+           "full), %llu undelivered at exit, %llu connections, %llu definitions not kept",
+           em->job >= 0 && em->job <= EVT_JOB_HUB ? jobs[em->job] : "?", em->task,
+           (unsigned long long)(queued + dropped), (unsigned long long)(queued - left),
+           (unsigned long long)dropped, (unsigned long long)left,
+           (unsigned long long)em->connections, (unsigned long long)lost);
     return NULL;
 }
 
@@ -437,7 +515,10 @@ evt_emitter *evt_emitter_new(const char *hub_addr, int job, int task, int capaci
     pthread_mutex_init(&em->mu, NULL);
     em->cap = (size_t)capacity;
     em->ring = xmalloc(em->cap * sizeof *em->ring);
+    /* Unique enough across a task's restarts: its pid and the clock. */
+    em->incarnation = ((uint64_t)getpid() << 40) ^ dp_now_ns() ^ (uint64_t)(uintptr_t)em;
     em->strings = evt_strtab_new();
+    em->defs = xmalloc(EM_DEFS_MAX * sizeof *em->defs);
     em->job = job;
     em->task = task;
     em->addr = ss;
@@ -468,6 +549,7 @@ evt_emitter *evt_emitter_new(const char *hub_addr, int job, int task, int capaci
 fail:
     if (em->loop) ev_loop_destroy(em->loop);
     evt_strtab_free(em->strings);
+    free(em->defs);
     free(em->ring);
     pthread_mutex_destroy(&em->mu);
     free(em);
@@ -483,7 +565,7 @@ void evt_emitter_free(evt_emitter *em)
     ev_loop_destroy(em->loop);
     evt_buf_release(&em->in);
     evt_buf_release(&em->out);
-    free(em->frames);
+    free(em->defs);
     evt_strtab_free(em->strings);
     free(em->ring);
     pthread_mutex_destroy(&em->mu);
@@ -502,6 +584,8 @@ uint32_t evt_emitter_intern(evt_emitter *em, const char *s)
 int evt_emit(evt_emitter *em, const evt_record *e)
 {
     if (!em) return 0;
+    dp_assert("evt_emit: events_dropped reports are the emitter's own",
+              e->kind != EVT_EVENTS_DROPPED);
     int64_t t = e->t ? e->t : em_clock(em);
     size_t n;
     pthread_mutex_lock(&em->mu);
@@ -515,6 +599,10 @@ int evt_emit(evt_emitter *em, const evt_record *e)
     slot->t = t;
     n = ++em->count;
     em->queued++;
+    if (em_is_definition(e->kind)) {
+        if (em->ndefs < EM_DEFS_MAX) em->defs[em->ndefs++] = (em_def){ *slot, em->queued };
+        else em->defs_lost++;
+    }
     pthread_mutex_unlock(&em->mu);
     /* One wake per batch; ev_async_send is cheap when already pending. */
     if (n == EM_BATCH && atomic_load(&em->ready)) ev_async_send(em->loop, &em->wake);
@@ -535,6 +623,15 @@ uint64_t evt_emitter_dropped(const evt_emitter *em)
     if (!em) return 0;
     pthread_mutex_lock((pthread_mutex_t *)&em->mu);
     uint64_t v = em->dropped;
+    pthread_mutex_unlock((pthread_mutex_t *)&em->mu);
+    return v;
+}
+
+uint64_t evt_emitter_unacked(const evt_emitter *em)
+{
+    if (!em) return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&em->mu);
+    uint64_t v = em->count;
     pthread_mutex_unlock((pthread_mutex_t *)&em->mu);
     return v;
 }

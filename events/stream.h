@@ -28,9 +28,15 @@ uint32_t evt_emitter_intern(evt_emitter *em, const char *s);
  * on I/O; thread-safe; a no-op when em is NULL. Returns 1 queued, 0 dropped. */
 int evt_emit(evt_emitter *em, const evt_record *e);
 
-/* Events queued so far / dropped so far (0 for NULL). */
+/* Events queued so far / dropped so far (0 for NULL). Queued events are numbered 1, 2,
+ * ... in queue order; a queued event is kept until a hub acknowledges it (recorded to
+ * its trace), and re-sent to the next hub if the connection breaks first, so the only
+ * events lost are the dropped ones (buffer full: counted, reported to the hub as
+ * events_dropped) and those still unacknowledged when the emitter is freed (logged). */
 uint64_t evt_emitter_sent(const evt_emitter *em);
 uint64_t evt_emitter_dropped(const evt_emitter *em);
+/* Queued events not yet acknowledged by a hub (0 for NULL). Thread-safe. */
+uint64_t evt_emitter_unacked(const evt_emitter *em);
 
 /* The emitter's clock, ns (monotonic + an injected skew for tests). */
 int64_t evt_emitter_now(const evt_emitter *em);

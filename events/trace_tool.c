@@ -44,6 +44,56 @@ static void replay(trace_reader *r, evt_state *st)
     while (trace_reader_next(r, &e) == 1) evt_state_apply(st, &e);
 }
 
+/* Per source task: what a trace can say about delivery (docs/reliability.md, "Hub
+ * restart"): its records (less drop reports and the hub's clock syncs), the latest drop
+ * count it reported, the resume point and definition copies of its first report after a
+ * reconnect, and the hub's note of how far it recorded the task when it stopped. */
+static json_t *delivery_json(trace_reader *r)
+{
+    enum { MAXT = 1024 };
+    struct tk { int job, task; int64_t records, dropped, resumed_at, copies, recorded; } *v =
+        xcalloc(MAXT, sizeof *v);
+    size_t n = 0;
+    evt_record e;
+    trace_reader_rewind(r);
+    while (trace_reader_next(r, &e) == 1) {
+        size_t i = 0;
+        while (i < n && (v[i].job != e.job || v[i].task != e.task)) i++;
+        if (i == n) {
+            if (n == MAXT) continue;
+            v[n++] = (struct tk){ e.job, e.task, 0, 0, -1, 0, -1 };
+        }
+        if (e.kind == EVT_CLOCK_SYNC) continue;
+        if (e.kind != EVT_EVENTS_DROPPED) {
+            v[i].records++;
+            continue;
+        }
+        if (e.peer_job == EVT_JOB_HUB && e.value == 2) {
+            v[i].recorded = e.step;
+            continue;
+        }
+        v[i].dropped = e.bytes;
+        if (e.value == 1 && v[i].resumed_at < 0) v[i].resumed_at = e.step;
+        if (e.value == 1) v[i].copies += (int64_t)e.id;
+    }
+    static const char *jobs[] = { "ps", "worker", "client", "hub" };
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s:%d", v[i].job <= EVT_JOB_HUB ? jobs[v[i].job] : "?", v[i].task);
+        json_t *o = json_object();
+        json_object_set_new(o, "task", json_string(name));
+        json_object_set_new(o, "events", json_integer(v[i].records - v[i].copies));
+        json_object_set_new(o, "definitions_resent", json_integer(v[i].copies));
+        json_object_set_new(o, "dropped", json_integer(v[i].dropped));
+        json_object_set_new(o, "resumed_at", v[i].resumed_at < 0 ? json_null() : json_integer(v[i].resumed_at));
+        json_object_set_new(o, "hub_recorded", v[i].recorded < 0 ? json_null() : json_integer(v[i].recorded));
+        json_array_append_new(a, o);
+    }
+    free(v);
+    return a;
+}
+
 static int info_json(FILE *out, trace_reader *r, const evt_state *st, const char *path, char *err)
 {
     json_t *o = json_object();
@@ -66,6 +116,7 @@ static int info_json(FILE *out, trace_reader *r, const evt_state *st, const char
     json_object_set_new(o, "ps", json_integer(st->n_ps));
     json_object_set_new(o, "workers", json_integer(st->n_workers));
     json_object_set_new(o, "global_step", json_integer((json_int_t)st->global_step));
+    json_object_set_new(o, "tasks", delivery_json(r));
     const char *dmg = trace_reader_damage(r);
     json_object_set_new(o, "damage", dmg ? json_string(dmg) : json_null());
     char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);

@@ -21,7 +21,7 @@ const char *evt_wire_type_name(int type)
 {
     static const char *names[] = {
         "?", "hello_task", "hello_sub", "probe", "probe_reply", "ready", "strings",
-        "events", "welcome", "state_end", "dropped", "error",
+        "events", "welcome", "state_end", "dropped", "error", "resume", "ack",
     };
     if (type <= 0 || type > EVT_F_TYPE_MAX) return "unknown";
     return names[type];

@@ -33,7 +33,15 @@ enum evt_wire_type {
     EVT_F_STATE_END = 9,   /* H->S  {}: initial state complete, live stream follows */
     EVT_F_DROPPED = 10,    /* H->S  {u64 n}: events the hub dropped for this subscriber */
     EVT_F_ERROR = 11,      /* H->any  UTF-8 reason; the hub closes after it */
-    EVT_F_TYPE_MAX = 11
+    EVT_F_RESUME = 12,     /* T->H  {u64 acked, u32 copies}: right after READY, before any
+                            * event: the task's events 1..acked were acknowledged by an
+                            * earlier connection, the next sequenced event is acked+1, and
+                            * the first `copies` records that follow are re-sent definition
+                            * copies (not sequenced; nor is any events_dropped record) */
+    EVT_F_ACK = 13,        /* H->T  {u64 seq}: cumulative: the task's events 1..seq are
+                            * recorded (trace written and flushed) or, with no trace, merged
+                            * and fanned out; the task may forget them */
+    EVT_F_TYPE_MAX = 13
 };
 
 /* A parsed frame header. */

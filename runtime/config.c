@@ -39,6 +39,7 @@ static int *int_field(rt_config *c, const char *name)
     if (!strcmp(name, "strategy")) return &c->strategy;
     if (!strcmp(name, "cpu_devices")) return &c->cpu_devices;
     if (!strcmp(name, "allow_soft_placement")) return &c->allow_soft;
+    if (!strcmp(name, "netns")) return &c->netns;
     return NULL;
 }
 
@@ -86,6 +87,14 @@ static int rt_extra(void *ctx, const run_key *k, const run_value *v, const char 
             return dp_fail(err, DP_EINVAL, "%s: at most %d faults", what, RUN_MAX_FAULTS);
         int rc = run_fault_parse(v->text, what, &c->faults[c->n_faults], err);
         if (!rc) c->n_faults++;
+        return rc;
+    }
+    if (!strcmp(k->name, "net")) {
+        if (c->n_nets == NETNS_MAX_SHAPES)
+            return dp_fail(err, DP_EINVAL, "%s: at most %d links shaped", what, NETNS_MAX_SHAPES);
+        int rc = netns_shape_parse(v->text, what, &c->nets[c->n_nets], err);
+        if (!rc) c->n_nets++;
+        if (!rc) c->netns = 1;
         return rc;
     }
     char *t = text_field(c, k->name);
@@ -138,6 +147,25 @@ int rt_config_check(const rt_config *c, char *err)
                            text, spec_job_name((dp_job)f->job), f->task, n, spec_job_name((dp_job)f->job),
                            n == 1 ? "" : "s");
     }
+    for (int i = 0; i < c->n_nets; i++) {
+        const netns_shape *s = &c->nets[i];
+        int n = s->job == JOB_PS ? c->n_ps : c->n_workers;
+        char text[160];
+        netns_shape_format(s, text, sizeof text);
+        if (s->task >= n)
+            return dp_fail(err, DP_EINVAL, "--net: %s names %s %d, which does not exist (%d %s task%s)",
+                           text, spec_job_name((dp_job)s->job), s->task, n, spec_job_name((dp_job)s->job),
+                           n == 1 ? "" : "s");
+        for (int k = 0; k < i; k++)
+            if (c->nets[k].job == s->job && c->nets[k].task == s->task)
+                return dp_fail(err, DP_EINVAL, "--net: %s %d is shaped twice; give one --net per task",
+                               spec_job_name((dp_job)s->job), s->task);
+    }
+    if (c->netns && c->hub[0])
+        return dp_fail(err, DP_EINVAL, "--netns: the tasks cannot reach --hub %s from their own network "
+                       "namespaces; use --trace FILE (the launcher's hub listens on their bridge)", c->hub);
+    if (c->netns && c->n_ps + c->n_workers > 250)
+        return dp_fail(err, DP_EINVAL, "--netns: at most 250 tasks (one /24)");
     return DP_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "cluster/run.h"
+#include "runtime/netns.h"
 
 #define RT_PATH_MAX 1024
 
@@ -33,6 +34,10 @@ typedef struct rt_config {
                                      * the run (0: never) */
     run_fault faults[RUN_MAX_FAULTS]; /* `cluster --fail/--kill`: the launcher injects them */
     int n_faults;
+    int netns;                      /* `cluster --netns`: every task in its own network
+                                     * namespace (runtime/netns.h); --net implies it */
+    netns_shape nets[NETNS_MAX_SHAPES]; /* `cluster --net`: a task's link shaped */
+    int n_nets;
     int log_every;                  /* worker progress line every N local steps */
     int synthetic_n;                /* samples in the synthetic training set */
     int quiet;

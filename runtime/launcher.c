@@ -26,6 +26,7 @@
 #include "events/hub.h"
 #include "runtime/conn.h"
 #include "runtime/instr.h"
+#include "runtime/netns.h"
 
 /* Signals every task (and the viewer too when with_viewer). */
 static void kill_tasks(launcher *l, int sig, int with_viewer)
@@ -225,6 +226,12 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
     launcher_kill_all(l, SIGTERM);
 }
 
+/* --netns: the task's slot (ps tasks first, then the workers), -1 for the viewer. */
+static int netns_slot(const launcher *l, const child *c)
+{
+    return c->viewer || c->index < 0 ? -1 : c->job == JOB_PS ? c->index : l->cfg->n_ps + c->index;
+}
+
 /* Starts argv as a child with stdout on a pipe we read. */
 int launcher_spawn(launcher *l, child *c, char **argv, char *err)
 {
@@ -272,6 +279,10 @@ int launcher_spawn(launcher *l, child *c, char **argv, char *err)
         }
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        if (l->nn && netns_slot(l, c) >= 0 && netns_enter(netns_task_fd(l->nn, netns_slot(l, c))) < 0) {
+            fprintf(stderr, "downpour: cluster: --netns: setns: %s\n", strerror(errno));
+            _exit(127);
+        }
         execv(argv[0], argv);
         fprintf(stderr, "downpour: cluster: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -293,13 +304,15 @@ int launcher_spawn(launcher *l, child *c, char **argv, char *err)
     return DP_OK;
 }
 
-static char *hosts_list(int n, const int *ports)
+/* "HOST:PORT,..." for slots first..first+n-1: 127.0.0.1, or each task's own address. */
+static char *hosts_list(const launcher *l, int first, int n, const int *ports)
 {
     char *s = xmalloc((size_t)n * 24 + 1);
     s[0] = 0;
     size_t off = 0;
     for (int i = 0; i < n; i++)
-        off += (size_t)sprintf(s + off, "%s127.0.0.1:%d", i ? "," : "", ports[i]);
+        off += (size_t)sprintf(s + off, "%s%s:%d", i ? "," : "",
+                               l->nn ? netns_task_addr(l->nn, first + i) : "127.0.0.1", ports[first + i]);
     return s;
 }
 
@@ -310,6 +323,21 @@ static char *config_json(const rt_config *cfg)
     json_object_set_new(o, "data", json_string(cfg->data));
     json_t *lesson = cfg->lesson_json ? json_loads(cfg->lesson_json, 0, NULL) : NULL;
     if (lesson) json_object_set_new(o, "lesson", lesson);
+    if (cfg->netns) {
+        /* --net: the shaped links, for the viewer's labels */
+        json_t *links = json_array();
+        for (int i = 0; i < cfg->n_nets; i++) {
+            char label[96], spec[160];
+            netns_shape_label(&cfg->nets[i], label, sizeof label);
+            netns_shape_format(&cfg->nets[i], spec, sizeof spec);
+            json_array_append_new(links, json_pack("{s:s,s:i,s:s,s:s,s:f,s:f,s:f}", "job",
+                spec_job_name((dp_job)cfg->nets[i].job), "task", cfg->nets[i].task, "label", label,
+                "net", spec, "delay_s", cfg->nets[i].delay_s, "loss_pct", cfg->nets[i].loss_pct,
+                "rate_bytes_per_s", cfg->nets[i].rate_Bps));
+        }
+        json_object_set_new(o, "netns", json_true());
+        json_object_set_new(o, "net", links);
+    }
     json_object_set_new(o, "start_unix_ns", json_integer((json_int_t)dp_wall_ns()));
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
@@ -333,6 +361,7 @@ static void print_summary(launcher *l, double wall_s)
     double stale_n = 0, stale_sum = 0, stale_max = 0, drops = 0, gs = 0, acc = -1, var_min = -1;
     double paced_max = 0, unpaced_s = 0;   /* --pace: largest paced_s, largest train_s - paced_s */
     double ps_gs = -1;                     /* the global step the ps holding it reported */
+    double reconnects = 0;                 /* workers' reconnections after a lost ps */
     int n_loss = 0;
     for (int i = 0; i < l->n_kids; i++) {
         child *c = &l->kids[i];
@@ -343,6 +372,7 @@ static void print_summary(launcher *l, double wall_s)
             if (jnum(s, "train_s") > train_s) train_s = jnum(s, "train_s");
             pulled += jnum(s, "bytes_pulled");
             pushed += jnum(s, "bytes_pushed");
+            reconnects += jnum(s, "ps_reconnects");
             double paced = jnum(s, "paced_s"), unpaced = jnum(s, "train_s") - paced;
             if (paced > paced_max) paced_max = paced;
             if (unpaced > unpaced_s) unpaced_s = unpaced;
@@ -386,6 +416,7 @@ static void print_summary(launcher *l, double wall_s)
         json_object_set_new(o, "faults_injected", json_integer(l->faults_injected));
         json_object_set_new(o, "tasks_restarted", json_integer(l->tasks_restarted));
         json_object_set_new(o, "workers_lost", json_integer(l->workers_lost));
+        json_object_set_new(o, "ps_reconnects", json_integer((json_int_t)reconnects));
     }
     if (cfg->pace_s > 0) {
         /* samples_per_s above is what happened, the pace included; this is the run with
@@ -419,22 +450,32 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     int *listen_fds = xmalloc((size_t)n_tasks * sizeof *listen_fds);
     char *ps_hosts = NULL, *worker_hosts = NULL;
     int rc = DP_OK;
-    /* Every port comes from the OS, bound here: a ps's stays bound until the ps takes its
-     * socket over; a worker's (only a name in the spec: workers listen on nothing) until
-     * all are chosen, so that no two tasks are given the same one. */
+    /* --netns: from here on this thread (and the hub's, started below) lives in the
+     * switch namespace; each task gets its own (runtime/netns.h). */
+    if (cfg->netns && !(l.nn = netns_new(cfg->n_ps, cfg->n_workers, cfg->nets, cfg->n_nets, err))) {
+        free(listen_fds);
+        free(ports);
+        return DP_EIO;
+    }
+    /* Every port comes from the OS, bound here (--netns: inside the task's namespace, on
+     * its address): a ps's stays bound until the ps takes its socket over; a worker's
+     * (only a name in the spec: workers listen on nothing) until all are chosen, so that
+     * no two tasks are given the same one. */
     for (int i = 0; i < n_tasks; i++) {
-        rc = listen_fds[i] = net_listen("127.0.0.1", 0, &ports[i], err);
+        rc = listen_fds[i] = l.nn ? netns_listen(l.nn, i, &ports[i], err)
+                                  : net_listen("127.0.0.1", 0, &ports[i], err);
         if (rc < 0) {
             for (int k = 0; k < i; k++) close(listen_fds[k]);
             free(listen_fds);
             free(ports);
+            netns_free(l.nn);
             return rc;
         }
     }
     for (int i = cfg->n_ps; i < n_tasks; i++) close(listen_fds[i]);
     rc = DP_OK;
-    ps_hosts = hosts_list(cfg->n_ps, ports);
-    worker_hosts = hosts_list(cfg->n_workers, ports + cfg->n_ps);
+    ps_hosts = hosts_list(&l, 0, cfg->n_ps, ports);
+    worker_hosts = hosts_list(&l, cfg->n_ps, cfg->n_workers, ports);
     signal(SIGPIPE, SIG_IGN);
     l.loop = ev_default_loop(EVFLAG_AUTO);
     l.kids = xcalloc((size_t)n_tasks + 1, sizeof *l.kids);
@@ -453,7 +494,9 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     if (cfg->trace[0] || (view && !cfg->hub[0])) {
         evt_hub_options ho;
         evt_hub_options_init(&ho);
-        ho.listen = "127.0.0.1:0";
+        char hub_listen[32];
+        snprintf(hub_listen, sizeof hub_listen, "%s:0", l.nn ? netns_hub_addr(l.nn) : "127.0.0.1");
+        ho.listen = hub_listen;
         ho.quiet = 1;
         ho.trace_path = cfg->trace[0] ? cfg->trace : NULL;
         ho.metadata_json = meta;
@@ -467,6 +510,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
             free(ps_hosts);
             free(worker_hosts);
             free(l.kids);
+            netns_free(l.nn);
             return DP_EIO;
         }
         snprintf(task_cfg.hub, sizeof task_cfg.hub, "%s", evt_hub_address(l.hub));
@@ -481,8 +525,9 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
     }
     char *train_argv[RT_CONFIG_MAX_ARGS];
     int n_train = rt_config_to_argv(&task_cfg, train_argv);
-    dp_log(DP_LOG_INFO, "cluster", "starting %d ps and %d workers on 127.0.0.1 (%s mode)", cfg->n_ps,
-           cfg->n_workers, update_mode_name(cfg->mode));
+    dp_log(DP_LOG_INFO, "cluster", "starting %d ps and %d workers on %s (%s mode)", cfg->n_ps,
+           cfg->n_workers, l.nn ? "their own network namespaces, 10.213.0.0/24" : "127.0.0.1",
+           update_mode_name(cfg->mode));
     uint64_t t0 = dp_now_ns();
     l.t0 = t0;
     for (int t = 0; t < n_tasks && !rc; t++) {
@@ -516,6 +561,9 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
         }
         free(a_ps);
         free(a_wk);
+        if (!rc && l.nn)
+            dp_log(DP_LOG_INFO, "cluster", "task %s: pid %d, network namespace %s", c->name, (int)c->pid,
+                   netns_task_addr(l.nn, t));
         if (!rc) l.n_kids++;
     }
     for (int i = 0; i < n_train; i++) free(train_argv[i]);
@@ -589,6 +637,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
         evt_hub_free(l.hub);
     }
     free(meta);
+    netns_free(l.nn);   /* every task is gone: their namespaces and links go with them */
     if (!rc && l.failure[0]) rc = dp_fail(err, DP_ERR, "%s", l.failure);
     else if (!rc && l.interrupted) rc = dp_fail(err, DP_ECLOSED, "interrupted");
     if (!rc && !l.summary_done) print_summary(&l, wall_s);

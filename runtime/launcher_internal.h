@@ -64,6 +64,7 @@ typedef struct launcher {
     char failure[DP_ERRLEN];
     ev_signal sigint_w, sigterm_w;
     ev_timer grace_w;
+    struct netns_net *nn;    /* --netns: the tasks' namespaces (runtime/netns.h), or NULL */
     evt_hub *hub;            /* our own hub, with --trace */
     rt_instr *in;            /* the launcher's own events (cluster start/stop, failures) */
     uint64_t events, events_dropped;

@@ -1,18 +1,22 @@
 /* test_stream.c — the live stream, in one process: a hub on an ephemeral port in a
  * thread, emitters (one with a clock skewed by +250 ms) producing from threads, and
  * subscribers: one from the start, one attaching mid-run (state first, then live), one
- * that never reads. Also bad frames, an emitter with no hub, and reconnection with the
- * drop report. Takes a few seconds. */
+ * that never reads. Also bad frames, an emitter with no hub, reconnection with the
+ * drop report, and hub restarts (a hub stopped by SIGTERM, one SIGKILLed, a third that
+ * gets the rest): every event accounted for, definitions re-sent, bad RESUME / ACK
+ * frames refused. Takes a few seconds. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -481,6 +485,260 @@ static void test_no_hub(void)
     CHECK(evt_emit(NULL, NULL) == 0);
 }
 
+/* ---- hub restarts: nothing lost silently, definitions re-sent --------------------- */
+
+/* A hub in a child process (so it can be SIGKILLed), recording to path. */
+static pid_t hub_child(const char *addr, const char *path)
+{
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    char err[DP_ERRLEN];
+    evt_hub_options opt;
+    evt_hub_options_init(&opt);
+    opt.listen = addr;
+    opt.trace_path = path;
+    opt.reorder_ms = 20;
+    opt.handle_signals = 1;
+    opt.quiet = 1;
+    evt_hub *h = evt_hub_new(&opt, err);
+    if (!h) _exit(2);
+    int rc = evt_hub_run(h, err);
+    evt_hub_free(h);
+    _exit(rc ? 3 : 0);
+}
+
+static int wait_acked(evt_emitter *em, int ms)
+{
+    uint64_t t = dp_now_ns();
+    while (evt_emitter_unacked(em) && ms_since(t) < ms) sleep_ms(5);
+    return evt_emitter_unacked(em) == 0;
+}
+
+static void emit_logs(evt_emitter *em, int n)
+{
+    for (int i = 0; i < n; i++) {
+        evt_record e;
+        evt_init(&e, EVT_LOG, EVT_JOB_WORKER, 5);
+        e.id = (uint64_t)i + 1;
+        evt_emit(em, &e);
+    }
+}
+
+/* What a trace holds of worker 5: its records (not drop reports or the hub's clock
+ * syncs), the first resume
+ * report (step, id) and the hub's delivery note (step), -1 when absent. */
+typedef struct trace_tally {
+    int64_t records, logs, defs, resume_at, copies, hub_recorded, var_named;
+    int damaged;
+} trace_tally;
+
+static trace_tally tally(const char *path)
+{
+    trace_tally t = { 0, 0, 0, -1, -1, -1, 0, 0 };
+    char err[DP_ERRLEN];
+    trace_reader *r = trace_reader_open(path, err);
+    if (!r) return t;
+    t.damaged = trace_reader_damage(r) != NULL;
+    evt_record e;
+    while (trace_reader_next(r, &e) == 1) {
+        /* clock_sync records are the hub's, one per connection */
+        if (e.job != EVT_JOB_WORKER || e.task != 5 || e.kind == EVT_CLOCK_SYNC) continue;
+        if (e.kind == EVT_EVENTS_DROPPED) {
+            if (e.value == 1 && t.resume_at < 0) {
+                t.resume_at = e.step;
+                t.copies = (int64_t)e.id;
+            }
+            if (e.value == 2 && e.peer_job == EVT_JOB_HUB) t.hub_recorded = e.step;
+            continue;
+        }
+        t.records++;
+        if (e.kind == EVT_LOG) t.logs++;
+        if (e.kind == EVT_TASK_START || e.kind == EVT_DEVICE || e.kind == EVT_VAR_DEFINE) t.defs++;
+        if (e.kind == EVT_VAR_DEFINE && !strcmp(trace_reader_string(r, e.var), "w5/var1")) t.var_named++;
+    }
+    trace_reader_close(r);
+    return t;
+}
+
+static void test_restart(const char *dir)
+{
+    char err[DP_ERRLEN], addr[64], pa[512], pb[512], pc[512];
+    int port = free_port();
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    snprintf(pa, sizeof pa, "%s.a", dir);
+    snprintf(pb, sizeof pb, "%s.b", dir);
+    snprintf(pc, sizeof pc, "%s.c", dir);
+
+    /* Hub A: definitions and 100 events, all acknowledged; then SIGTERM. */
+    pid_t a = hub_child(addr, pa);
+    sleep_ms(100);
+    evt_emitter *em = evt_emitter_new(addr, EVT_JOB_WORKER, 5, 10000, err);
+    CHECK_MSG(em != NULL, "%s", err);
+    if (!em) return;
+    CHECK(evt_emitter_wait_connected(em, 3000));
+    evt_record e;
+    evt_init(&e, EVT_TASK_START, EVT_JOB_WORKER, 5);
+    e.str = evt_emitter_intern(em, "host-w5");
+    evt_emit(em, &e);
+    evt_init(&e, EVT_DEVICE, EVT_JOB_WORKER, 5);
+    e.device = evt_emitter_intern(em, "/job:worker/replica:0/task:5/device:CPU:0");
+    evt_emit(em, &e);
+    for (int v = 0; v < 2; v++) {
+        char name[32];
+        snprintf(name, sizeof name, "w5/var%d", v);
+        evt_init(&e, EVT_VAR_DEFINE, EVT_JOB_WORKER, 5);
+        e.var = evt_emitter_intern(em, name);
+        e.bytes = 64;
+        evt_emit(em, &e);
+    }
+    emit_logs(em, 100);
+    CHECK_MSG(wait_acked(em, 3000), "%llu unacknowledged", (unsigned long long)evt_emitter_unacked(em));
+    kill(a, SIGTERM);
+    int status = -1;
+    waitpid(a, &status, 0);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "hub A status %d", status);
+
+    /* Hub B: 50 acknowledged, 30 more, then SIGKILL at once. */
+    pid_t b = hub_child(addr, pb);
+    CHECK(evt_emitter_wait_connected(em, 3000));
+    emit_logs(em, 50);
+    CHECK(wait_acked(em, 3000));
+    emit_logs(em, 30);
+    sleep_ms(30);
+    kill(b, SIGKILL);
+    waitpid(b, &status, 0);
+    emit_logs(em, 5);   /* while no hub is up */
+
+    /* Hub C (in this process): the rest. */
+    evt_hub_options opt;
+    evt_hub_options_init(&opt);
+    opt.listen = addr;
+    opt.trace_path = pc;
+    opt.reorder_ms = 20;
+    opt.quiet = 1;
+    evt_hub *hc = evt_hub_new(&opt, err);
+    CHECK_MSG(hc != NULL, "%s", err);
+    if (!hc) {
+        evt_emitter_free(em);
+        return;
+    }
+    CHECK(evt_hub_start_thread(hc, err) == 0);
+    CHECK(evt_emitter_wait_connected(em, 3000));
+    emit_logs(em, 15);
+    CHECK(wait_acked(em, 3000));
+    uint64_t emitted = evt_emitter_sent(em) + evt_emitter_dropped(em);
+    CHECK(evt_emitter_dropped(em) == 0);
+    evt_emitter_free(em);
+    CHECK(evt_hub_join(hc, err) == 0);
+    evt_hub_free(hc);
+
+    trace_tally ta = tally(pa), tb = tally(pb), tc = tally(pc);
+    fprintf(stderr, "restart: A %lld records (hub says %lld); B %lld (resume %lld, copies %lld, "
+            "damaged %d); C %lld (resume %lld, copies %lld); emitted %llu\n",
+            (long long)ta.records, (long long)ta.hub_recorded, (long long)tb.records,
+            (long long)tb.resume_at, (long long)tb.copies, tb.damaged, (long long)tc.records,
+            (long long)tc.resume_at, (long long)tc.copies, (unsigned long long)emitted);
+    CHECK(emitted == 4 + 100 + 50 + 30 + 5 + 15);
+    /* A stopped gracefully: it says what it recorded, and it recorded just that. */
+    CHECK(ta.records == 104 && ta.hub_recorded == 104);
+    /* B resumed where A stopped, with the 4 definitions re-sent first. */
+    CHECK(tb.resume_at == 104 && tb.copies == 4 && tb.defs == 4 && tb.var_named == 1);
+    /* B was killed: its trace still opens (no index), and holds at least what it acknowledged. */
+    CHECK(tb.records > 0 && tb.resume_at >= 0);
+    CHECK(tb.records - tb.copies >= tc.resume_at - tb.resume_at);
+    /* C alone names the task and its variables, and accounts for every event: the ones
+     * earlier hubs acknowledged (resume point) plus the ones C holds. */
+    CHECK(tc.resume_at >= 104 + 50 && tc.copies == 4 && tc.defs == 4 && tc.var_named == 1);
+    CHECK_MSG(tc.resume_at + (tc.records - tc.copies) == (int64_t)emitted, "%lld + %lld != %llu",
+              (long long)tc.resume_at, (long long)(tc.records - tc.copies), (unsigned long long)emitted);
+    remove(pa);
+    remove(pb);
+    remove(pc);
+}
+
+/* ---- bad delivery frames: RESUME at the hub, ACK at the emitter ------------------- */
+static void test_bad_delivery(void)
+{
+    char err[DP_ERRLEN], addr[64];
+    evt_hub_options opt;
+    evt_hub_options_init(&opt);
+    opt.listen = "127.0.0.1:0";
+    opt.quiet = 1;
+    evt_hub *h = evt_hub_new(&opt, err);
+    CHECK_MSG(h != NULL, "%s", err);
+    if (!h) return;
+    CHECK(evt_hub_start_thread(h, err) == 0);
+    int port = evt_hub_port(h);
+    uint8_t b[64];
+    header(b, EVT_WIRE_MAGIC, EVT_F_HELLO_TASK, 12);
+    evt_put_u32(b + 12, EVT_JOB_WORKER);
+    evt_put_u32(b + 16, 0);
+    evt_put_u32(b + 20, 1);
+    header(b + 24, EVT_WIRE_MAGIC, EVT_F_RESUME, 20);
+    memset(b + 36, 0, 20);
+    CHECK(hub_drops(port, b, 56));                      /* resume before clock sync */
+    header(b + 24, EVT_WIRE_MAGIC, EVT_F_RESUME, 3);
+    CHECK(hub_drops(port, b, 24 + 15));                 /* resume of the wrong length */
+    CHECK(evt_hub_join(h, err) == 0);
+    evt_hub_free(h);
+
+    /* A fake hub that syncs the emitter, then acknowledges more than it was sent. */
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = { 0 };
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    bind(lfd, (struct sockaddr *)&sa, sizeof sa);
+    listen(lfd, 4);
+    getsockname(lfd, (struct sockaddr *)&sa, &len);
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", ntohs(sa.sin_port));
+    evt_emitter *em = evt_emitter_new(addr, EVT_JOB_WORKER, 1, 100, err);
+    emit_logs(em, 3);
+    int fd = accept(lfd, NULL, NULL);
+    struct timeval tv = { 2, 0 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    evt_buf in = { 0 };
+    int state = 0, closed = 0;
+    uint64_t t = dp_now_ns();
+    while (ms_since(t) < 3000 && !closed) {
+        uint8_t *dst = evt_buf_reserve(&in, 4096);
+        ssize_t n = recv(fd, dst, 4096, 0);
+        if (n <= 0) {
+            closed = n == 0 || errno == ECONNRESET;
+            break;
+        }
+        in.len += (size_t)n;
+        evt_wire_header fh;
+        const uint8_t *p;
+        while (evt_frame_next(&in, &fh, &p, err) == 1) {
+            uint8_t out[40];
+            if (fh.type == EVT_F_HELLO_TASK && state == 0) {
+                header(out, EVT_WIRE_MAGIC, EVT_F_PROBE, 16);
+                evt_put_u64(out + 12, 1);
+                evt_put_u64(out + 20, dp_now_ns());
+                send(fd, out, 28, MSG_NOSIGNAL);
+                state = 1;
+            } else if (fh.type == EVT_F_PROBE_REPLY && state == 1) {
+                header(out, EVT_WIRE_MAGIC, EVT_F_READY, 16);
+                memset(out + 12, 0, 16);
+                send(fd, out, 28, MSG_NOSIGNAL);
+                uint8_t ack[20];
+                header(ack, EVT_WIRE_MAGIC, EVT_F_ACK, 8);
+                evt_put_u64(ack + 12, 1000000);   /* only 3 were sent */
+                send(fd, ack, 20, MSG_NOSIGNAL);
+                state = 2;
+            }
+            evt_buf_consume(&in, EVT_WIRE_HEADER + fh.length);
+        }
+    }
+    CHECK_MSG(state == 2 && closed, "state %d closed %d", state, closed);
+    CHECK(evt_emitter_unacked(em) == 3);   /* nothing forgotten on a bogus ack */
+    evt_buf_release(&in);
+    close(fd);
+    close(lfd);
+    evt_emitter_free(em);
+}
+
 /* ---- wire helpers ------------------------------------------------------------- */
 static int count_string(void *ctx, uint32_t id, const char *s, size_t len)
 {
@@ -555,6 +813,9 @@ int main(void)
     test_wire();
     test_hub(path);
     test_no_hub();
+    snprintf(path, sizeof path, "%s/restart.dptrace", dir);
+    test_restart(path);
+    test_bad_delivery();
     unlink(path);
     rmdir(dir);
     return CHECK_DONE();

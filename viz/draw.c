@@ -57,11 +57,14 @@ int viz_worker_phase(const viz_ctx *c, int w)
     return phase;
 }
 
-/* "slow ×4" for a straggler, "" for everyone else. */
+/* "slow ×4" for a straggler, its link's shape ("1 Mbit/s", `cluster --net`) for a worker
+ * on a slower link, "" for everyone else. */
 static void slow_label(const viz_model *m, int w, char *buf, size_t n)
 {
     double f = viz_model_slow(m, w);
+    const char *link = viz_model_link(m, EVT_JOB_WORKER, w);
     if (f > 0) snprintf(buf, n, "slow \xc3\x97%g", f);
+    else if (link) snprintf(buf, n, "%s", link);
     else if (n) buf[0] = 0;
 }
 

@@ -74,6 +74,10 @@ typedef struct viz_model {
     /* Stragglers from the metadata ("straggler": "worker:3x4,...", or the older
      * "slow_worker": "3:4"), top level or under "config": slow[w] > 1 for a slowed worker. */
     double *slow; int slow_len;
+    /* Shaped links from the metadata (`cluster --net`: "net": [{"job", "task", "label"}]),
+     * the first 8 of them. */
+    struct { int job, task; char label[32]; } links[8];
+    int n_links;
     /* Sampling: a sim trace with per-message events for a sample of workers only
      * ("trace_level": "sample", or "steps": none). sampled[w] marks the workers seen with
      * per-message events (a transfer naming a ps, or an apply / drop naming them). */
@@ -134,6 +138,8 @@ int viz_model_device_index(const viz_model *m, uint32_t device);
 int viz_model_var_index(const viz_model *m, uint32_t name);
 /* The straggler factor of worker w from the metadata (> 1 slowed), or 0 when none. */
 double viz_model_slow(const viz_model *m, int w);
+/* The label of task (job, task)'s shaped link ("20 ms, 1 Mbit/s"; borrowed), or NULL. */
+const char *viz_model_link(const viz_model *m, int job, int task);
 /* The evaluation in progress at time t (t0 <= t < its t), or NULL. Borrowed. */
 const viz_eval *viz_model_eval_at(const viz_model *m, int64_t t);
 /* What a run did over [t0, t1) (whole buckets), for compare mode's diff strip: the share of

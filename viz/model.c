@@ -347,8 +347,33 @@ double viz_model_slow(const viz_model *m, int w)
     return w >= 0 && w < m->slow_len && m->slow[w] > 1 ? m->slow[w] : 0;
 }
 
+const char *viz_model_link(const viz_model *m, int job, int task)
+{
+    for (int i = 0; i < m->n_links; i++)
+        if (m->links[i].job == job && m->links[i].task == task) return m->links[i].label;
+    return NULL;
+}
+
+/* `cluster --net`: "net": [{"job": "worker", "task": 1, "label": "1 Mbit/s"}, ...] */
+static void links_from(viz_model *m, json_t *net)
+{
+    m->n_links = 0;
+    for (size_t i = 0; json_is_array(net) && i < json_array_size(net); i++) {
+        json_t *e = json_array_get(net, i);
+        const char *job = json_string_value(json_object_get(e, "job"));
+        const char *label = json_string_value(json_object_get(e, "label"));
+        json_t *task = json_object_get(e, "task");
+        if (!job || !label || !json_is_integer(task) || m->n_links == (int)DP_ARRAY_LEN(m->links)) continue;
+        m->links[m->n_links].job = !strcmp(job, "ps") ? EVT_JOB_PS : EVT_JOB_WORKER;
+        m->links[m->n_links].task = (int)json_integer_value(task);
+        snprintf(m->links[m->n_links].label, sizeof m->links[0].label, "%s", label);
+        m->n_links++;
+    }
+}
+
 static void meta_run(viz_model *m, json_t *o)
 {
+    links_from(m, json_object_get(o, "net"));
     json_t *cfg = json_object_get(o, "config");
     json_t *where[2] = {o, json_is_object(cfg) ? cfg : NULL};
     for (int i = 0; i < 2 && where[i]; i++) {
