@@ -61,7 +61,7 @@ TOOL_BIN := $(TOOL_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB      := $(BUILD)/libdownpour.a
 
-.PHONY: all test test-gpu test-gpu-asan asan bench demo deps clean check-deps recordings install
+.PHONY: all test test-gpu test-gpu-asan asan bench demo deps clean check-deps recordings install soak
 # Keep the objects of tests, tools and benches (make would delete them as intermediates).
 .SECONDARY:
 all: $(BUILD)/downpour $(TEST_BIN) $(TOOL_BIN) $(BENCH_BIN)
@@ -128,6 +128,12 @@ test-gpu-asan: check-deps
 bench: check-deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) ./bench/run.sh
+
+# soak: 100 random kill / restart events of workers and ps across one sync run (bounded
+# to 5 minutes), checked against an undisturbed run; figures: docs/reliability.md.
+soak: check-deps
+	@$(MAKE) --no-print-directory $(BUILD)/downpour
+	@DOWNPOUR=$(PWD)/$(BUILD)/downpour python3 scripts/soak.py --report $(BUILD)/soak.md
 
 demo: check-deps
 	@$(MAKE) --no-print-directory $(BUILD)/downpour

@@ -26,7 +26,8 @@
  *   INIT      chief->ps var, arg0=global step to start from, arg1=INIT_* flags | session << 8,
  *                    payload=floats (ignored when the variable is initialised, unless
  *                    INIT_RESTORE)
- *   INIT_OK   ps->chief var
+ *   INIT_OK   ps->chief var, arg0=1 if the INIT's value was taken (0: the variable was
+ *                    initialised already, as for a restarted chief)
  *   PULL      w->ps  var, arg0=worker local step, arg1=PULL_* flags | session << 8
  *                    (answered once var is initialised, and restored to that session)
  *   PULL_RESP ps->w  var, arg0=version, arg1=the session its value belongs to, payload=floats

@@ -328,8 +328,8 @@ static void release_pending(ps_server *ps, ps_var *v, int64_t gs)
 static void handle_init(ps_server *ps, ps_client *cl, const proto_header *h, const void *payload)
 {
     ps_var *v = local_var(ps, h->var);
-    int restore = (h->arg1 & INIT_RESTORE) != 0;
-    if (!v->initialised || restore) {
+    int restore = (h->arg1 & INIT_RESTORE) != 0, taken = !v->initialised || restore;
+    if (taken) {
         if (restore) {
             if (v->def->count) memcpy(v->data, payload, v->def->count * sizeof(float));
             if ((h->arg1 & INIT_FRESH_SLOT) && v->slot) optim_slot_init(&ps->opt, v->slot, v->def->count);
@@ -357,7 +357,7 @@ static void handle_init(ps_server *ps, ps_client *cl, const proto_header *h, con
         }
         v->n_waiting = 0;
     }
-    proto_header ok = {.type = MSG_INIT_OK, .var = h->var};
+    proto_header ok = {.type = MSG_INIT_OK, .var = h->var, .arg0 = taken};
     net_conn_send(cl->conn, ok, NULL, 0, 0);
 }
 

@@ -270,8 +270,8 @@ static int chief_init(worker *wk, int restore, char *err)
     int64_t gs0 = 0;
     ckpt_tensor t[16];
     int restored = 0;
+    char path[1024] = "";
     if (wk->cfg->checkpoint_dir[0]) {
-        char path[1024];
         int rc = ckpt_latest(wk->cfg->checkpoint_dir, path, err);
         if (rc < 0) return rc;
         if (rc == 1) {
@@ -279,8 +279,6 @@ static int chief_init(worker *wk, int restore, char *err)
             rc = ckpt_load(path, &gs0, t, n, err);
             if (rc) return rc;
             restored = 1;
-            dp_log(DP_LOG_INFO, wk->name, "restored %s (global step %lld)", path, (long long)gs0);
-            emit_path(wk, EVT_CHECKPOINT_RESTORE, path, gs0);
         }
     }
     if (!restored) nn_init_params(wk->net, wk->params, (uint64_t)wk->cfg->seed);
@@ -303,9 +301,19 @@ static int chief_init(worker *wk, int restore, char *err)
         proto_header h = {.type = MSG_INIT, .var = (uint32_t)v, .arg0 = gs0, .arg1 = flags};
         wk_send(wk, d->ps, h, d->count ? wk_var_slot(d, wk->params) : NULL, d->count * sizeof(float));
     }
+    wk->inits_taken = 0;
     int rc = wk_wait_all(wk);
     if (rc == WK_PS_LOST) return rc;
     if (rc) return dp_fail(err, DP_EPROTO, "%s", wk->failed ? wk->fail_msg : "stopped");
+    /* A restarted chief finds the variables on the ps tasks: nothing was restored. */
+    if (restored && wk->inits_taken) {
+        dp_log(DP_LOG_INFO, wk->name, "restored %s (global step %lld)", path, (long long)gs0);
+        emit_path(wk, EVT_CHECKPOINT_RESTORE, path, gs0);
+    } else if (restored) {
+        dp_log(DP_LOG_INFO, wk->name, "the ps tasks hold the variables already (a restarted chief): %s not "
+               "restored", path);
+    }
+    if (!wk->inits_taken) return DP_OK;
     wk->gs = gs0;
     if (restore) wk->session = wk->need_session = session;
     return DP_OK;

@@ -76,6 +76,7 @@ typedef struct worker {
                                  * reconnected worker waits for the chief's restore) */
     int64_t session;            /* the newest session a pulled value came from */
     int64_t need_session;       /* pulls are answered from this session on (proto.h) */
+    int inits_taken;            /* chief: INIT_OKs saying the ps took the value */
     int64_t *version;           /* per variable: version read at the last pull */
     int64_t gs;                 /* global step read at the last pull */
     int64_t gs_after;           /* global step from the last global_step ack */

@@ -77,8 +77,11 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
     worker *wk = p->wk;
     char msg[DP_ERRLEN + 64];
     switch (h->type) {
-    case MSG_HELLO_OK:
     case MSG_INIT_OK:
+        if (h->arg0 == 1) wk->inits_taken++;
+        wk->outstanding--;
+        return;
+    case MSG_HELLO_OK:
     case MSG_SSP_GO:
         wk->outstanding--;
         return;

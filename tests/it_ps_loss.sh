@@ -95,6 +95,17 @@ rc=$?
 check "ssp, the gate's ps killed and restarted: the run completes, no deadlock (rc $rc)" test $rc -eq 0
 check "ssp: the global step reaches --steps" fcmp "$(json "$d.out" global_step)" '>=' 80
 
+# --- the chief restarted: the ps keep the variables, nothing is restored -----------------
+d="$TMP/chief"
+timeout 120 "$DOWNPOUR" cluster --mode sync --ps 1 --workers 2 --steps 60 --pace 10ms $SYN \
+    --kill worker:0@step=10,restart=300ms --checkpoint-dir "$d" --save-checkpoint-steps 5 --trace "$d.dptrace" \
+    >"$d.out" 2>"$d.err"
+rc=$?
+check "the chief killed and restarted: the run completes (rc $rc)" test $rc -eq 0
+check "the restarted chief says the ps hold the variables and restores nothing" \
+    grep -q "the ps tasks hold the variables already (a restarted chief): .*model.ckpt-[0-9]* not restored" "$d.err"
+check "... and the trace has no checkpoint_restore" test "$(count "$d.dptrace" checkpoint_restore)" = 0
+
 # --- hand-started: the ps is really down, workers retry with backoff --------------------
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 P0=$(port); P1=$(port); W0=$(port); W1=$(port)
