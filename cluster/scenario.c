@@ -90,7 +90,8 @@ static void copy_text(char *dst, size_t n, const char *src)
     snprintf(dst, n, "%s", src);
 }
 
-/* [compare] vary = KEY: V1, V2, ... */
+/* [compare] vary = KEY: V1, V2, ... — or KEY: V1 | V2 | ... when a value holds commas
+ * (vary = fail: worker:1@step=40,restart=1s | ps:1@step=200,restart=500ms). */
 static int parse_vary(parse_ctx *p, const char *value)
 {
     scenario *s = p->s;
@@ -121,9 +122,10 @@ static int parse_vary(parse_ctx *p, const char *value)
     v->key = k;
     v->line = p->line;
     const char *q = colon + 1;
+    char sep = strchr(q, '|') ? '|' : ',';
     while (*q) {
         while (isspace((unsigned char)*q)) q++;
-        const char *comma = strchr(q, ',');
+        const char *comma = strchr(q, sep);
         size_t len = comma ? (size_t)(comma - q) : strlen(q);
         while (len && isspace((unsigned char)q[len - 1])) len--;
         if (len == 0) return fail(p, p->line, "vary: an empty value in \"%s\"", value);
@@ -312,7 +314,8 @@ static int handler(void *user, const char *section, const char *name, const char
     if (!(run_key_engines(k) & s->engine))
         return fail(p, p->line, "\"%s\" is used by the %s only, and this scenario's engine is %s", name,
                     s->engine == RUN_SIM ? "real runtime" : "simulator", s->engine == RUN_SIM ? "sim" : "real");
-    for (int i = 0; i < s->n_entries; i++)
+    /* A repeatable key (fail, straggler) may be given again: each adds, as the flag does. */
+    for (int i = 0; i < s->n_entries && !k->repeatable; i++)
         if (s->entries[i].key == k)
             return fail(p, p->line, "duplicate key \"%s\" in [%s] (first at line %d)", name, section,
                         s->entries[i].line);

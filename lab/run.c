@@ -4,6 +4,7 @@
  * own progress and summary; the simulator's progress bar and summary are printed here. */
 #include "lab/internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,31 @@ int lab_sheet(const char *trace, const char *png, const char *title, char *err)
     return rc;
 }
 
+/* A scenario with save_checkpoint_steps and no --checkpoint-dir: the variant's own
+ * checkpoints/ folder, emptied first (a checkpoint left by the last run would make this one
+ * a resume with nothing to do). */
+static int variant_checkpoints(rt_config *cfg, const char *dir, char *err)
+{
+    if (cfg->save_ckpt_steps <= 0 && cfg->save_ckpt_secs <= 0) return DP_OK;
+    if (cfg->checkpoint_dir[0]) return DP_OK;
+    if (snprintf(cfg->checkpoint_dir, sizeof cfg->checkpoint_dir, "%s/checkpoints", dir) >=
+        (int)sizeof cfg->checkpoint_dir)
+        return dp_fail(err, DP_EINVAL, "%s: output folder name too long", dir);
+    int rc = dp_mkdirs(cfg->checkpoint_dir, err);
+    if (rc) return rc;
+    DIR *d = opendir(cfg->checkpoint_dir);
+    if (!d) return dp_fail(err, DP_EIO, "%s: %s", cfg->checkpoint_dir, strerror(errno));
+    struct dirent *de;
+    char path[RT_PATH_MAX + 300];
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, "model.ckpt-", 11) && strcmp(de->d_name, "checkpoint")) continue;
+        snprintf(path, sizeof path, "%s/%s", cfg->checkpoint_dir, de->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    return DP_OK;
+}
+
 int lab_run_variant(const scenario *s, int engine, int variant, const lab_options *o, const char *dir,
                     int view, char *err)
 {
@@ -158,6 +184,7 @@ int lab_run_variant(const scenario *s, int engine, int variant, const lab_option
     if (engine == RUN_REAL) {
         rt_config cfg;
         rc = lab_config_real(s, variant, o, &cfg, skipped, sizeof skipped, err);
+        if (!rc && !s->local) rc = variant_checkpoints(&cfg, dir, err);
         if (rc) {
             free(lesson);
             return rc;

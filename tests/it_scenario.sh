@@ -42,6 +42,20 @@ bad_file not-a-number '5: lr: "fast" is not a number' "${H[@]}" '[training]' 'lr
 bad_file bad-enum '5: mode: "fastest" is not one of sync, async or ssp' "${H[@]}" '[training]' 'mode = fastest'
 bad_file bad-time '5: pace: "soon" is not a time (e.g. 50us, 100ms, 2s)' "${H[@]}" '[pace]' 'pace = soon'
 bad_file duplicate '6: duplicate key "workers" in [cluster] (first at line 5)' "${H[@]}" '[cluster]' 'workers = 2' 'workers = 3'
+bad_file vary-bar-bad-value '5: vary fail: "ps:1@soon" is not JOB:I@step=N or JOB:I@time=T, optionally ,restart=T; e.g. worker:1@step=200' \
+    "${H[@]}" '[compare]' 'vary = fail: worker:1@step=4,restart=1s | ps:1@soon'
+# A repeatable key (fail) may be given twice; a vary separated by | keeps commas in values.
+printf '%s\n' "${H[@]}" '[cluster]' 'ps = 2' '[training]' 'data = synthetic' 'model = mlp' 'hidden = 8' 'steps = 40' \
+    'eval_every = 0' '[faults]' 'fail = worker:1@step=5,restart=200ms' 'fail = ps:1@step=20,restart=200ms' \
+    'save_checkpoint_steps = 5' '[pace]' 'pace = 10ms' '[compare]' 'vary = mode: sync | async' >"$TMP/two-fails.ini"
+check "two fail keys and a | vary pass run --check" "$DOWNPOUR" run --check "$TMP/two-fails.ini"
+timeout 120 "$DOWNPOUR" compare "$TMP/two-fails.ini" --out "$TMP/two-fails" >/dev/null 2>"$TMP/two-fails.err"
+check "compare runs both variants with both faults (rc $?)" \
+    test "$(grep -c '"faults_injected":2' "$TMP/two-fails"/variants/*/summary.json | grep -c ':1$')" = 2
+for v in sync async; do
+    check "$v: save_checkpoint_steps gives the variant its own checkpoints/ folder, restored after the lost ps" \
+        grep -q "restored $TMP/two-fails/variants/mode-$v/checkpoints/model.ckpt-[0-9]* (global step" "$TMP/two-fails.err"
+done
 bad_file missing-scenario '2: the file must start with [scenario] (title, engine = real | sim)' '[cluster]' 'workers = 2'
 bad_file key-before-section '1: "ps" comes before any section; the file must start with [scenario]' 'ps = 1'
 bad_file no-title '1: [scenario] needs a title' '[scenario]' 'engine = real'
