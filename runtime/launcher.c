@@ -417,6 +417,7 @@ static void print_summary(launcher *l, double wall_s)
         json_object_set_new(o, "tasks_restarted", json_integer(l->tasks_restarted));
         json_object_set_new(o, "workers_lost", json_integer(l->workers_lost));
         json_object_set_new(o, "ps_reconnects", json_integer((json_int_t)reconnects));
+        if (l->chief_lost) json_object_set_new(o, "chief_lost", json_true());
     }
     if (cfg->pace_s > 0) {
         /* samples_per_s above is what happened, the pace included; this is the run with

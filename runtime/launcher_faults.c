@@ -90,6 +90,12 @@ static void say_going_on(launcher *l, const child *c)
     else
         dp_log(DP_LOG_WARN, "cluster", "%s is lost and sync has no backup worker to cover it: the others "
                "wait for it up to --barrier-timeout %gs", c->name, cfg->barrier_timeout_s);
+    if (c->index == 0) {
+        l->chief_lost = 1;
+        dp_log(DP_LOG_WARN, "cluster", "%s was the chief: from now on nobody writes checkpoints or evaluates, so "
+               "the run ends without a final evaluation or checkpoint (restart it: --kill worker:0@...,restart=T)",
+               c->name);
+    }
 }
 
 static void fault_event(launcher *l, const child *c, evt_kind kind, const char *text)

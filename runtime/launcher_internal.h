@@ -74,6 +74,7 @@ typedef struct launcher {
     int64_t gs_seen;         /* the highest global step a worker reported */
     int restarts_pending;
     int faults_injected, tasks_restarted, workers_lost;
+    int chief_lost;             /* worker 0 lost without restart: no evaluation, no checkpoint */
 } launcher;
 
 /* launcher.c */

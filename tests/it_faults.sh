@@ -39,6 +39,15 @@ check "async: --kill worker:1@time=300ms completes the run (rc $?)" test $? -eq 
 check "async: by time, the worker is killed and the global step reaches --steps" \
     bash -c "grep -q 'killing /job:worker/replica:0/task:1' '$TMP/t.err' && [ \$(python3 -c \"import json; print(json.loads(open('$TMP/t.out').read().splitlines()[-1])['global_step'] >= 200)\") = True ]"
 
+# --- the chief lost without restart: the run goes on, and says what it will lack -----------
+"$DOWNPOUR" cluster --mode async --workers 3 --steps 100 --pace 10ms $SYN --kill worker:0@step=10 \
+    >"$TMP/c.out" 2>"$TMP/c.err"
+check "async: the chief killed, not restarted: the run completes (rc $?)" test $? -eq 0
+check "... the launcher says nobody will evaluate or checkpoint" \
+    grep -q "was the chief: from now on nobody writes checkpoints or evaluates" "$TMP/c.err"
+check "... the summary says chief_lost, with test_accuracy null" \
+    test "$(json "$TMP/c.out" chief_lost)/$(json "$TMP/c.out" test_accuracy)" = "True/null"
+
 # --- a worker killed before it joins: the ps never hears of it, the chief does not wait
 # for its final step forever (FINAL_STEP is bounded), the run completes -------------------
 timeout 120 "$DOWNPOUR" cluster --mode async --workers 2 --steps 100 --pace 10ms $SYN --kill worker:1@time=1ms \
