@@ -433,9 +433,11 @@ static int rule_checkpoint(evt_captioner *c, const evt_record *e)
         return emit(c, EVT_CAPTION_CHECKPOINT, e->t, "%s saves a checkpoint at global step %lld%s", who,
                     (long long)e->step, path);
     }
-    snprintf(path, sizeof path, "%s", *p ? p : "a checkpoint");
+    if (!*p)   /* a lost ps and no checkpoint: the seed's values again */
+        return emit(c, EVT_CAPTION_CHECKPOINT, e->t, "%s has no checkpoint to restore: the session starts again "
+                    "from the initial values at global step %lld", who, (long long)e->step);
     return emit(c, EVT_CAPTION_CHECKPOINT, e->t, "%s restores global step %lld from %s", who,
-                (long long)e->step, path);
+                (long long)e->step, p);
 }
 
 static int rule_pace(evt_captioner *c, const evt_record *e)
@@ -488,7 +490,7 @@ static int rule_ps_retry(evt_captioner *c, const evt_record *e)
 {
     if (e->value > 1 || e->peer < 0) return 0;
     return emit(c, EVT_CAPTION_FAILURE, e->t, "worker %d lost ps %d at global step %lld: it reconnects, and the "
-                "chief restores the last checkpoint on every ps", e->task, e->peer, (long long)e->step);
+                "chief restores the session on every ps from the last checkpoint", e->task, e->peer, (long long)e->step);
 }
 
 /* --barrier-timeout: a sync step waited too long for a lost replica and the run stops. */
@@ -537,9 +539,22 @@ static int rule_straggler(evt_captioner *c, const evt_record *e)
                 slow, r);
 }
 
+/* A restore (the chief's checkpoint after a lost ps) sets the global step back: the
+ * barrier being filled is gone with it. */
+static void step_back(evt_captioner *c, int64_t step)
+{
+    c->gstep = step;
+    for (int r = 0; r < EVT_CAPTION_RULE_COUNT; r++) c->last_step[r] = NO_STEP;   /* steps redone */
+    c->bar_step = -1;
+    c->bar_count = 0;
+    for (int i = 0; i < c->wk_len; i++) c->wk[i].wait_step = -1;
+}
+
 static int rule_global_step(evt_captioner *c, const evt_record *e)
 {
     int first = e->step == 1 && c->gstep < 1;
+    /* The ps holding global_step reports it in order: lower means a restore. */
+    if (e->step < c->gstep && e->job == EVT_JOB_PS) step_back(c, e->step);
     if (e->step > c->gstep) c->gstep = e->step;
     if (!first) return 0;
     return emit(c, EVT_CAPTION_FIRST_STEP, e->t, "global step 1: every variable has taken its first update");
@@ -650,7 +665,9 @@ int evt_captioner_add(evt_captioner *c, const evt_record *e)
     case EVT_COMPUTE_END: return is_w ? rule_straggler(c, e) : 0;
     case EVT_EVAL: return rule_eval(c, e);
     case EVT_CHECKPOINT_WRITE:
-    case EVT_CHECKPOINT_RESTORE: return rule_checkpoint(c, e);
+    case EVT_CHECKPOINT_RESTORE:
+        if (e->step < c->gstep) step_back(c, e->step);
+        return rule_checkpoint(c, e);
     case EVT_PACED_BEGIN: return is_w ? rule_pace(c, e) : 0;
     case EVT_FAILURE: return rule_failure(c, e);
     case EVT_RECOVERY: return rule_recovery(c, e);

@@ -312,6 +312,8 @@ static int chief_init(worker *wk, int restore, char *err)
     } else if (restored) {
         dp_log(DP_LOG_INFO, wk->name, "the ps tasks hold the variables already (a restarted chief): %s not "
                "restored", path);
+    } else if (restore) {
+        emit_path(wk, EVT_CHECKPOINT_RESTORE, "", gs0);   /* no path: the initial values */
     }
     if (!wk->inits_taken) return DP_OK;
     wk->gs = gs0;

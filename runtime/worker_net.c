@@ -337,6 +337,20 @@ static int wait_releases(worker *wk)
     return wait_result(wk);
 }
 
+/* BARRIER_WAIT / RELEASE: their step is the global step whose gradients are aggregated
+ * (the step the worker computed on), not its local step: the two part after a restore
+ * rolls the global step back, and for a restarted worker, which counts from 0 again. */
+static void emit_barrier(worker *wk, evt_kind kind, int64_t t, int64_t dur)
+{
+    if (!wk->in) return;
+    evt_record e = rt_instr_record(wk->in, kind);
+    e.t = t;
+    e.device = wk->device;
+    e.step = wk->gs;
+    e.dur = dur;
+    rt_instr_emit(wk->in, &e);
+}
+
 /* Pushes every gradient. Async: all at once, global_step's empty push among them. SSP:
  * the gradients first, then the clock (global_step's push) once all are applied; a clock
  * sent with them could release a waiting worker whose pull overtakes a gradient still
@@ -358,17 +372,17 @@ int wk_push_all(worker *wk, int64_t clock)
     if (wk->cfg->mode == MODE_SSP) return push_range(wk, sv, sv + 1, clock);
     int64_t t0 = rt_instr_now(wk->in);
     int waited = wk->releases_due > 0;
-    if (waited) wk_emit_step(wk, EVT_BARRIER_WAIT, t0, 0, 0, 0);
+    if (waited) emit_barrier(wk, EVT_BARRIER_WAIT, t0, 0);
     if ((rc = wait_releases(wk)) || (rc = push_range(wk, sv, sv + 1, clock))) return rc;
     if (wk->releases_due > 0 && !waited) {
         waited = 1;
         t0 = rt_instr_now(wk->in);
-        wk_emit_step(wk, EVT_BARRIER_WAIT, t0, 0, 0, 0);
+        emit_barrier(wk, EVT_BARRIER_WAIT, t0, 0);
     }
     if ((rc = wait_releases(wk))) return rc;
     if (waited) {
         int64_t t1 = rt_instr_now(wk->in);
-        wk_emit_step(wk, EVT_BARRIER_RELEASE, t1, t1 - t0, 0, 0);
+        emit_barrier(wk, EVT_BARRIER_RELEASE, t1, t1 - t0);
     }
     return DP_OK;
 }

@@ -46,7 +46,9 @@ d="$TMP/k-momentum-ps:1"
 check "the trace holds a PS_RETRY per worker (the loss), one restore, one failure and recovery" \
     test "$(count "$d.dptrace" ps_retry)/$(count "$d.dptrace" checkpoint_restore)/$(count "$d.dptrace" failure)/$(count "$d.dptrace" recovery)" = 3/1/1/1
 check "a caption says a worker lost ps 1 and the chief restores" \
-    bash -c "'$DOWNPOUR' trace captions '$d.dptrace' | grep -q 'lost ps 1 at global step 3[0-9]: it reconnects, and the chief restores the last checkpoint'"
+    bash -c "'$DOWNPOUR' trace captions '$d.dptrace' | grep -q 'lost ps 1 at global step 3[0-9]: it reconnects, and the chief restores the session on every ps from the last checkpoint'"
+check "the caption track's steps follow the global step back (none past --steps 80: barrier waits carry the global step)" \
+    bash -c "'$DOWNPOUR' trace captions --json '$d.dptrace' | python3 -c 'import json,sys; d=json.load(sys.stdin); c=d if isinstance(d,list) else d[\"captions\"]; sys.exit(0 if c and max(x[\"step\"] for x in c) <= 80 else 1)'"
 check "a caption says the chief restores global step 30" \
     bash -c "'$DOWNPOUR' trace captions '$d.dptrace' | grep -q 'restores global step 30 from model.ckpt-30'"
 check "the summary counts the workers' reconnections (ps_reconnects 3: one each)" \
@@ -79,11 +81,13 @@ PY
 # --- no checkpoint: the session starts again from the initial values ---------------------
 d="$TMP/nockpt"
 timeout 120 "$DOWNPOUR" cluster --mode sync --ps 2 --workers 2 --steps 60 --pace 10ms $SYN \
-    --kill ps:1@step=20,restart=300ms >"$d.out" 2>"$d.err"
+    --kill ps:1@step=20,restart=300ms --trace "$d.dptrace" >"$d.out" 2>"$d.err"
 rc=$?
 check "no --checkpoint-dir: the run completes (rc $rc)" test $rc -eq 0
 check "no --checkpoint-dir: the chief says it starts again from the initial values" \
     grep -q "restoring the session on every ps from the initial values (no checkpoint): global step [0-9]* -> 0" "$d.err"
+check "no --checkpoint-dir: a caption says so" \
+    bash -c "'$DOWNPOUR' trace captions '$d.dptrace' | grep -q 'has no checkpoint to restore: the session starts again from the initial values at global step 0'"
 check "no --checkpoint-dir: every variable ends at --steps" \
     test "$(json "$d.out" global_step)/$(json "$d.out" min_variable_step)" = 60/60
 
