@@ -379,6 +379,7 @@ void evt_state_apply(evt_state *st, const evt_record *e)
     case EVT_PULL_END:
         if (tk) {
             dec(&tk->pulls_in_flight);
+            tk->reconnecting = 0;
             tk->bytes_pulled = add_wrap(tk->bytes_pulled, e->bytes);
         }
         break;
@@ -500,7 +501,14 @@ void evt_state_apply(evt_state *st, const evt_record *e)
     case EVT_BARRIER_TIMEOUT:
         st->failures++;   /* the run stops; the task itself is not dead */
         break;
-    case EVT_PS_RETRY:   /* the worker's reconnection; the ps's own FAILURE marks it dead */
+    case EVT_PS_RETRY:
+        /* The worker gave up its step and session: what was in flight never ends. The
+         * ps's own FAILURE marks the ps dead. */
+        if (tk && e->value <= 1) {
+            clear_activity(tk);
+            tk->reconnecting = 1;
+        }
+        break;
     case EVT_LOG:
     case EVT_CLOCK_SYNC:
     case EVT_KIND_COUNT:

@@ -53,6 +53,8 @@ typedef struct evt_task_state {
     int computing;           /* COMPUTE_BEGIN without its END */
     int paced;               /* PACED_BEGIN without its END */
     int in_barrier, in_ssp, dead, stopped;
+    int reconnecting;            /* a worker that lost a ps (PS_RETRY), until its next pull
+                                  * is answered */
     int64_t step;            /* worker: last local step seen; ps: last global step applied */
     int64_t steps_done;      /* worker: STEP_END count */
     double loss;             /* worker: loss of the last STEP_END (NaN before any) */

@@ -8,7 +8,9 @@
  *     (evaluating while it evaluates), each task's master and worker services;
  *   - the help card lists every key (e, E, f, F11 among them);
  *   - the dense grid says which workers are slow;
- *   - a task with several devices draws one compute lane per device.
+ *   - a task with several devices draws one compute lane per device;
+ *   - a lost ps is greyed and crossed out, the workers that lost it say "reconnecting",
+ *     and both end when it recovers and the next pull is answered.
  * VIZ_TEACH_DUMP=DIR writes the frames as PNGs. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -425,6 +427,59 @@ static void test_device_lanes(void)
     evt_strtab_free(strs);
 }
 
+
+/* ---- a lost ps ---------------------------------------------------------------------- */
+
+static void test_lost_ps(void)
+{
+    evt_strtab *strs = evt_strtab_new();
+    viz_source *s = viz_source_new_mem(strs, "{\"engine\":\"real\",\"mode\":\"sync\"}");
+    int64_t t0 = 1 * MS;
+    start(s, strs, t0, 2);
+    for (int k = 0; k < 3; k++) {
+        int64_t b = t0 + 10 * MS * k;
+        for (int w = 0; w < 2; w++) ev(s, EVT_COMPUTE_BEGIN, EVT_JOB_WORKER, w, b + 1000 + w, -1, k, 0);
+        for (int w = 0; w < 2; w++) ev(s, EVT_COMPUTE_END, EVT_JOB_WORKER, w, b + 4 * MS + w, -1, k, 0);
+        ev(s, EVT_GLOBAL_STEP, EVT_JOB_PS, 0, b + 9 * MS, -1, k + 1, 0);
+    }
+    int64_t tl = t0 + 31 * MS, tr = t0 + 60 * MS;
+    for (int w = 0; w < 2; w++) ev(s, EVT_PULL_BEGIN, EVT_JOB_WORKER, w, tl - 500000 + w, 0, 3, 0);
+    ev(s, EVT_FAILURE, EVT_JOB_PS, 0, tl, -1, 3, 0);
+    for (int w = 0; w < 2; w++) ev(s, EVT_PS_RETRY, EVT_JOB_WORKER, w, tl + 1000 + w, 0, 3, 1);
+    ev(s, EVT_RECOVERY, EVT_JOB_PS, 0, tr, -1, 3, 0);
+    for (int w = 0; w < 2; w++) ev(s, EVT_PULL_BEGIN, EVT_JOB_WORKER, w, tr + 2 * MS + w, 0, 3, 0);
+    for (int w = 0; w < 2; w++) ev(s, EVT_PULL_END, EVT_JOB_WORKER, w, tr + 3 * MS + w, 0, 3, 0);
+    ev(s, EVT_CLUSTER_STOP, EVT_JOB_CLIENT, 0, tr + 10 * MS, -1, 0, 0);
+
+    viz_view v = view_at(tl + 10 * MS);
+    viz_ctx c;
+    cairo_surface_t *img = frame_open(s, &v, &c);
+    viz_rect b = c.lay.ps_box[0];
+    frame_close(&c, img);
+    vizpix_text log;
+    img = vizpix_draw_logged(s, &v, &log);
+    vizpix_dump(img, "VIZ_TEACH_DUMP", "lost-ps");
+    viz_rect mid = {b.x + b.w * 0.3, b.y + b.h * 0.3, b.w * 0.4, b.h * 0.4};
+    double area = floor(mid.w) * floor(mid.h);
+    /* its middle, away from the border (drawn in the dead colour too) */
+    int dead = count_color(img, mid, KEY_PHASE(EVT_PHASE_DEAD), 0.06), white = count_color(img, mid, KEY_WHITE, FLAT_TOL);
+    CHECK_MSG(dead >= mid.w, "the lost ps is crossed out in the dead colour (%d px across its middle)", dead);
+    CHECK_MSG(white < 0.05 * area, "... and greyed: hardly any white panel left in its middle (%d of %.0f px)", white, area);
+    CHECK_MSG(vizpix_wrote(&log, "reconnecting"), "the workers that lost it say \"reconnecting\"");
+    cairo_surface_destroy(img);
+
+    v = view_at(tr + 5 * MS);
+    img = vizpix_draw_logged(s, &v, &log);
+    dead = count_color(img, mid, KEY_PHASE(EVT_PHASE_DEAD), 0.06);
+    white = count_color(img, mid, KEY_WHITE, FLAT_TOL);
+    CHECK_MSG(dead == 0 && white > 0.5 * area, "recovered: no cross, the panel white again (%d dead px, %d of %.0f white)",
+              dead, white, area);
+    CHECK_MSG(!vizpix_wrote(&log, "reconnecting"), "answered pulls: the workers no longer say \"reconnecting\"");
+    cairo_surface_destroy(img);
+    viz_source_free(s);
+    evt_strtab_free(strs);
+}
+
 int main(void)
 {
     test_diff_strip();
@@ -433,6 +488,7 @@ int main(void)
     test_help_keys();
     test_dense_slow();
     test_device_lanes();
+    test_lost_ps();
     if (FcFini) FcFini();
     return CHECK_DONE();
 }

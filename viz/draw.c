@@ -68,6 +68,21 @@ static void slow_label(const viz_model *m, int w, char *buf, size_t n)
     else if (n) buf[0] = 0;
 }
 
+/* A dead task's box: greyed, and crossed out in the dead colour. */
+static void cross_out(cairo_t *cr, viz_rect b, double s)
+{
+    viz_seta(cr, VIZ_MUTED, 0.35);
+    viz_round_rect(cr, b, 8 * s);
+    cairo_fill(cr);
+    viz_set(cr, viz_phase_color(EVT_PHASE_DEAD));
+    cairo_set_line_width(cr, 4 * s);
+    cairo_move_to(cr, b.x, b.y);
+    cairo_line_to(cr, b.x + b.w, b.y + b.h);
+    cairo_move_to(cr, b.x + b.w, b.y);
+    cairo_line_to(cr, b.x, b.y + b.h);
+    cairo_stroke(cr);
+}
+
 static void draw_ps(viz_ctx *c, int p)
 {
     cairo_t *cr = c->cr;
@@ -150,6 +165,7 @@ static void draw_ps(viz_ctx *c, int p)
         viz_text(cr, b.x + 8 * s, b.y + b.h - 8 * s, buf, 0, b.w * 0.62);
     }
     draw_chips(c, b, EVT_JOB_PS, p, b.y + b.h - 6 * s);
+    if (tk && tk->dead) cross_out(cr, b, s);
 }
 
 void viz_device_lanes(viz_rect inner, double lh, double s, int n, viz_rect *out)
@@ -271,6 +287,7 @@ static void draw_worker(viz_ctx *c, int w, double lift)
     if (phase == EVT_PHASE_SSP) pn = "blocked (ssp)";
     if (phase == EVT_PHASE_BARRIER) pn = "at barrier";
     if (tk && !tk->started) pn = "not started";
+    if (tk && tk->reconnecting && phase != EVT_PHASE_DEAD) pn = "reconnecting";
     /* the phase word is never cut: it takes the line, and the progress bar what is left */
     double pw = viz_text(cr, x, inner.y + lh * 2.05, pn, 0, fmax(inner.w * 0.6, inner.w - 10 * s));
     double prog = c->fr.progress && w < c->src->m.n_workers ? c->fr.progress[w] : -1;
@@ -302,15 +319,7 @@ static void draw_worker(viz_ctx *c, int w, double lift)
     viz_set(cr, VIZ_INK);
     viz_text(cr, x, inner.y + lh * 3.0, buf, 0, inner.w - 8 * s);
 crossed:
-    if (phase == EVT_PHASE_DEAD) {  /* crossed out */
-        viz_set(cr, viz_phase_color(EVT_PHASE_DEAD));
-        cairo_set_line_width(cr, 4 * s);
-        cairo_move_to(cr, b.x, b.y);
-        cairo_line_to(cr, b.x + b.w, b.y + b.h);
-        cairo_move_to(cr, b.x + b.w, b.y);
-        cairo_line_to(cr, b.x, b.y + b.h);
-        cairo_stroke(cr);
-    }
+    if (phase == EVT_PHASE_DEAD) cross_out(cr, b, s);
 }
 
 /* Every worker talks to every ps. Up to VIZ_MESH_EDGES edges are drawn; past that a mesh
