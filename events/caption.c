@@ -21,7 +21,7 @@
 
 static const char *const rule_names[EVT_CAPTION_RULE_COUNT] = {
     "failure", "recovery", "barrier_timeout", "drop", "staleness", "eval", "checkpoint", "straggler",
-    "ssp_wait", "barrier", "first_step", "cluster", "pace",
+    "ssp_wait", "barrier", "first_step", "cluster", "pace", "reconnect",
 };
 
 const char *evt_caption_rule_name(int rule)
@@ -489,7 +489,7 @@ static int rule_recovery(evt_captioner *c, const evt_record *e)
 static int rule_ps_retry(evt_captioner *c, const evt_record *e)
 {
     if (e->value > 1 || e->peer < 0) return 0;
-    return emit(c, EVT_CAPTION_FAILURE, e->t, "worker %d lost ps %d at global step %lld: it reconnects, and the "
+    return emit(c, EVT_CAPTION_RECONNECT, e->t, "worker %d lost ps %d at global step %lld: it reconnects, and the "
                 "chief restores the session on every ps from the last checkpoint", e->task, e->peer, (long long)e->step);
 }
 

@@ -164,6 +164,7 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents)
         l->stopping = 1;
         launcher_kill_all(l, SIGTERM);
     }
+    if (clean && (c->job == JOB_PS || c->index == 0)) launcher_training_over(l);
     if (c->job == JOB_WORKER && c->index >= 0) launcher_worker_gone(l);
     launcher_maybe_done(l);
 }
@@ -172,6 +173,16 @@ static void grace_start(launcher *l)
 {
     l->stopping = 1;
     ev_timer_start(l->loop, &l->grace_w);
+}
+
+/* The chief's statistics come after the final global step (every other worker done or
+ * lost), a ps's once every worker is done or lost: training is over, and a restart still
+ * pending would find no ps. Said by the line, not the exit: a task's exit waits for its
+ * events to be acknowledged by the hub. */
+void launcher_training_over(launcher *l)
+{
+    l->training_over = 1;
+    if (l->restarts_pending) launcher_cancel_restarts(l);
 }
 
 static void take_line(child *c)
@@ -185,6 +196,8 @@ static void take_line(child *c)
         if (j) {
             json_decref(c->stats);
             c->stats = j;
+            int final = json_object_get(j, c->job == JOB_PS ? "applies" : "local_steps") != NULL;
+            if (final && (c->job == JOB_PS || c->index == 0)) launcher_training_over(c->l);
         }
     } else if (c->line_len) {
         fprintf(stdout, "%s\n", c->line); /* pass through anything else */

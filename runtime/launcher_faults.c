@@ -29,8 +29,12 @@ static void inject(launcher *l, int i)
         dp_log(DP_LOG_WARN, "cluster", "--fail %s: the task is not running; nothing to kill", text);
         return;
     }
-    dp_log(DP_LOG_WARN, "cluster", "--fail %s: killing %s (SIGKILL) at its step %lld, global step %lld",
-           text, c->name, (long long)c->local_step, (long long)l->gs_seen);
+    if (c->job == JOB_PS)   /* a ps has no steps of its own */
+        dp_log(DP_LOG_WARN, "cluster", "--fail %s: killing %s (SIGKILL) at global step %lld", text, c->name,
+               (long long)l->gs_seen);
+    else
+        dp_log(DP_LOG_WARN, "cluster", "--fail %s: killing %s (SIGKILL) at its step %lld, global step %lld",
+               text, c->name, (long long)c->local_step, (long long)l->gs_seen);
     c->fault = i + 1;
     l->faults_injected++;
     kill(c->pid, SIGKILL);
@@ -162,7 +166,7 @@ int launcher_fault_death(launcher *l, child *c)
         return 0;
     }
     fault_event(l, c, EVT_FAILURE, msg);
-    if (f->restart_s >= 0 && !l->stopping) {
+    if (f->restart_s >= 0 && !l->stopping && !l->training_over) {
         dp_log(DP_LOG_WARN, "cluster", "%s killed (--fail %s); restarting it in %g s", c->name, text,
                f->restart_s);
         c->restart_pending = 1;

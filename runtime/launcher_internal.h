@@ -74,6 +74,7 @@ typedef struct launcher {
     int64_t gs_seen;         /* the highest global step a worker reported */
     int restarts_pending;
     int faults_injected, tasks_restarted, workers_lost;
+    int training_over;          /* the chief or a ps exited cleanly: no more restarts */
     int chief_lost;             /* worker 0 lost without restart: no evaluation, no checkpoint */
 } launcher;
 
@@ -94,6 +95,8 @@ void launcher_on_fault_time(struct ev_loop *loop, ev_timer *w, int revents);
 void launcher_fault_progress(launcher *l, child *c, const char *text);
 /* Restarts still pending are dropped once every other worker is done. */
 void launcher_cancel_restarts(launcher *l);
+/* The chief or a ps has finished: no restart is made from now on (launcher.c). */
+void launcher_training_over(launcher *l);
 /* c died of a --fail: an event, then a restart, the run going on without it, or (a ps
  * that is not restarted) the run's end. Returns 1 when the run goes on. */
 int launcher_fault_death(launcher *l, child *c);

@@ -14,6 +14,7 @@ static viz_rgb rule_color(int rule)
     switch (rule) {
     case EVT_CAPTION_FAILURE:
     case EVT_CAPTION_TIMEOUT:
+    case EVT_CAPTION_RECONNECT:
     case EVT_CAPTION_DROP: return viz_phase_color(EVT_PHASE_DEAD);
     case EVT_CAPTION_RECOVERY: return viz_phase_color(EVT_PHASE_COMPUTING);
     case EVT_CAPTION_STALENESS: return viz_phase_color(EVT_PHASE_PUSHING);
