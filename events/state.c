@@ -461,8 +461,11 @@ void evt_state_apply(evt_state *st, const evt_record *e)
         if (tk) tk->in_ssp = 0;
         break;
     case EVT_GLOBAL_STEP:
-    case EVT_CHECKPOINT_RESTORE:            /* a restore sets the step back */
         st->global_step = e->step;
+        break;
+    case EVT_CHECKPOINT_RESTORE:            /* a restore sets the step back, and every variable */
+        st->global_step = e->step;
+        for (int i = 0; i < st->n_vars; i++) st->vars[i].version = e->step;
         break;
     case EVT_EVAL:
         st->eval_step = e->step;

@@ -478,6 +478,29 @@ static void test_lost_ps(void)
     cairo_surface_destroy(img);
     viz_source_free(s);
     evt_strtab_free(strs);
+
+    /* the state under it: a restore sets the global step and every variable's version back */
+    evt_state st;
+    evt_state_init(&st);
+    evt_record e;
+    evt_init(&e, EVT_APPLY, EVT_JOB_PS, 0);
+    e.var = 7;
+    e.step = 5;
+    evt_state_apply(&st, &e);
+    evt_init(&e, EVT_PULL_BEGIN, EVT_JOB_WORKER, 0);
+    evt_state_apply(&st, &e);
+    evt_init(&e, EVT_PS_RETRY, EVT_JOB_WORKER, 0);
+    e.value = 1;
+    evt_state_apply(&st, &e);
+    const evt_task_state *tk = evt_state_task(&st, EVT_JOB_WORKER, 0);
+    CHECK_MSG(tk && tk->reconnecting && tk->pulls_in_flight == 0, "PS_RETRY: reconnecting, the abandoned pull ended");
+    evt_init(&e, EVT_CHECKPOINT_RESTORE, EVT_JOB_WORKER, 0);
+    e.step = 3;
+    evt_state_apply(&st, &e);
+    const evt_var_state *vs = evt_state_var(&st, 7);
+    CHECK_MSG(st.global_step == 3 && vs && vs->version == 3, "a restore to step 3: global step %lld, version %lld",
+              (long long)st.global_step, vs ? (long long)vs->version : -1LL);
+    evt_state_release(&st);
 }
 
 int main(void)

@@ -638,6 +638,14 @@ void viz_model_add(viz_model *m, const evt_record *e, const char *(*str)(const v
     case EVT_RECOVERY:
         mark(m, e);
         break;
+    case EVT_PS_RETRY:
+        /* A worker lost a ps: every worker gives up its step and session, so what the
+         * worker and the ps lanes had open ends here (its ends never come). */
+        if (is_w && e->value <= 1) {
+            close_task(m, EVT_JOB_WORKER, e->task, t);
+            for (int p = 0; p < m->act_len[EVT_JOB_PS]; p++) close_task(m, EVT_JOB_PS, p, t);
+        }
+        break;
     default:
         break;
     }
