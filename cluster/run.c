@@ -511,17 +511,19 @@ int run_parse_argv(run_desc *d, int cmd, run_extra_fn extra, void *ctx, int argc
         const char *v = eq ? eq + 1 : NULL;
         if (!k && extra) {
             /* a flag of the command's own (TensorFlow's --job_name, ...): always a value */
-            if (!v) {
-                if (i + 1 >= argc) return dp_fail(err, DP_EINVAL, "--%s: missing value", name);
-                v = argv[i + 1];
-            }
-            run_value ov = {.text = v};
-            int orc = extra(ctx, NULL, &ov, name, err);
+            int bare = !v && (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2));
+            run_value ov = {.text = v ? v : bare ? "" : argv[i + 1]};
+            char perr[DP_ERRLEN];
+            int orc = extra(ctx, NULL, &ov, name, bare ? perr : err);
+            /* no value to give: a flag of the command's own misses one; any other is unknown */
+            if (bare && orc <= 0) return dp_fail(err, DP_EINVAL, "--%s: missing value", name);
+            if (!bare && !v) v = argv[i + 1];
             if (orc < 0) return orc;
             if (orc == 0) {
                 if (!eq) i++;
                 continue;
             }
+            if (bare) orc = 1;
             v = eq ? eq + 1 : NULL;
         }
         if (!k || !(k->cmds & cmd) || strchr(name, '_')) {

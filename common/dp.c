@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "dp.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -134,7 +135,7 @@ uint64_t dp_rng_below(dp_rng *r, uint64_t n)
 
 int dp_parse_int(const char *s, long long *out)
 {
-    if (!s || !*s) return DP_EINVAL;
+    if (!s || !*s || isspace((unsigned char)*s)) return DP_EINVAL;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
@@ -143,9 +144,31 @@ int dp_parse_int(const char *s, long long *out)
     return DP_OK;
 }
 
+/* Decimal only: [+-] digits [. digits] [e [+-] digits] — not strtod's hex ("0x10"), inf,
+ * nan or leading blanks. */
+static int decimal_number(const char *s)
+{
+    const char *p = s;
+    if (*p == '+' || *p == '-') p++;
+    int digits = 0;
+    while (isdigit((unsigned char)*p)) p++, digits++;
+    if (*p == '.') {
+        p++;
+        while (isdigit((unsigned char)*p)) p++, digits++;
+    }
+    if (!digits) return 0;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!isdigit((unsigned char)*p)) return 0;
+        while (isdigit((unsigned char)*p)) p++;
+    }
+    return *p == 0;
+}
+
 int dp_parse_double(const char *s, double *out)
 {
-    if (!s || !*s) return DP_EINVAL;
+    if (!s || !*s || !decimal_number(s)) return DP_EINVAL;
     char *end;
     errno = 0;
     double v = strtod(s, &end);

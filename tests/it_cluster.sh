@@ -257,6 +257,13 @@ expect_err '--lr: "abc" is not a number' cluster --lr abc
 expect_err '--workers: 0 is outside 1..65536' cluster --workers 0
 expect_err '--backup-workers: 2 leaves no replica to aggregate with 2 workers' cluster --backup-workers 2
 expect_err 'unknown flag "--bogus"' cluster --bogus 1
+# numbers are decimal (strtod took "0x10" as 16); a bare unknown flag is unknown, a bare
+# flag of the command's own misses its value
+expect_err '--lr: "0x10" is not a number' cluster --lr 0x10
+expect_err '--lr: "inf" is not a number' cluster --lr inf
+expect_err 'unknown flag "--bogus" (see --help)' cluster --bogus
+expect_err 'unknown flag "--bogus" (see --help)' cluster --bogus --steps 3
+expect_err '--job_name: missing value' task --job_name
 expect_err '--ps_hosts: entry 0 "nope": missing' task --job_name=ps --task_index=0 --ps_hosts=nope --worker_hosts=a:1
 expect_err '--task_index 3 is outside the 1 worker tasks' task --job_name=worker --task_index=3 --ps_hosts=a:1 --worker_hosts=b:2
 expect_err '--optimizer: "adam" is not one of sgd, momentum or adagrad' cluster --optimizer adam
