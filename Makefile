@@ -16,7 +16,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -MMD -MP -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -lev -lm -lpthread $(EXTRA_LDLIBS)
 
-LIB_SRC  := $(wildcard common/*.c events/*.c cluster/*.c runtime/*.c sim/*.c viz/*.c lab/*.c web/*.c)
+LIB_SRC  := $(wildcard common/*.c net/*.c events/*.c cluster/*.c runtime/*.c sim/*.c viz/*.c lab/*.c web/*.c)
 
 # ---- CUDA (runtime/gpu/) ----------------------------------------------------------------
 NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
@@ -61,7 +61,7 @@ TOOL_BIN := $(TOOL_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB      := $(BUILD)/libdownpour.a
 
-.PHONY: all test test-gpu test-gpu-asan asan bench demo deps clean check-deps recordings install soak
+.PHONY: all test test-gpu test-gpu-asan asan bench demo deps clean check-deps recordings install soak fuzz fuzz-build
 # Keep the objects of tests, tools and benches (make would delete them as intermediates).
 .SECONDARY:
 all: $(BUILD)/downpour $(TEST_BIN) $(TOOL_BIN) $(BENCH_BIN)
@@ -148,6 +148,43 @@ PREFIX ?= /usr/local
 install: $(BUILD)/downpour
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(BUILD)/downpour $(DESTDIR)$(PREFIX)/bin/downpour
+
+# ---- fuzzing (tests/fuzz/, docs/reliability.md "Fuzzing") -----------------------------
+# `make fuzz` builds the libFuzzer targets with clang into build-fuzz/ (the parsers'
+# library sources with -fsanitize=fuzzer-no-link,address,undefined, each target with
+# -fsanitize=fuzzer,address,undefined) and runs each for FUZZ_TIME seconds on a copy of
+# its seed corpus (tests/fuzz/run.sh): it prints libFuzzer's "#N DONE ... exec/s" line
+# and any crash file per target, and fails on a crash. FUZZ_TARGETS picks some.
+FUZZ_CC      ?= clang
+FUZZ_TIME    ?= 60
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_TARGETS ?= frame proto handshake trace idx scenario spec ckpt
+FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS   = $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -MMD -MP -I. $(PKG_CFLAGS) $(FUZZ_SAN)
+FUZZ_LIB_SRC := $(wildcard common/*.c net/*.c events/*.c cluster/*.c) \
+    runtime/proto.c runtime/conn.c runtime/data.c runtime/ckpt.c
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_LIB      = $(FUZZ_BUILD)/libfuzzdp.a
+FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_LIB): $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $(FUZZ_LIB_OBJ)
+
+# fuzz_handshake includes events/hub.c, so the archive's hub.o is never pulled in.
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_LIB)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB) $(PKG_LIBS) -lev -lm -lpthread -o $@
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: fuzz-build
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_TIME=$(FUZZ_TIME) ./tests/fuzz/run.sh $(FUZZ_TARGETS)
+
+-include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_BIN:=.d)
 
 clean:
 	rm -rf build build-asan

@@ -122,6 +122,16 @@ row "1 ps + 2 workers sync streaming to \`downpour hub\`, no subscriber, best of
 row "the same with a stalled viewer (one subscriber that never reads), best of 3" "$stall_run samples/s" "$(ratio "$stall_run" "$free_run") of no subscriber" \
     "goal: ~1.00; it attached in $attached of 3 runs; ~$run_ev events a run, ${sub_dropped:-?} dropped for it in all (its 8 MiB hub queue was $([ "${sub_dropped:-0}" = 0 ] && echo "never full" || echo "full at times"))"
 
+echo "authentication on (the launcher's generated secret) vs off (DOWNPOUR_AUTH=off), 1 ps + 2 workers sync, best of 3 each, interleaved"
+PRE_B='export DOWNPOUR_AUTH=off'
+POST_B='unset DOWNPOUR_AUTH'
+pair auth noauth --ps 1 --workers 2 --steps "$STEPS" -- --ps 1 --workers 2 --steps "$STEPS"
+unset PRE_B POST_B
+row "authentication off (DOWNPOUR_AUTH=off), best of 3 (baseline)" "$PAIR_B samples/s" "1.00" "goal: reference"
+row "authentication on (every connection's challenge-response), best of 3" "$PAIR_A samples/s" "$(ratio "$PAIR_A" "$PAIR_B") of off" "goal: >= 0.98"
+hs=$("$B/bench_auth" 20000 | awk '/handshake_us/{print $2}')
+row "one handshake's crypto, both sides (2 nonces, 2 proofs made and checked)" "$hs us" "-" "+ 2 round trips on the wire"
+
 echo "--pace 0 vs no --pace (1 ps + 2 workers sync, best of 3 each, interleaved)"
 pair nopace pace0 --ps 1 --workers 2 --steps "$STEPS" -- --ps 1 --workers 2 --steps "$STEPS" --pace 0
 row "no --pace (baseline)" "$PAIR_A samples/s" "1.00" "goal: reference"

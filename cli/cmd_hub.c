@@ -10,13 +10,14 @@
 #include "cli/cmds.h"
 #include "common/dp.h"
 #include "events/hub.h"
+#include "net/auth.h"
 #include "web/web.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: downpour hub [--listen ADDR] [--trace FILE] [--exit-when-idle MS]\n"
-            "                    [--reorder-ms MS] [--quiet] [--http ADDR]\n\n"
+            "                    [--reorder-ms MS] [--quiet] [--http ADDR] [--secret-file FILE]\n\n"
             "Collects the events of every task (`--hub ADDR` on task/cluster), aligns their\n"
             "clocks, merges them in time order, records them to FILE and serves them live to\n"
             "viewers (`downpour view --connect ADDR`), which may attach at any time.\n\n"
@@ -27,6 +28,10 @@ static void usage(FILE *f)
             "                        for MS milliseconds (for launchers)\n"
             "  --reorder-ms MS       how long events are held to merge in order (default 50)\n"
             "  --quiet               no periodic statistics on stderr\n"
+            "  --secret-file FILE    every task and viewer must prove it knows this secret\n"
+            "                        (else $DOWNPOUR_SECRET; none: no check, and a warning\n"
+            "                        when listening beyond loopback); prints a read-only\n"
+            "                        \"viewer token\" that viewers may use instead\n"
             "  --http ADDR           also serve the live run as a web page at ADDR (host:port;\n"
             "                        loopback unless asked, as `downpour serve`), subscribed to\n"
             "                        the hub like a viewer; \"serving URL\" goes to stdout\n\n"
@@ -69,6 +74,12 @@ int cmd_hub(int argc, char **argv)
             http = v;
         } else if ((v = cli_flag_value("hub", argc, argv, &i, "--trace", &bad))) {
             opt.trace_path = v;
+        } else if ((v = cli_flag_value("hub", argc, argv, &i, "--secret-file", &bad))) {
+            char err[DP_ERRLEN];
+            if (auth_secret_file_to_env(v, err)) {
+                fprintf(stderr, "downpour: hub: %s\n", err);
+                return 2;
+            }
         } else if ((v = cli_flag_value("hub", argc, argv, &i, "--exit-when-idle", &bad))) {
             if (parse_ms("--exit-when-idle", v, &opt.exit_when_idle_ms)) return 2;
         } else if ((v = cli_flag_value("hub", argc, argv, &i, "--reorder-ms", &bad))) {

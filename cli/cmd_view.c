@@ -11,6 +11,7 @@
 #include "cli/cmds.h"
 #include "common/dp.h"
 #include "lab/lab.h"
+#include "net/auth.h"
 #include "viz/viz.h"
 #include "web/web.h"
 
@@ -57,6 +58,7 @@ static void usage(FILE *f)
             "  TRACE             replay a recorded trace\n"
             "  --connect ADDR    watch a live run through its hub (host:port); pausing never\n"
             "                    pauses training, `c` catches up with the live run\n"
+            "  --secret-file FILE  the hub's secret or viewer token (else $DOWNPOUR_SECRET)\n"
             "  --compare TRACE2  play TRACE2 beside TRACE (or beside the live run) on one clock\n"
             "                    (`t` switches between time and global step), loss curves\n"
             "                    overlaid\n"
@@ -105,6 +107,12 @@ int cmd_view(int argc, char **argv)
             serve = wo.listen = v;
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--connect", &bad))) {
             o.connect = v;
+        } else if ((v = cli_flag_value("view", argc, argv, &i, "--secret-file", &bad))) {
+            char err[DP_ERRLEN];
+            if (auth_secret_file_to_env(v, err)) {
+                fprintf(stderr, "downpour: view: %s\n", err);
+                return 2;
+            }
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--compare", &bad))) {
             o.compare = v;
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--script", &bad))) {

@@ -121,6 +121,9 @@ static const run_key keys[] = {
      "with --checkpoint-dir: also save every S seconds (0: off)"},
     {"connect_timeout", NULL, RUN_T_INT, "S", "60", NULL, 1, 86400, 0, NULL, CT, 0, NULL,
      "seconds a worker waits for its ps"},
+    {"secret_file", NULL, RUN_T_TEXT, "FILE", NULL, NULL, 0, 0, 0, NULL, CT, 0, NULL,
+     "the run's shared secret (else $DOWNPOUR_SECRET; cluster makes one up): every connection "
+     "authenticates with it (docs/security.md)"},
     {"log_every", NULL, RUN_T_INT, "N", "100", NULL, 1, 1e9, 0, NULL, CTL, 0, NULL,
      "worker progress line every N local steps"},
     {"trace_level", NULL, RUN_T_TEXT, "L", "auto", NULL, 0, 0, 0, NULL, S, 0, NULL,

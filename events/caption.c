@@ -484,6 +484,14 @@ static int rule_recovery(evt_captioner *c, const evt_record *e)
     return emit(c, EVT_CAPTION_RECOVERY, e->t, "%s recovers after %s down", who, down);
 }
 
+/* check_numerics: a ps refused a gradient holding NaN or Inf. */
+static int rule_grad_rejected(evt_captioner *c, const evt_record *e)
+{
+    const char *what = str_of(c, e->str);
+    return emit(c, EVT_CAPTION_DROP, e->t, "ps %d rejects worker %d's gradient: %s; never applied (check_numerics)",
+                e->task, e->peer, *what ? what : "NaN or Inf");
+}
+
 /* A worker lost a ps mid-run (its first PS_RETRY; the later attempts are not captioned):
  * one caption a step however many workers lost it. */
 static int rule_ps_retry(evt_captioner *c, const evt_record *e)
@@ -673,6 +681,7 @@ int evt_captioner_add(evt_captioner *c, const evt_record *e)
     case EVT_RECOVERY: return rule_recovery(c, e);
     case EVT_BARRIER_TIMEOUT: return rule_barrier_timeout(c, e);
     case EVT_PS_RETRY: return rule_ps_retry(c, e);
+    case EVT_GRAD_REJECTED: return rule_grad_rejected(c, e);
     default: return 0;
     }
 }

@@ -51,6 +51,7 @@ static const char *const kind_names[EVT_KIND_COUNT] = {
     [EVT_PACED_END] = "paced_end",
     [EVT_BARRIER_TIMEOUT] = "barrier_timeout",
     [EVT_PS_RETRY] = "ps_retry",
+    [EVT_GRAD_REJECTED] = "grad_rejected",
 };
 
 void evt_init(evt_record *e, evt_kind kind, int job, int task)

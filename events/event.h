@@ -45,6 +45,9 @@ enum evt_job { EVT_JOB_PS = 0, EVT_JOB_WORKER = 1, EVT_JOB_CLIENT = 2, EVT_JOB_H
  *   BARRIER_TIMEOUT worker that gave up, step=the global step it waited at, peer=the
  *                   worker it waited for (peer_job worker), value=seconds waited,
  *                   str=the error (`--barrier-timeout`; the run stops)
+ *   GRAD_REJECTED   ps that refused a gradient holding NaN or Inf (TensorFlow's
+ *                   check_numerics): peer=the worker, var, step=the variable's version,
+ *                   value=the index of the first bad element, str=what it was
  *   PS_RETRY        worker that lost a ps and reconnects: peer=the ps (peer_job ps),
  *                   value=the attempt (1 = the loss itself), dur=ns since the loss,
  *                   str=why the connection was lost or the attempt failed
@@ -58,6 +61,7 @@ typedef enum evt_kind {
     EVT_GLOBAL_STEP, EVT_EVAL, EVT_CHECKPOINT_WRITE, EVT_CHECKPOINT_RESTORE,
     EVT_FAILURE, EVT_RECOVERY, EVT_LOG, EVT_EVENTS_DROPPED, EVT_CLOCK_SYNC,
     EVT_PACED_BEGIN, EVT_PACED_END, EVT_BARRIER_TIMEOUT, EVT_PS_RETRY,
+    EVT_GRAD_REJECTED,
     EVT_KIND_COUNT
 } evt_kind;
 

@@ -28,6 +28,10 @@
 #define HUB_ACK_NS 100000000ll        /* acknowledge tasks' records this often */
 #define HUB_SEQ_MAX (1ull << 62)      /* bounds on a task's RESUME */
 #define HUB_COPIES_MAX (1u << 20)
+#define HUB_CLOCK_MAX (1ll << 61)     /* |task clock| in a PROBE_REPLY or record, ns (73 years):
+                                       * aligning a time then cannot overflow */
+#define HUB_NEW_MAX_BYTES 256         /* a connection that has not said hello: its frames are
+                                       * small (handshake, hello); more is refused unread */
 
 void evt_hub_options_init(evt_hub_options *o)
 {
@@ -47,6 +51,7 @@ int64_t hub_now(const evt_hub *h)
 
 static void conn_free(hub_conn *c)
 {
+    auth_hs_clear(&c->hs);
     evt_buf_release(&c->in);
     evt_buf_release(&c->out);
     free(c->map);
@@ -244,16 +249,75 @@ static int hub_resume(evt_hub *h, hub_conn *c, const evt_wire_header *fh, const 
     return 0;
 }
 
+/* A failed handshake: the reason in our log with the peer's address; the peer is told
+ * only the fixed text in why (nothing about what was expected) and dropped. */
+static int hub_auth_failed(evt_hub *h, hub_conn *c, const char *detail, const char *told, char *why)
+{
+    DP_UNUSED(h);
+    dp_log(DP_LOG_WARN, "hub", "authentication failed from %s: %s", c->peer, detail);
+    return dp_fail(why, DP_EPROTO, "%s", told ? told : "authentication failed");
+}
+
+/* The handshake before HELLO_TASK / HELLO_SUB. Returns 1 when the frame was the
+ * handshake's, 0 when it goes on to the hello, or a negative code with why filled. */
+static int hub_auth(evt_hub *h, hub_conn *c, const evt_wire_header *fh, const uint8_t *p, char *why)
+{
+    int auth_frame = fh->type == EVT_F_AUTH_HELLO || fh->type == EVT_F_AUTH_PROOF;
+    if (!h->key.set) {
+        if (!auth_frame) return 0;
+        dp_log(DP_LOG_WARN, "hub", "refused %s: it sent %s, but this hub has no secret", c->peer,
+               evt_wire_type_name(fh->type));
+        return dp_fail(why, DP_EPROTO, "this hub has no secret: give the hub and its clients the same "
+                       "secret ($DOWNPOUR_SECRET or --secret-file), or none");
+    }
+    if (c->auth == HA_DONE) return 0;
+    if (auth_frame && fh->length != EVT_AUTH_BYTES)
+        return hub_auth_failed(h, c, "a handshake frame of the wrong length", NULL, why);
+    if (c->auth == HA_WANT_HELLO) {
+        if (fh->type != EVT_F_AUTH_HELLO)
+            return hub_auth_failed(h, c, "no handshake (the peer has no secret?)",
+                                   "authentication required: this hub has a secret ($DOWNPOUR_SECRET "
+                                   "or --secret-file; a viewer may use the hub's viewer token)", why);
+        uint8_t nonce[AUTH_NONCE_BYTES];
+        auth_hs_start(&c->hs, AUTH_SERVER, AUTH_CTX_HUB, nonce);
+        auth_hs_peer_nonce(&c->hs, p);
+        evt_frame_put(&c->out, EVT_F_AUTH_CHALLENGE, nonce, sizeof nonce);
+        hub_conn_flush(h, c);
+        c->auth = HA_WANT_PROOF;
+        return 1;
+    }
+    if (fh->type != EVT_F_AUTH_PROOF) return hub_auth_failed(h, c, "no proof after the challenge", NULL, why);
+    const auth_key *k = &h->key;
+    if (auth_hs_verify(&c->hs, k, p) != 0) {
+        k = &h->viewer_key;
+        if (auth_hs_verify(&c->hs, k, p) != 0)
+            return hub_auth_failed(h, c, "wrong proof (a different secret, or a replayed handshake)", NULL, why);
+        c->viewer_only = 1;
+    }
+    uint8_t proof[AUTH_PROOF_BYTES];
+    auth_hs_prove(&c->hs, k, proof);
+    auth_hs_clear(&c->hs);
+    evt_frame_put(&c->out, EVT_F_AUTH_OK, proof, sizeof proof);
+    hub_conn_flush(h, c);
+    c->auth = HA_DONE;
+    return 1;
+}
+
 static int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
                             const uint8_t *p, char *why)
 {
     if (c->role == HC_NEW) {
+        int a = hub_auth(h, c, fh, p, why);
+        if (a) return a < 0 ? a : 0;
         if (fh->type == EVT_F_HELLO_TASK) {
             if (fh->length != 12) return dp_fail(why, DP_EPROTO, "hello_task length %u", fh->length);
             uint32_t job = evt_get_u32(p);
             int32_t task = (int32_t)evt_get_u32(p + 4);
             if (job > EVT_JOB_HUB || task < 0)
                 return dp_fail(why, DP_EPROTO, "hello_task: bad job %u / task %d", job, task);
+            if (c->viewer_only)
+                return hub_auth_failed(h, c, "a task's hello with the viewer token",
+                                       "the viewer token may only subscribe", why);
             c->role = HC_TASK;
             c->job = (int)job;
             c->task = task;
@@ -295,10 +359,14 @@ static int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
         int64_t t3 = (int64_t)dp_now_ns();
         uint64_t seq = evt_get_u64(p);
         int64_t t1 = (int64_t)evt_get_u64(p + 8), t2 = (int64_t)evt_get_u64(p + 16);
-        if (c->synced || seq != c->probe_seq || t1 > t3)
+        /* t1 echoes our clock (>= 0, not ahead of now); the task's t2 must leave an
+         * offset that fits (a hostile reply would overflow it and every aligned time). */
+        if (c->synced || seq != c->probe_seq || t1 < 0 || t1 > t3)
             return dp_fail(why, DP_EPROTO, "probe_reply %llu does not answer probe %llu",
                            (unsigned long long)seq, (unsigned long long)c->probe_seq);
         int64_t rtt = t3 - t1;
+        if (t2 < -HUB_CLOCK_MAX || t2 > HUB_CLOCK_MAX)
+            return dp_fail(why, DP_EPROTO, "probe_reply: task clock %lld out of range", (long long)t2);
         if (rtt < c->best_rtt) {
             c->best_rtt = rtt;
             c->offset = t2 - (t1 + rtt / 2);
@@ -326,6 +394,8 @@ static int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
             evt_record *e = &h->scratch[i];
             if (hub_remap(c, &e->device) || hub_remap(c, &e->var) || hub_remap(c, &e->str))
                 return dp_fail(why, DP_EPROTO, "record %zu uses an undefined string id", i);
+            if (e->t < -HUB_CLOCK_MAX || e->t > HUB_CLOCK_MAX)
+                return dp_fail(why, DP_EPROTO, "record %zu: time %lld out of range", i, (long long)e->t);
         }
         uint64_t seq0 = c->seq_recv;
         for (size_t i = 0; i < h->nscratch; i++) {
@@ -381,6 +451,10 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         c->in.len += (size_t)n;
         budget += (size_t)n;
         h->st.bytes_in += (uint64_t)n;
+        if (c->role == HC_NEW && evt_buf_pending(&c->in) > HUB_NEW_MAX_BYTES) {
+            hub_conn_close(h, c, "too many bytes before a hello", 1);
+            return;
+        }
         evt_wire_header fh;
         const uint8_t *p;
         char why[DP_ERRLEN];
@@ -429,6 +503,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         c->hub = h;
         c->fd = fd;
         c->role = HC_NEW;
+        c->auth = h->key.set ? HA_WANT_HELLO : HA_DONE;
         c->born = hub_now(h);
         evt_wire_addr_text((struct sockaddr *)&ss, c->peer, sizeof c->peer);
         snprintf(c->name, sizeof c->name, "connection");
@@ -590,6 +665,11 @@ evt_hub *evt_hub_new(const evt_hub_options *opt, char *err)
     h->opt.listen = NULL;   /* not kept: borrowed from the caller */
     h->opt.trace_path = NULL;
     h->opt.metadata_json = NULL;
+    if (auth_hub_key_from_env(&h->key, err)) goto fail;
+    if (h->key.set) {
+        auth_viewer_token(&h->key, h->viewer_token, sizeof h->viewer_token);
+        auth_key_from_secret(&h->viewer_key, h->viewer_token, strlen(h->viewer_token), "viewer token", NULL);
+    }
     h->strings = evt_strtab_new();
     h->t0 = (int64_t)dp_now_ns();
     h->last_out_t = INT64_MIN;
@@ -613,6 +693,9 @@ evt_hub *evt_hub_new(const evt_hub_options *opt, char *err)
     sslen = sizeof ss;
     getsockname(h->lfd, (struct sockaddr *)&ss, &sslen);
     evt_wire_addr_text((struct sockaddr *)&ss, h->address, sizeof h->address);
+    if (!h->key.set && !auth_host_is_loopback(h->address))
+        dp_log(DP_LOG_WARN, "hub", "listening on %s without a secret: anyone who can reach it can stream "
+               "into the run or watch it (set $DOWNPOUR_SECRET or --secret-file)", h->address);
     h->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                                        : ntohs(((struct sockaddr_in *)&ss)->sin_port);
 
@@ -674,11 +757,14 @@ void evt_hub_free(evt_hub *h)
     free(h->scratch);
     free(h->offsets);
     free(h->final_meta);
+    auth_key_clear(&h->key);
+    auth_key_clear(&h->viewer_key);
     pthread_mutex_destroy(&h->mu);
     free(h);
 }
 
 const char *evt_hub_address(const evt_hub *h) { return h->address; }
+const char *evt_hub_viewer_token(const evt_hub *h) { return h->key.set ? h->viewer_token : NULL; }
 int evt_hub_port(const evt_hub *h) { return h->port; }
 
 int evt_hub_run(evt_hub *h, char *err)
@@ -791,6 +877,9 @@ int evt_hub_serve(const evt_hub_options *opt, FILE *out, char *err)
         return DP_ERR;
     }
     fprintf(out, "hub listening on %s\n", evt_hub_address(h));
+    if (evt_hub_viewer_token(h))
+        fprintf(out, "viewer token: %s (read-only: `DOWNPOUR_SECRET=TOKEN downpour view --connect %s`)\n",
+                evt_hub_viewer_token(h), evt_hub_address(h));
     fflush(out);
     if (opt->trace_path) fprintf(stderr, "hub: recording to %s\n", opt->trace_path);
     int rc = evt_hub_run(h, err);

@@ -56,6 +56,12 @@ void evt_hub_free(evt_hub *h);
 const char *evt_hub_address(const evt_hub *h);
 int evt_hub_port(const evt_hub *h);
 
+/* With a secret ($DOWNPOUR_HUB_SECRET, else $DOWNPOUR_SECRET: net/auth.h) every
+ * connection authenticates before its hello; a subscriber may use this read-only token
+ * (derived from the secret) as its secret instead. NULL without a secret; borrowed until
+ * evt_hub_free(). */
+const char *evt_hub_viewer_token(const evt_hub *h);
+
 /* Runs the loop on the calling thread until evt_hub_stop(), a signal (with
  * handle_signals) or the idle rule. On the way out it flushes the reorder window to the
  * trace and to subscribers, closes every connection and closes the trace properly.

@@ -15,8 +15,11 @@
 #include "events/hub.h"
 #include "events/trace.h"
 #include "events/wire.h"
+#include "net/auth.h"
 
 enum { HC_NEW, HC_TASK, HC_SUB };
+/* A connection's handshake when the hub has a secret (net/auth.h). */
+enum { HA_WANT_HELLO, HA_WANT_PROOF, HA_DONE };
 
 /* Where a task's EVENTS frame ended: once every held event that arrived before `arrival`
  * has left the reorder window (and the trace is flushed), the task's records 1..seq
@@ -29,6 +32,9 @@ typedef struct hub_conn {
     struct evt_hub *hub;
     struct hub_conn *prev, *next;   /* live list; `next` links the dead list after close */
     int fd, role, dead;
+    int auth;                       /* HA_*: HA_DONE from the start without a secret */
+    int viewer_only;                /* authenticated with the viewer token: may subscribe */
+    auth_hs hs;
     int64_t born;                   /* hub time of accept */
     char peer[64], name[32];
     evt_buf in, out;
@@ -72,6 +78,9 @@ struct evt_hub {
     evt_hub_options opt;            /* string fields cleared: not kept */
     char address[128];
     int port, lfd, ran, running, has_thread, thread_rc, had_tasks, trace_failed;
+    auth_key key, viewer_key;       /* the secret's key, the viewer token's (key.set == 0:
+                                     * no handshake) */
+    char viewer_token[AUTH_TOKEN_CHARS + 1];
     pthread_t thread;
     char thread_err[DP_ERRLEN];
     struct ev_loop *loop;

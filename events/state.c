@@ -504,6 +504,9 @@ void evt_state_apply(evt_state *st, const evt_record *e)
     case EVT_BARRIER_TIMEOUT:
         st->failures++;   /* the run stops; the task itself is not dead */
         break;
+    case EVT_GRAD_REJECTED:
+        st->drops++;   /* never applied */
+        break;
     case EVT_PS_RETRY:
         /* The worker gave up its step and session: what was in flight never ends. The
          * ps's own FAILURE marks the ps dead. */

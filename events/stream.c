@@ -1,7 +1,9 @@
 /* stream.c — the per-task event emitter. Producers (any thread) copy records into a
  * bounded ring under a mutex and return at once: when the ring is full the record is
  * dropped and counted, nothing ever waits on I/O. An instrumentation thread runs its own
- * libev loop: it connects to the hub (non-blocking, retrying with backoff), answers the
+ * libev loop: it connects to the hub (non-blocking, retrying with backoff; with a secret,
+ * the handshake of net/auth.h first, the hub's proof checked before anything it says is
+ * believed), answers the
  * hub's clock probes immediately, and after READY drains the ring every ~20 ms (or
  * when a batch fills: evt_emit wakes it with ev_async_send) into STRINGS + EVENTS
  * frames. String definitions go out before first use on each connection (all are resent
@@ -32,6 +34,7 @@
 
 #include "common/dp.h"
 #include "events/wire.h"
+#include "net/auth.h"
 
 #define EM_BATCH 1024                /* records per drain step; also the wake threshold */
 #define EM_FLUSH_S 0.020             /* batch period */
@@ -67,6 +70,7 @@ struct evt_emitter {
     atomic_int resync;              /* skew changed: re-run the clock handshake */
 
     int job, task;
+    auth_key key;                   /* the hub's secret (key.set == 0: no handshake) */
     struct sockaddr_storage addr;
     socklen_t addrlen;
     char addr_text[128];
@@ -78,6 +82,9 @@ struct evt_emitter {
     ev_timer flush_timer, retry_timer, handshake_timer, stop_timer;
     ev_io rio, wio;
     int fd, state, stopping, warned;
+    auth_hs hs;
+    int authing;                    /* 1: AUTH_HELLO sent; 2: proof sent; 0: done or none */
+    int refused_warned;             /* a refusal by the hub was logged (once) */
     double backoff;
     evt_buf in, out;
     size_t nsent;                   /* ring records (from head) sent on this connection */
@@ -275,7 +282,49 @@ static void em_resume(evt_emitter *em)
 static void em_handle_frame(evt_emitter *em, const evt_wire_header *h, const uint8_t *p)
 {
     char why[DP_ERRLEN];
+    if (em->authing && h->type != EVT_F_AUTH_CHALLENGE && h->type != EVT_F_AUTH_OK &&
+        h->type != EVT_F_ERROR) {
+        snprintf(why, sizeof why, "%s frame before the hub proved it knows the secret",
+                 evt_wire_type_name(h->type));
+        em_disconnect(em, why);
+        return;
+    }
     switch (h->type) {
+    case EVT_F_AUTH_CHALLENGE: {
+        if (h->length != EVT_AUTH_BYTES) goto bad_len;
+        if (em->authing != 1) {
+            em_disconnect(em, "unexpected auth_challenge frame");
+            return;
+        }
+        /* Our proof and HELLO_TASK together: the hub checks the proof first. */
+        uint8_t proof[AUTH_PROOF_BYTES], hello[12];
+        auth_hs_peer_nonce(&em->hs, p);
+        auth_hs_prove(&em->hs, &em->key, proof);
+        evt_frame_put(&em->out, EVT_F_AUTH_PROOF, proof, sizeof proof);
+        evt_put_u32(hello, (uint32_t)em->job);
+        evt_put_u32(hello + 4, (uint32_t)em->task);
+        evt_put_u32(hello + 8, (uint32_t)getpid());
+        evt_frame_put(&em->out, EVT_F_HELLO_TASK, hello, sizeof hello);
+        em->authing = 2;
+        em_try_write(em);
+        return;
+    }
+    case EVT_F_AUTH_OK:
+        if (h->length != EVT_AUTH_BYTES) goto bad_len;
+        if (em->authing != 2) {
+            em_disconnect(em, "unexpected auth_ok frame");
+            return;
+        }
+        if (auth_hs_verify(&em->hs, &em->key, p) != 0) {
+            snprintf(why, sizeof why, "the hub failed to prove it knows the secret (a different secret?)");
+            if (!em->refused_warned) dp_log(DP_LOG_WARN, "emitter", "hub %s: %s", em->addr_text, why);
+            em->refused_warned = 1;
+            em_disconnect(em, why);
+            return;
+        }
+        auth_hs_clear(&em->hs);
+        em->authing = 0;
+        return;
     case EVT_F_PROBE: {
         if (h->length != 16) goto bad_len;
         /* Answer at once: the reply's task time must be taken as close as possible
@@ -331,6 +380,10 @@ static void em_handle_frame(evt_emitter *em, const evt_wire_header *h, const uin
     case EVT_F_ERROR: {
         int n = h->length > 200 ? 200 : (int)h->length;
         snprintf(why, sizeof why, "hub refused: %.*s", n, (const char *)p);
+        /* Said once, loudly: a refusal (a missing or different secret) does not heal
+         * by retrying. */
+        if (!em->refused_warned) dp_log(DP_LOG_WARN, "emitter", "hub %s: %s", em->addr_text, why);
+        em->refused_warned = 1;
         em_disconnect(em, why);
         return;
     }
@@ -412,12 +465,20 @@ static void em_connect(evt_emitter *em)
     em->state = EM_CONNECTING;
     ev_io_set(&em->rio, em->fd, EV_READ);
     ev_io_set(&em->wio, em->fd, EV_WRITE);
-    /* HELLO is queued now and leaves as soon as the connection completes. */
-    uint8_t hello[12];
-    evt_put_u32(hello, (uint32_t)em->job);
-    evt_put_u32(hello + 4, (uint32_t)em->task);
-    evt_put_u32(hello + 8, (uint32_t)getpid());
-    evt_frame_put(&em->out, EVT_F_HELLO_TASK, hello, sizeof hello);
+    /* HELLO (or, with a secret, the handshake's first frame) is queued now and leaves
+     * as soon as the connection completes. */
+    if (em->key.set) {
+        uint8_t nonce[AUTH_NONCE_BYTES];
+        auth_hs_start(&em->hs, AUTH_CLIENT, AUTH_CTX_HUB, nonce);
+        evt_frame_put(&em->out, EVT_F_AUTH_HELLO, nonce, sizeof nonce);
+        em->authing = 1;
+    } else {
+        uint8_t hello[12];
+        evt_put_u32(hello, (uint32_t)em->job);
+        evt_put_u32(hello + 4, (uint32_t)em->task);
+        evt_put_u32(hello + 8, (uint32_t)getpid());
+        evt_frame_put(&em->out, EVT_F_HELLO_TASK, hello, sizeof hello);
+    }
     int rc = connect(em->fd, (struct sockaddr *)&em->addr, em->addrlen);
     if (rc < 0 && errno != EINPROGRESS) {
         em_disconnect(em, strerror(errno));
@@ -511,7 +572,11 @@ evt_emitter *evt_emitter_new(const char *hub_addr, int job, int task, int capaci
     socklen_t sslen;
     if (evt_wire_parse_addr(hub_addr, 0, &ss, &sslen, err)) return NULL;
     if (capacity <= 0) capacity = 65536;
+    auth_key key;
+    if (auth_hub_key_from_env(&key, err)) return NULL;
     evt_emitter *em = xcalloc(1, sizeof *em);
+    em->key = key;
+    auth_key_clear(&key);
     pthread_mutex_init(&em->mu, NULL);
     em->cap = (size_t)capacity;
     em->ring = xmalloc(em->cap * sizeof *em->ring);
@@ -568,6 +633,8 @@ void evt_emitter_free(evt_emitter *em)
     free(em->defs);
     evt_strtab_free(em->strings);
     free(em->ring);
+    auth_key_clear(&em->key);
+    auth_hs_clear(&em->hs);
     pthread_mutex_destroy(&em->mu);
     free(em);
 }

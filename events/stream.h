@@ -15,7 +15,8 @@
 typedef struct evt_emitter evt_emitter;
 
 /* Connects (in the background, retrying with backoff) to the hub at "host:port" as
- * task (job, task). capacity = events buffered before dropping (e.g. 65536).
+ * task (job, task), authenticating with the secret of $DOWNPOUR_HUB_SECRET /
+ * $DOWNPOUR_SECRET when one is set (net/auth.h; NULL with err when it is too short). capacity = events buffered before dropping (e.g. 65536).
  * Returns NULL with err filled on a bad address. Free with evt_emitter_free(), which
  * flushes for at most ~1 s and stops the thread. */
 evt_emitter *evt_emitter_new(const char *hub_addr, int job, int task, int capacity, char *err);
@@ -62,8 +63,10 @@ int evt_emitter_wait_connected(const evt_emitter *em, int timeout_ms);
  * ...) when readable, or use the blocking-with-timeout evt_sub_read(). */
 typedef struct evt_sub evt_sub;
 
-/* Connects to the hub at "host:port" within timeout_ms and subscribes. Returns NULL
- * with err filled on failure. Close with evt_sub_close(). */
+/* Connects to the hub at "host:port" within timeout_ms and subscribes; with a secret
+ * ($DOWNPOUR_HUB_SECRET / $DOWNPOUR_SECRET: the run's secret or the hub's viewer token)
+ * it authenticates first, blocking up to timeout_ms for the hub's answers. Returns NULL
+ * with err filled on failure (a refusal says why). Close with evt_sub_close(). */
 evt_sub *evt_sub_connect(const char *hub_addr, int timeout_ms, char *err);
 void evt_sub_close(evt_sub *s);
 

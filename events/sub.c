@@ -1,5 +1,7 @@
-/* sub.c — the hub's subscriber client (viewers, test clients): connects, sends
- * HELLO_SUB, then decodes the hub's frames into a FIFO of records plus the hub's string
+/* sub.c — the hub's subscriber client (viewers, test clients): connects, runs the
+ * handshake when a secret is set (net/auth.h: the secret or the hub's viewer token from
+ * $DOWNPOUR_HUB_SECRET / $DOWNPOUR_SECRET; the hub's proof is checked), sends HELLO_SUB,
+ * then decodes the hub's frames into a FIFO of records plus the hub's string
  * table. The first records are the state snapshot (until STATE_END), then the live
  * stream. Frames are validated like everywhere else: a bad one ends the stream with
  * DP_EPROTO. One thread per evt_sub; the socket is non-blocking throughout. */
@@ -14,6 +16,7 @@
 
 #include "common/dp.h"
 #include "events/wire.h"
+#include "net/auth.h"
 
 #define SUB_MAX_QUEUED (1u << 20)   /* stop reading while this many records wait */
 
@@ -35,6 +38,74 @@ static int wait_fd(int fd, short events, int timeout_ms)
     int rc;
     do rc = poll(&p, 1, timeout_ms);
     while (rc < 0 && errno == EINTR);
+    return rc;
+}
+
+/* One small frame, whole (a fresh socket's send buffer takes it). */
+static int sub_send_frame(evt_sub *s, int type, const void *p, size_t n, char *err)
+{
+    evt_buf b = {0};
+    evt_frame_put(&b, type, p, n);
+    ssize_t w = send(s->fd, b.data, b.len, MSG_NOSIGNAL);
+    int ok = w == (ssize_t)b.len;
+    evt_buf_release(&b);
+    if (!ok) return dp_fail(err, DP_EIO, "hub %s: send: %s", s->addr, w < 0 ? strerror(errno) : "short write");
+    return DP_OK;
+}
+
+/* Waits (until deadline) for the hub's next frame, which must be `type` with
+ * EVT_AUTH_BYTES of payload, copied to out. An ERROR frame fails with its text. The
+ * bytes after it stay in s->in for evt_sub_pump. */
+static int sub_expect(evt_sub *s, int type, uint8_t out[EVT_AUTH_BYTES], uint64_t deadline, char *err)
+{
+    for (;;) {
+        evt_wire_header h;
+        const uint8_t *p;
+        int rc = evt_frame_next(&s->in, &h, &p, err);
+        if (rc < 0) return rc;
+        if (rc == 1) {
+            if (h.type == EVT_F_ERROR) {
+                int n = h.length > 300 ? 300 : (int)h.length;
+                return dp_fail(err, DP_EPROTO, "hub %s: %.*s", s->addr, n, (const char *)p);
+            }
+            if (h.type != type || h.length != EVT_AUTH_BYTES)
+                return dp_fail(err, DP_EPROTO, "hub %s: %s frame (length %u) during the handshake, "
+                               "expected %s", s->addr, evt_wire_type_name(h.type), h.length,
+                               evt_wire_type_name(type));
+            memcpy(out, p, EVT_AUTH_BYTES);
+            evt_buf_consume(&s->in, EVT_WIRE_HEADER + h.length);
+            return DP_OK;
+        }
+        uint64_t now = dp_now_ns();
+        if (now >= deadline || wait_fd(s->fd, POLLIN, (int)((deadline - now) / 1000000 + 1)) <= 0)
+            return dp_fail(err, DP_ETIMEDOUT, "hub %s: no answer to the handshake", s->addr);
+        uint8_t *dst = evt_buf_reserve(&s->in, 4096);
+        ssize_t n = recv(s->fd, dst, 4096, 0);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+        if (n <= 0)
+            return dp_fail(err, DP_ECLOSED, "hub %s: closed the connection during the handshake "
+                           "(it has no secret, or another one?)", s->addr);
+        s->in.len += (size_t)n;
+    }
+}
+
+/* The handshake (net/auth.h) before HELLO_SUB; the hub's proof is checked too. */
+static int sub_authenticate(evt_sub *s, const auth_key *key, uint64_t deadline, char *err)
+{
+    auth_hs hs;
+    uint8_t buf[AUTH_NONCE_BYTES];
+    auth_hs_start(&hs, AUTH_CLIENT, AUTH_CTX_HUB, buf);
+    int rc = sub_send_frame(s, EVT_F_AUTH_HELLO, buf, sizeof buf, err);
+    if (!rc) rc = sub_expect(s, EVT_F_AUTH_CHALLENGE, buf, deadline, err);
+    if (!rc) {
+        auth_hs_peer_nonce(&hs, buf);
+        auth_hs_prove(&hs, key, buf);
+        rc = sub_send_frame(s, EVT_F_AUTH_PROOF, buf, sizeof buf, err);
+    }
+    if (!rc) rc = sub_expect(s, EVT_F_AUTH_OK, buf, deadline, err);
+    if (!rc && auth_hs_verify(&hs, key, buf) != 0)
+        rc = dp_fail(err, DP_EPROTO, "hub %s failed to prove it knows the secret (a different secret?)", s->addr);
+    auth_hs_clear(&hs);
     return rc;
 }
 
@@ -61,21 +132,23 @@ evt_sub *evt_sub_connect(const char *hub_addr, int timeout_ms, char *err)
         dp_fail(err, DP_EIO, "hub %s: connect: %s", hub_addr, strerror(rc < 0 ? errno : soerr));
         goto fail;
     }
-    uint8_t hello[EVT_WIRE_HEADER + 4];
-    evt_put_u32(hello, EVT_WIRE_MAGIC);
-    evt_put_u16(hello + 4, EVT_WIRE_VERSION);
-    evt_put_u16(hello + 6, EVT_F_HELLO_SUB);
-    evt_put_u32(hello + 8, 4);
-    evt_put_u32(hello + 12, 0);
-    /* 16 bytes into a fresh socket's empty send buffer: one send suffices. */
-    if (send(fd, hello, sizeof hello, MSG_NOSIGNAL) != (ssize_t)sizeof hello) {
-        dp_fail(err, DP_EIO, "hub %s: send: %s", hub_addr, strerror(errno));
-        goto fail;
-    }
     evt_sub *s = xcalloc(1, sizeof *s);
     s->fd = fd;
     s->strings = evt_strtab_new();
     snprintf(s->addr, sizeof s->addr, "%s", hub_addr);
+    uint64_t deadline = dp_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+    auth_key key;
+    if (auth_hub_key_from_env(&key, err) || (key.set && sub_authenticate(s, &key, deadline, err))) {
+        auth_key_clear(&key);
+        evt_sub_close(s);
+        return NULL;
+    }
+    auth_key_clear(&key);
+    uint8_t flags[4] = {0};
+    if (sub_send_frame(s, EVT_F_HELLO_SUB, flags, sizeof flags, err)) {
+        evt_sub_close(s);
+        return NULL;
+    }
     return s;
 fail:
     close(fd);

@@ -22,6 +22,7 @@ const char *evt_wire_type_name(int type)
     static const char *names[] = {
         "?", "hello_task", "hello_sub", "probe", "probe_reply", "ready", "strings",
         "events", "welcome", "state_end", "dropped", "error", "resume", "ack",
+        "auth_hello", "auth_challenge", "auth_proof", "auth_ok",
     };
     if (type <= 0 || type > EVT_F_TYPE_MAX) return "unknown";
     return names[type];

@@ -41,8 +41,15 @@ enum evt_wire_type {
     EVT_F_ACK = 13,        /* H->T  {u64 seq}: cumulative: the task's events 1..seq are
                             * recorded (trace written and flushed) or, with no trace, merged
                             * and fanned out; the task may forget them */
-    EVT_F_TYPE_MAX = 13
+    /* The handshake (net/auth.h), first when the hub has a secret: before HELLO_TASK
+     * or HELLO_SUB. Every payload is exactly EVT_AUTH_BYTES. */
+    EVT_F_AUTH_HELLO = 14,     /* T,S->H {32-byte nonce of the client} */
+    EVT_F_AUTH_CHALLENGE = 15, /* H->T,S {32-byte nonce of the hub} */
+    EVT_F_AUTH_PROOF = 16,     /* T,S->H {32-byte proof of the client}; HELLO_* follows */
+    EVT_F_AUTH_OK = 17,        /* H->T,S {32-byte proof of the hub}: checked by the client */
+    EVT_F_TYPE_MAX = 17
 };
+#define EVT_AUTH_BYTES 32
 
 /* A parsed frame header. */
 typedef struct evt_wire_header {

@@ -9,6 +9,7 @@
 
 #include "cluster/spec.h"
 #include "common/dp.h"
+#include "net/auth.h"
 #include "runtime/device.h"
 
 /* A text extra's field, or NULL. */
@@ -21,6 +22,7 @@ static char *text_field(rt_config *c, const char *name)
     if (!strcmp(name, "summary")) return c->summary;
     if (!strcmp(name, "device_for")) return c->device_for;
     if (!strcmp(name, "worker_devices")) return c->worker_devices;
+    if (!strcmp(name, "secret_file")) return c->secret_file;
     return NULL;
 }
 
@@ -169,6 +171,11 @@ int rt_config_check(const rt_config *c, char *err)
     return DP_OK;
 }
 
+int rt_config_apply_secret(const rt_config *c, char *err)
+{
+    return c->secret_file[0] ? auth_secret_file_to_env(c->secret_file, err) : DP_OK;
+}
+
 static int scope_cmd(int scope)
 {
     return (scope & RT_FLAG_LOCAL) ? RUN_CMD_LOCAL : (scope & RT_FLAG_CLUSTER) ? RUN_CMD_CLUSTER : RUN_CMD_TASK;
@@ -188,6 +195,7 @@ int rt_config_to_argv(const rt_config *c, char **argv)
     for (size_t i = 0; i < nk; i++) {
         const run_key *k = &keys[i];
         if (!(k->cmds & RUN_CMD_TASK)) continue;
+        if (!strcmp(k->name, "secret_file")) continue;   /* the tasks get $DOWNPOUR_SECRET */
         char val[RT_PATH_MAX + 8];
         if (run_format(&c->run, k, val, sizeof val) == 0) {
             if (!val[0]) continue;                  /* no stragglers */

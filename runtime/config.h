@@ -30,6 +30,8 @@ typedef struct rt_config {
     int save_ckpt_secs;             /* --save-checkpoint-secs: every S seconds (0: off) */
     char summary[RT_PATH_MAX];
     int connect_timeout;            /* seconds a worker waits for its ps */
+    char secret_file[RT_PATH_MAX];  /* --secret-file: the run's secret (net/auth.h); the
+                                     * tasks get it through $DOWNPOUR_SECRET, not argv */
     double barrier_timeout_s;       /* sync: a step waiting this long for a replica stops
                                      * the run (0: never) */
     run_fault faults[RUN_MAX_FAULTS]; /* `cluster --fail/--kill`: the launcher injects them */
@@ -70,6 +72,11 @@ int rt_config_set(rt_config *c, const char *name, const char *text, const char *
 /* Cross-checks after parsing (backup workers < workers, stragglers exist, ...).
  * Returns 0 or DP_EINVAL with a message. */
 int rt_config_check(const rt_config *c, char *err);
+
+/* --secret-file: puts the file's secret in $DOWNPOUR_SECRET (net/auth.h), where every
+ * connection of this process and of the tasks it starts finds it. Call once, before
+ * any thread starts. Returns 0 (also without the flag) or a dp_err naming the file. */
+int rt_config_apply_secret(const rt_config *c, char *err);
 
 /* Prints the flags of `scope` as help text (from the key table). */
 void rt_config_usage(FILE *f, int scope);

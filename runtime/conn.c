@@ -48,6 +48,7 @@ struct net_conn {
     size_t pgot;
     uint8_t *own;
     size_t own_cap;
+    uint64_t last_read_ns;   /* when bytes last came in (or the conn was made) */
     /* writing */
     out_frame *head, *tail;
     size_t pending;
@@ -230,6 +231,7 @@ static void read_frames(net_conn *c)
             net_conn_close(c, err);
             return;
         }
+        c->last_read_ns = dp_now_ns();
         if (!c->in_payload) {
             c->hgot += (size_t)r;
             if (c->hgot < PROTO_HEADER_SIZE) continue;
@@ -303,7 +305,14 @@ net_conn *net_conn_new(struct ev_loop *loop, int fd, const net_handler *handler,
     ev_io_init(&c->wio, on_write, fd, EV_WRITE);
     ev_timer_init(&c->reap, on_reap, 0., 0.);
     ev_io_start(loop, &c->rio);
+    c->last_read_ns = dp_now_ns();
     return c;
+}
+
+uint64_t net_conn_stalled_ns(const net_conn *c, uint64_t now)
+{
+    if (c->closing || (!c->hgot && !c->in_payload) || now < c->last_read_ns) return 0;
+    return now - c->last_read_ns;
 }
 
 size_t net_conn_pending(const net_conn *c) { return c->pending; }

@@ -48,6 +48,10 @@ void net_conn_send_error(net_conn *c, const char *text);
  * when called from inside one. */
 void net_conn_close(net_conn *c, const char *reason);
 
+/* How long (ns, at dp_now_ns() time now) a partly received frame has waited for its
+ * next byte; 0 when no frame is partly in. Owners use it for a read timeout. */
+uint64_t net_conn_stalled_ns(const net_conn *c, uint64_t now);
+
 /* Bytes queued but not yet written. */
 size_t net_conn_pending(const net_conn *c);
 const char *net_conn_peer(const net_conn *c);

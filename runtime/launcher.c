@@ -24,6 +24,7 @@
 #include "cluster/spec.h"
 #include "common/dp.h"
 #include "events/hub.h"
+#include "net/auth.h"
 #include "runtime/conn.h"
 #include "runtime/instr.h"
 #include "runtime/netns.h"
@@ -375,6 +376,7 @@ static void print_summary(launcher *l, double wall_s)
     double paced_max = 0, unpaced_s = 0;   /* --pace: largest paced_s, largest train_s - paced_s */
     double ps_gs = -1;                     /* the global step the ps holding it reported */
     double reconnects = 0;                 /* workers' reconnections after a lost ps */
+    double rejected = 0;                   /* gradients holding NaN or Inf, refused by the ps */
     int n_loss = 0;
     for (int i = 0; i < l->n_kids; i++) {
         child *c = &l->kids[i];
@@ -403,6 +405,7 @@ static void print_summary(launcher *l, double wall_s)
             stale_sum += jnum(s, "stale_sum");
             if (jnum(s, "stale_max") > stale_max) stale_max = jnum(s, "stale_max");
             drops += jnum(s, "drops");
+            rejected += jnum(s, "rejected");
             json_t *vm = json_object_get(s, "var_step_min");
             if (vm && json_is_integer(vm) && json_integer_value(vm) >= 0 &&
                 (var_min < 0 || json_integer_value(vm) < var_min))
@@ -424,6 +427,7 @@ static void print_summary(launcher *l, double wall_s)
         .events_dropped = l->events_dropped, .trace = cfg->trace,
     };
     json_t *o = run_summary_json(&cfg->run, &rr);
+    if (rejected > 0) json_object_set_new(o, "gradients_rejected", json_integer((json_int_t)rejected));
     if (cfg->n_faults) {
         /* --fail: what was injected and what became of it */
         json_object_set_new(o, "faults_injected", json_integer(l->faults_injected));
@@ -444,11 +448,35 @@ static void print_summary(launcher *l, double wall_s)
 }
 
 
+/* A launched cluster always authenticates (docs/security.md): without a secret of the
+ * user's ($DOWNPOUR_SECRET, or --secret-file, which put it there), a random one for this
+ * run, passed to every task, our hub thread and the viewer through the environment, so
+ * that a stranger on the machine cannot join. A hub we did not start (--hub ADDR) cannot
+ * know it: the tasks reach that one as before, without a secret. Called before any
+ * thread starts (setenv). */
+static void launcher_secret(const rt_config *cfg)
+{
+    if (getenv(AUTH_ENV)) return;
+    /* For measurements only (make bench: authentication on vs off). */
+    const char *off = getenv("DOWNPOUR_AUTH");
+    if (off && !strcmp(off, "off")) {
+        dp_log(DP_LOG_WARN, "cluster", "DOWNPOUR_AUTH=off: no secret, anyone on this machine can join this run");
+        return;
+    }
+    char secret[2 * AUTH_KEY_BYTES + 1];
+    auth_generate_secret(secret, sizeof secret);
+    setenv(AUTH_ENV, secret, 1);
+    auth_memzero(secret, sizeof secret);
+    if (cfg->hub[0] && !getenv(AUTH_HUB_ENV)) setenv(AUTH_HUB_ENV, "", 1);
+    dp_log(DP_LOG_DEBUG, "cluster", "no secret given: generated one for this run's connections");
+}
+
 int launcher_run(const rt_config *cfg, const char *self, char *err)
 {
     launcher l;
     memset(&l, 0, sizeof l);
     l.cfg = cfg;
+    launcher_secret(cfg);
     int view = cfg->view;
     if (view && !dp_have_display()) {
         view = 0;

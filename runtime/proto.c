@@ -47,7 +47,9 @@ static const char *const type_names[MSG_TYPE_COUNT] = {
     [MSG_SSP_GO] = "SSP_GO", [MSG_DONE] = "DONE", [MSG_ERROR] = "ERROR",
     [MSG_RELEASE] = "RELEASE", [MSG_INIT_SLOT] = "INIT_SLOT", [MSG_SLOT_RESP] = "SLOT_RESP",
     [MSG_FINAL_STEP] = "FINAL_STEP", [MSG_FINAL_STEP_RESP] = "FINAL_STEP_RESP",
-    [MSG_WAITING] = "WAITING",
+    [MSG_WAITING] = "WAITING", [MSG_AUTH_HELLO] = "AUTH_HELLO",
+    [MSG_AUTH_CHALLENGE] = "AUTH_CHALLENGE", [MSG_AUTH_PROOF] = "AUTH_PROOF",
+    [MSG_AUTH_OK] = "AUTH_OK",
 };
 
 const char *proto_type_name(int type)
@@ -56,13 +58,16 @@ const char *proto_type_name(int type)
     return type_names[type];
 }
 
-/* Which types carry a payload: tensors (bounded by PROTO_MAX_PAYLOAD, a multiple of 4)
- * or text (bounded by PROTO_MAX_TEXT); the rest carry none. */
+/* Which types carry a payload: tensors (bounded by PROTO_MAX_PAYLOAD, a multiple of 4),
+ * text (bounded by PROTO_MAX_TEXT), exactly PROTO_AUTH_BYTES (the handshake) or, for
+ * HELLO, none or a session token; the rest carry none. */
 static int payload_kind(int type)
 {
     switch (type) {
     case MSG_INIT: case MSG_PULL_RESP: case MSG_PUSH: case MSG_INIT_SLOT: case MSG_SLOT_RESP: return 1;
     case MSG_ERROR: return 2;
+    case MSG_AUTH_HELLO: case MSG_AUTH_CHALLENGE: case MSG_AUTH_PROOF: case MSG_AUTH_OK: return 3;
+    case MSG_HELLO: return 4;
     default: return 0;
     }
 }
@@ -101,6 +106,16 @@ int proto_decode(const uint8_t *buf, proto_header *h, char *err)
         if (h->length > PROTO_MAX_TEXT)
             return dp_fail(err, DP_EPROTO, "ERROR text of %u bytes exceeds limit %u", h->length,
                            PROTO_MAX_TEXT);
+        break;
+    case 3:
+        if (h->length != PROTO_AUTH_BYTES)
+            return dp_fail(err, DP_EPROTO, "%s carries %u payload bytes, expected %u",
+                           proto_type_name(h->type), h->length, PROTO_AUTH_BYTES);
+        break;
+    case 4:
+        if (h->length != 0 && h->length != PROTO_TOKEN_BYTES)
+            return dp_fail(err, DP_EPROTO, "%s carries %u payload bytes, expected 0 or %u",
+                           proto_type_name(h->type), h->length, PROTO_TOKEN_BYTES);
         break;
     }
     return DP_OK;

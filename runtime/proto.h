@@ -18,10 +18,21 @@
 #define PROTO_HEADER_SIZE 32
 #define PROTO_MAX_PAYLOAD (64u << 20) /* 64 MiB: the largest variable we allow */
 #define PROTO_MAX_TEXT 4096
+#define PROTO_AUTH_BYTES 32  /* every AUTH_* payload: a nonce or a proof */
+#define PROTO_TOKEN_BYTES 8  /* HELLO's optional session token */
 
 /* Message types. Field use:
+ *   AUTH_HELLO w->ps payload=the worker's 32-byte nonce: the first frame when a secret is
+ *                    configured (net/auth.h; docs/security.md)
+ *   AUTH_CHALLENGE ps->w payload=the ps's 32-byte nonce
+ *   AUTH_PROOF w->ps payload=the worker's 32-byte proof of the key over both nonces
+ *   AUTH_OK   ps->w  payload=the ps's 32-byte proof (the worker checks it: mutual)
  *   HELLO     w->ps  var=worker index, arg0=config hash, arg1=steps the worker completed
- *                    (its SSP clock: a worker reconnecting after a lost ps carries on)
+ *                    (its SSP clock: a worker reconnecting after a lost ps carries on),
+ *                    payload=none or 8 bytes: the worker process's random session token
+ *                    (u64 LE; a HELLO for a slot held by a live connection replaces it
+ *                    only when it carries the holder's token: the same process
+ *                    reconnecting; any other claim is refused)
  *   HELLO_OK  ps->w  var=ps index, arg0=config hash
  *   INIT      chief->ps var, arg0=global step to start from, arg1=INIT_* flags | session << 8,
  *                    payload=floats (ignored when the variable is initialised, unless
@@ -53,6 +64,7 @@ enum proto_type {
     MSG_HELLO = 1, MSG_HELLO_OK, MSG_INIT, MSG_INIT_OK, MSG_PULL, MSG_PULL_RESP,
     MSG_PUSH, MSG_PUSH_ACK, MSG_SSP_WAIT, MSG_SSP_GO, MSG_DONE, MSG_ERROR, MSG_RELEASE,
     MSG_INIT_SLOT, MSG_SLOT_RESP, MSG_FINAL_STEP, MSG_FINAL_STEP_RESP, MSG_WAITING,
+    MSG_AUTH_HELLO, MSG_AUTH_CHALLENGE, MSG_AUTH_PROOF, MSG_AUTH_OK,
     MSG_TYPE_COUNT
 };
 
@@ -90,7 +102,7 @@ void proto_encode(const proto_header *h, uint8_t *buf);
 /* Decodes and validates buf[PROTO_HEADER_SIZE]. Returns 0, or DP_EPROTO with a reason in
  * err ("bad magic 0x...", "protocol version 2, expected 1", "unknown message type 99",
  * "payload of 70000000 bytes exceeds limit 67108864", "HELLO carries 12 payload bytes,
- * expected 0"). */
+ * expected 0 or 8", "AUTH_PROOF carries 5 payload bytes, expected 32"). */
 int proto_decode(const uint8_t *buf, proto_header *h, char *err);
 
 /* "PULL", "PUSH_ACK", ... or "?" */

@@ -7,6 +7,7 @@
 #include "runtime/task.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +20,19 @@
 #include "cluster/update.h"
 #include "cluster/vars.h"
 #include "common/dp.h"
+#include "net/auth.h"
 #include "runtime/conn.h"
 #include "runtime/instr.h"
+
+/* The limits on connections that have not yet said an authenticated HELLO
+ * (docs/security.md): dropped after PS_HANDSHAKE_S; any connection whose partly received
+ * frame waits PS_FRAME_IDLE_S for its next byte is dropped; at most
+ * PS_MAX_CONNS(workers) connections at once, the rest closed at accept. */
+#define PS_HANDSHAKE_S 5.0
+#define PS_FRAME_IDLE_S 30.0
+#define PS_MAX_CONNS(workers) (4 * (workers) + 16)
+#define PS_GUARD_S 0.25
+#define PS_REFUSE_LOG_NS 1000000000ull
 
 volatile int rt_stop_requested;
 
@@ -44,11 +56,20 @@ typedef struct ps_var {
     int timeout_sent;    /* sync: the --barrier-timeout WAITING went out for this step */
 } ps_var;
 
+/* A connection's handshake: AUTH_HELLO, then AUTH_PROOF (with a secret), then HELLO. */
+enum { PS_AUTH_WANT_HELLO, PS_AUTH_WANT_PROOF, PS_AUTH_DONE };
+
 typedef struct ps_client {
     ps_server *ps;
     net_conn *conn;
+    struct ps_client *prev, *next;   /* every connection, for the guard timer */
+    uint64_t born_ns;
+    int auth;            /* PS_AUTH_*: DONE from the start without a secret */
+    auth_hs hs;
+    uint64_t token;      /* the worker process's session token (HELLO; 0: none given) */
     int worker;          /* -1 until HELLO */
-    float *grad;         /* receive buffer for pushes, sized for the largest local var */
+    float *grad;         /* receive buffer for pushes, sized for the largest local var;
+                          * allocated at HELLO, never for a peer that has not said it */
     int done;
     uint8_t *owed;       /* sync, per variable: a gradient acknowledged ACCUMULATED on this
                           * connection and not yet RELEASEd (one pushed on an earlier
@@ -86,8 +107,16 @@ struct ps_server {
     uint8_t *finished;   /* per worker: DONE, or lost after HELLO (for FINAL_STEP) */
     rt_instr *in;        /* NULL without a hub */
     uint32_t device;     /* this task's CPU device (string id) */
+    auth_key key;        /* the run's secret; key.set == 0: no handshake */
+    ps_client *conns;    /* every open connection */
+    int n_conns, max_conns;
+    ev_timer guard;      /* handshake and read timeouts */
+    uint64_t refused, refused_logged, refused_log_ns;  /* connections over the cap */
+    uint64_t auth_failures;
     /* statistics */
     uint64_t applies, drops, pulls;
+    uint64_t rejected;   /* gradients holding NaN or Inf, never applied */
+    uint64_t rejected_logged_ns;
     stale_stats stale;
     uint64_t gs_first_ns, gs_last_ns, gs_advances;
 };
@@ -238,10 +267,63 @@ static void send_release(ps_client *c, uint32_t var, int64_t version)
     net_conn_send(c->conn, rel, NULL, 0, 0);
 }
 
+/* The index of g's first NaN or Inf, or n: TensorFlow's check_numerics. An exponent of
+ * all ones is either; the first pass only ORs the verdicts (vectorises), the second
+ * finds the element when there is one. */
+static size_t first_nonfinite(const float *g, size_t n)
+{
+    uint32_t any = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &g[i], sizeof u);
+        any |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    if (!any) return n;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(g[i])) return i;
+    return n;
+}
+
+/* A gradient holding NaN or Inf: refused (ACK_DROPPED), counted, logged with its sender
+ * (at most once a second), an event — never applied. */
+static void reject_push(ps_server *ps, ps_client *cl, const ps_var *v, const proto_header *h, size_t bad,
+                        float x)
+{
+    ps->rejected++;
+    int64_t cur = var_version(ps, v);
+    char what[160];
+    snprintf(what, sizeof what, "%s at element %zu of %s's gradient", isnan(x) ? "NaN" : "Inf", bad, v->def->name);
+    uint64_t now = dp_now_ns();
+    if (now - ps->rejected_logged_ns >= 1000000000ull) {
+        ps->rejected_logged_ns = now;
+        dp_log(DP_LOG_WARN, ps->name, "rejected a gradient from worker %d (%s): %s; never applied (%llu so far)",
+               cl->worker, net_conn_peer(cl->conn), what, (unsigned long long)ps->rejected);
+    }
+    if (ps->in) {
+        evt_record e = rt_instr_record(ps->in, EVT_GRAD_REJECTED);
+        e.peer_job = EVT_JOB_WORKER;
+        e.peer = cl->worker;
+        e.var = rt_instr_var(ps->in, v->id);
+        e.device = ps->device;
+        e.step = cur;
+        e.value = (double)bad;
+        e.str = rt_instr_str(ps->in, what);
+        rt_instr_emit(ps->in, &e);
+    }
+    send_ack(cl, h->var, cur, ACK_DROPPED, 0);
+}
+
 static void handle_push(ps_server *ps, ps_client *cl, const proto_header *h, const float *g)
 {
     ps_var *v = local_var(ps, h->var);
     int64_t read = h->arg0;
+    if (v->def->trainable) {
+        size_t bad = first_nonfinite(g, v->def->count);
+        if (bad < v->def->count) {
+            reject_push(ps, cl, v, h, bad, g[bad]);
+            return;
+        }
+    }
     if (ps->cfg->mode == MODE_SYNC) {
         int64_t cur = sync_acc_step(v->acc);
         if (read > cur && ps->restores) {
@@ -366,6 +448,13 @@ static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err,
     DP_UNUSED(c);
     ps_client *cl = ctx;
     ps_server *ps = cl->ps;
+    /* Before an authenticated HELLO only the handshake's small frames are read (into
+     * the connection's own buffer, at most PROTO_AUTH_BYTES): no tensor payload. */
+    if (cl->worker < 0 && h->type != MSG_HELLO && h->type != MSG_AUTH_HELLO && h->type != MSG_AUTH_PROOF) {
+        *reject = 1;
+        snprintf(err, DP_ERRLEN, "%s of %u bytes before HELLO", proto_type_name(h->type), h->length);
+        return NULL;
+    }
     if (h->type != MSG_PUSH && h->type != MSG_INIT && h->type != MSG_INIT_SLOT) return NULL;
     ps_var *v = local_var(ps, h->var);
     if (!v) {
@@ -393,39 +482,127 @@ static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err,
     return cl->grad;
 }
 
+/* A peer that failed the handshake: logged here with its address and why; it is told
+ * only that authentication failed (nothing about what was expected) and dropped. */
+static void auth_failed(ps_server *ps, ps_client *cl, const char *why, const char *told)
+{
+    ps->auth_failures++;
+    dp_log(DP_LOG_WARN, ps->name, "authentication failed from %s: %s", net_conn_peer(cl->conn), why);
+    net_conn_send_error(cl->conn, told ? told : "authentication failed");
+}
+
+/* The handshake (net/auth.h) before HELLO, when the ps has a secret. Returns 1 when the
+ * frame was the handshake's (or ended the connection), 0 when it goes on to HELLO. */
+static int handle_auth(ps_server *ps, ps_client *cl, const proto_header *h, const void *payload)
+{
+    int auth_frame = h->type == MSG_AUTH_HELLO || h->type == MSG_AUTH_PROOF;
+    if (!ps->key.set) {
+        if (!auth_frame) return 0;
+        dp_log(DP_LOG_WARN, ps->name, "refused %s: it sent %s, but this ps has no secret", net_conn_peer(cl->conn),
+               proto_type_name(h->type));
+        net_conn_send_error(cl->conn, "this ps has no secret: give every task the same secret "
+                            "($DOWNPOUR_SECRET or --secret-file), or none");
+        return 1;
+    }
+    if (cl->auth == PS_AUTH_DONE) {
+        if (!auth_frame) return 0;
+        auth_failed(ps, cl, "a second handshake", NULL);
+        return 1;
+    }
+    if (cl->auth == PS_AUTH_WANT_HELLO) {
+        if (h->type != MSG_AUTH_HELLO) {
+            auth_failed(ps, cl, h->type == MSG_HELLO ? "HELLO without a handshake (the peer has no secret?)"
+                                                     : "no handshake", 
+                        "authentication required: this ps has a secret ($DOWNPOUR_SECRET or --secret-file)");
+            return 1;
+        }
+        uint8_t nonce[AUTH_NONCE_BYTES];
+        auth_hs_start(&cl->hs, AUTH_SERVER, AUTH_CTX_PS, nonce);
+        auth_hs_peer_nonce(&cl->hs, payload);
+        proto_header ch = {.type = MSG_AUTH_CHALLENGE};
+        net_conn_send(cl->conn, ch, nonce, sizeof nonce, 1);
+        cl->auth = PS_AUTH_WANT_PROOF;
+        return 1;
+    }
+    if (h->type != MSG_AUTH_PROOF) {
+        auth_failed(ps, cl, "no proof after the challenge", NULL);
+        return 1;
+    }
+    if (auth_hs_verify(&cl->hs, &ps->key, payload) != 0) {
+        auth_failed(ps, cl, "wrong proof (a different secret, or a replayed handshake)", NULL);
+        return 1;
+    }
+    uint8_t proof[AUTH_PROOF_BYTES];
+    auth_hs_prove(&cl->hs, &ps->key, proof);
+    auth_hs_clear(&cl->hs);
+    proto_header ok = {.type = MSG_AUTH_OK};
+    net_conn_send(cl->conn, ok, proof, sizeof proof, 1);
+    cl->auth = PS_AUTH_DONE;
+    return 1;
+}
+
+/* HELLO: the worker takes its slot. A slot held by a live connection is given over only
+ * to the same worker process (its session token): a worker that lost another ps
+ * reconnects, and its HELLO may come before we see its old connection close. Any other
+ * claim is refused and the holder left alone. */
+static void handle_hello(ps_server *ps, ps_client *cl, const proto_header *h, const void *payload)
+{
+    char msg[256];
+    uint64_t want = rt_config_hash(ps->cfg);
+    uint64_t token = 0;
+    if (h->length == PROTO_TOKEN_BYTES)
+        for (int i = 7; i >= 0; i--) token = token << 8 | ((const uint8_t *)payload)[i];
+    const char *peer = net_conn_peer(cl->conn);
+    if (h->var >= (uint32_t)ps->cfg->n_workers) {
+        snprintf(msg, sizeof msg, "%s: worker index %u outside 0..%d", ps->name, h->var,
+                 ps->cfg->n_workers - 1);
+    } else if ((uint64_t)h->arg0 != want) {
+        /* The values only in our own log: a peer learns nothing it could copy. */
+        dp_log(DP_LOG_WARN, ps->name, "refused worker %u from %s: config hash %016llx, this ps has %016llx",
+               h->var, peer, (unsigned long long)h->arg0, (unsigned long long)want);
+        snprintf(msg, sizeof msg, "%s: worker %u runs with different training flags", ps->name, h->var);
+        net_conn_send_error(cl->conn, msg);
+        return;
+    } else if (cl->worker >= 0 && cl->worker != (int)h->var) {
+        snprintf(msg, sizeof msg, "%s: HELLO as worker %u on the connection of worker %d", ps->name, h->var,
+                 cl->worker);
+    } else {
+        ps_client *old = ps->clients[h->var];
+        if (old && old != cl) {
+            if (!token || token != old->token) {
+                dp_log(DP_LOG_WARN, ps->name, "refused a claim of worker %u's slot from %s: held by a live "
+                       "connection from %s (another process)", h->var, peer, net_conn_peer(old->conn));
+                snprintf(msg, sizeof msg, "%s: worker %u's slot is taken by a live connection", ps->name, h->var);
+                net_conn_send_error(cl->conn, msg);
+                return;
+            }
+            dp_log(DP_LOG_INFO, ps->name, "worker %u reconnects: closing its previous connection", h->var);
+            net_conn_close(old->conn, "replaced by a new connection of the same worker");
+            ps->clients[h->var] = NULL;
+        }
+        if (ps->gate && h->arg1 >= 0) ssp_gate_rejoin(ps->gate, (int)h->var, h->arg1);
+        cl->worker = (int)h->var;
+        cl->token = token;
+        if (!cl->grad) cl->grad = xmalloc((ps->max_count ? ps->max_count : 1) * sizeof(float));
+        if (!cl->owed) cl->owed = xcalloc((size_t)ps->cat.n, 1);
+        ps->clients[cl->worker] = cl;
+        ps->finished[cl->worker] = 0;   /* a restarted worker trains again */
+        proto_header ok = {.type = MSG_HELLO_OK, .var = (uint32_t)ps->index, .arg0 = (int64_t)want};
+        net_conn_send(cl->conn, ok, NULL, 0, 0);
+        return;
+    }
+    dp_log(DP_LOG_WARN, ps->name, "refused %s: %s", peer, msg);
+    net_conn_send_error(cl->conn, msg);
+}
+
 static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ctx)
 {
     ps_client *cl = ctx;
     ps_server *ps = cl->ps;
     char msg[256];
+    if (handle_auth(ps, cl, h, payload)) return;
     if (h->type == MSG_HELLO) {
-        uint64_t want = rt_config_hash(ps->cfg);
-        if (h->var >= (uint32_t)ps->cfg->n_workers) {
-            snprintf(msg, sizeof msg, "%s: worker index %u outside 0..%d", ps->name, h->var,
-                     ps->cfg->n_workers - 1);
-        } else if ((uint64_t)h->arg0 != want) {
-            snprintf(msg, sizeof msg, "%s: worker %u runs with different training flags "
-                     "(config hash %016llx, expected %016llx)", ps->name, h->var,
-                     (unsigned long long)h->arg0, (unsigned long long)want);
-        } else {
-            /* A worker that reconnects (it lost another ps, or was restarted) may say
-             * HELLO before we saw its old connection close: the new one replaces it. */
-            ps_client *old = ps->clients[h->var];
-            if (old) {
-                dp_log(DP_LOG_INFO, ps->name, "worker %u reconnects: closing its previous connection", h->var);
-                net_conn_close(old->conn, "replaced by a new connection");
-                ps->clients[h->var] = NULL;
-            }
-            if (ps->gate && h->arg1 >= 0) ssp_gate_rejoin(ps->gate, (int)h->var, h->arg1);
-            cl->worker = (int)h->var;
-            ps->clients[cl->worker] = cl;
-            ps->finished[cl->worker] = 0;   /* a restarted worker trains again */
-            proto_header ok = {.type = MSG_HELLO_OK, .var = (uint32_t)ps->index, .arg0 = (int64_t)want};
-            net_conn_send(c, ok, NULL, 0, 0);
-            return;
-        }
-        dp_log(DP_LOG_WARN, ps->name, "%s", msg);
-        net_conn_send_error(c, msg);
+        handle_hello(ps, cl, h, payload);
         return;
     }
     if (cl->worker < 0) {
@@ -556,12 +733,32 @@ static void on_close(net_conn *c, const char *reason, void *ctx)
     } else if (cl->worker < 0) {
         dp_log(DP_LOG_WARN, ps->name, "dropped connection from %s: %s", net_conn_peer(c), reason);
     }
+    if (cl->prev) cl->prev->next = cl->next;
+    else ps->conns = cl->next;
+    if (cl->next) cl->next->prev = cl->prev;
+    ps->n_conns--;
+    auth_hs_clear(&cl->hs);
     free(cl->grad);
     free(cl->owed);
     free(cl);
 }
 
 static const net_handler ps_handler = {on_header, on_frame, on_close};
+
+/* Connections over the cap are closed at once; they are counted, and logged at most
+ * once a second. */
+static void refuse_over_cap(ps_server *ps, int fd, const char *peer)
+{
+    close(fd);
+    ps->refused++;
+    uint64_t now = dp_now_ns();
+    if (now - ps->refused_log_ns < PS_REFUSE_LOG_NS) return;
+    dp_log(DP_LOG_WARN, ps->name, "refused %llu connection%s over the cap of %d (latest from %s)",
+           (unsigned long long)(ps->refused - ps->refused_logged), ps->refused - ps->refused_logged == 1 ? "" : "s",
+           ps->max_conns, peer);
+    ps->refused_logged = ps->refused;
+    ps->refused_log_ns = now;
+}
 
 static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -571,12 +768,44 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
         char peer[96];
         int fd = net_accept(ps->lfd, peer, sizeof peer);
         if (fd < 0) return;
+        if (ps->n_conns >= ps->max_conns) {
+            refuse_over_cap(ps, fd, peer);
+            continue;
+        }
+        /* No buffers yet: those come with an authenticated HELLO. */
         ps_client *cl = xcalloc(1, sizeof *cl);
         cl->ps = ps;
         cl->worker = -1;
-        cl->grad = xmalloc((ps->max_count ? ps->max_count : 1) * sizeof(float));
-        cl->owed = xcalloc((size_t)ps->cat.n, 1);
+        cl->born_ns = dp_now_ns();
+        cl->auth = ps->key.set ? PS_AUTH_WANT_HELLO : PS_AUTH_DONE;
+        cl->next = ps->conns;
+        if (ps->conns) ps->conns->prev = cl;
+        ps->conns = cl;
+        ps->n_conns++;
         cl->conn = net_conn_new(loop, fd, &ps_handler, cl, peer);
+    }
+}
+
+/* Every PS_GUARD_S: drops a connection that has not said an authenticated HELLO within
+ * PS_HANDSHAKE_S, and one whose partly received frame has waited PS_FRAME_IDLE_S for its
+ * next byte (on_close logs each with its address). */
+static void on_guard(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    ps_server *ps = dp_container_of(w, ps_server, guard);
+    uint64_t now = dp_now_ns();
+    for (ps_client *cl = ps->conns, *next; cl; cl = next) {
+        next = cl->next;   /* closing frees cl */
+        char why[96];
+        if (cl->worker < 0 && now - cl->born_ns > (uint64_t)(PS_HANDSHAKE_S * 1e9)) {
+            snprintf(why, sizeof why, "no %sHELLO within %.0f s", ps->key.set ? "authenticated " : "",
+                     PS_HANDSHAKE_S);
+            net_conn_close(cl->conn, why);
+        } else if (net_conn_stalled_ns(cl->conn, now) > (uint64_t)(PS_FRAME_IDLE_S * 1e9)) {
+            snprintf(why, sizeof why, "a frame stalled: no byte for %.0f s", PS_FRAME_IDLE_S);
+            net_conn_close(cl->conn, why);
+        }
     }
 }
 
@@ -662,12 +891,15 @@ static void print_stats(const ps_server *ps)
     printf("{\"task\":\"ps\",\"index\":%d,\"applies\":%llu,\"drops\":%llu,\"pulls\":%llu,"
            "\"stale_n\":%llu,\"stale_sum\":%llu,\"stale_max\":%lld,\"holds_step\":%d,"
            "\"gs_advances\":%llu,\"mean_step_s\":%.9f,\"events\":%llu,\"events_dropped\":%llu,"
-           "\"var_step_min\":%lld,\"global_step\":%lld}\n",
+           "\"var_step_min\":%lld,\"global_step\":%lld,\"rejected\":%llu,\"conns_refused\":%llu,"
+           "\"auth_failures\":%llu}\n",
            ps->index, (unsigned long long)ps->applies, (unsigned long long)ps->drops,
            (unsigned long long)ps->pulls, (unsigned long long)ps->stale.n,
            (unsigned long long)ps->stale.sum, (long long)ps->stale.max, ps->holds_step,
            (unsigned long long)ps->gs_advances, mean_step, (unsigned long long)rt_instr_sent(ps->in),
-           (unsigned long long)rt_instr_dropped(ps->in), var_min, ps_global_step(ps));
+           (unsigned long long)rt_instr_dropped(ps->in), var_min, ps_global_step(ps),
+           (unsigned long long)ps->rejected, (unsigned long long)ps->refused,
+           (unsigned long long)ps->auth_failures);
     fflush(stdout);
 }
 
@@ -714,6 +946,12 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
         ps.ssp_waiting = xmalloc((size_t)cfg->n_workers * sizeof *ps.ssp_waiting);
     }
     const dp_addr *me = &spec->ps[index];
+    rc = auth_key_from_env(&ps.key, err);
+    if (rc) goto fail;
+    if (!ps.key.set && !auth_host_is_loopback(me->host))
+        dp_log(DP_LOG_WARN, ps.name, "listening on %s without a secret: anyone who can reach it can join "
+               "the run (set $DOWNPOUR_SECRET or --secret-file)", me->host);
+    ps.max_conns = PS_MAX_CONNS(cfg->n_workers);
     ps.lfd = net_listen_inherited(me->host, me->port, err);
     if (ps.lfd < 0) {
         rc = ps.lfd;
@@ -729,6 +967,8 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
     ev_signal_start(ps.loop, &ps.sigterm_w);
     ev_timer_init(&ps.stop_check, on_stop_check, 0.01, 0.01);
     ev_timer_start(ps.loop, &ps.stop_check);
+    ev_timer_init(&ps.guard, on_guard, PS_GUARD_S, PS_GUARD_S);
+    ev_timer_start(ps.loop, &ps.guard);
     ev_timer_init(&ps.wait_check, on_wait_check, 0.25, 0.25);
     if (cfg->mode == MODE_SYNC) ev_timer_start(ps.loop, &ps.wait_check);
     ps.in = rt_instr_new(cfg->hub, EVT_JOB_PS, index, &ps.cat);
@@ -756,8 +996,7 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
     if (rt_stop_requested && ps.n_done < cfg->n_workers)
         dp_log(DP_LOG_INFO, ps.name, "stopped by signal");
     /* Close the remaining connections: their on_close frees the clients. */
-    for (int i = 0; i < cfg->n_workers; i++)
-        if (ps.clients[i]) net_conn_close(ps.clients[i]->conn, "ps shutting down");
+    while (ps.conns) net_conn_close(ps.conns->conn, "ps shutting down");
     ev_loop_destroy(ps.loop);
     rt_instr_free(ps.in);
     rc = DP_OK;
@@ -780,5 +1019,6 @@ fail:
     free(ps.ssp_waiting);
     ssp_gate_free(ps.gate);
     catalog_release(&ps.cat);
+    auth_key_clear(&ps.key);
     return rc;
 }

@@ -13,6 +13,7 @@
 #include "cluster/vars.h"
 #include "common/dp.h"
 #include "events/event.h"
+#include "net/auth.h"
 #include "runtime/config.h"
 #include "runtime/conn.h"
 #include "runtime/device.h"
@@ -36,10 +37,16 @@ typedef struct wk_ps {
     int index;
     net_conn *conn;
     char name[64];
+    auth_hs hs;                 /* the handshake with this ps (worker_net.c) */
+    int authing;                /* AUTH_HELLO sent, AUTH_OK not yet checked */
 } wk_ps;
 
 typedef struct worker {
     struct ev_loop *loop;
+    auth_key key;               /* the run's secret (key.set == 0: none); loaded with the
+                                 * session token at the first wk_connect_all */
+    uint64_t token;             /* this process's random session token (HELLO) */
+    int auth_loaded;
     const rt_config *cfg;
     const cluster_spec *spec;
     int index;

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sodium.h>
+
 /* Sync: a ps says our step still waits for worker arg0 after arg1 ms. Logged once per
  * whole second; at --barrier-timeout the step is given up (wait loops return
  * DP_ETIMEDOUT). */
@@ -71,17 +73,47 @@ static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err,
     return wk_var_slot(d, h->type == MSG_SLOT_RESP ? wk->slots : wk->params);
 }
 
+static void wk_send_hello(worker *wk, int ps);
+
 static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ctx)
 {
     wk_ps *p = ctx;
     worker *wk = p->wk;
     char msg[DP_ERRLEN + 64];
     switch (h->type) {
+    case MSG_AUTH_CHALLENGE: {
+        /* Our proof, then HELLO at once (the ps reads them in order and checks the
+         * proof first); AUTH_OK, the ps's own proof, is checked before HELLO_OK. */
+        if (!p->authing) break;
+        uint8_t proof[AUTH_PROOF_BYTES];
+        auth_hs_peer_nonce(&p->hs, payload);
+        auth_hs_prove(&p->hs, &wk->key, proof);
+        proto_header ph = {.type = MSG_AUTH_PROOF};
+        net_conn_send(c, ph, proof, sizeof proof, 1);
+        wk_send_hello(wk, p->index);
+        return;
+    }
+    case MSG_AUTH_OK:
+        if (!p->authing) break;
+        p->authing = 0;
+        if (auth_hs_verify(&p->hs, &wk->key, payload) != 0) {
+            snprintf(msg, sizeof msg, "%s failed to prove it knows the secret: not our ps (a different "
+                     "secret?)", p->name);
+            wk_fail(wk, msg);
+            net_conn_close(c, msg);
+            return;
+        }
+        auth_hs_clear(&p->hs);
+        wk->outstanding--;
+        return;
     case MSG_INIT_OK:
         if (h->arg0 == 1) wk->inits_taken++;
         wk->outstanding--;
         return;
     case MSG_HELLO_OK:
+        if (p->authing) break;   /* only after the ps proved itself */
+        wk->outstanding--;
+        return;
     case MSG_SSP_GO:
         wk->outstanding--;
         return;
@@ -212,8 +244,26 @@ static void emit_retry(worker *wk, int ps, int attempt, const char *why)
     rt_instr_emit(wk->in, &e);
 }
 
+/* HELLO with this process's session token (proto.h). */
+static void wk_send_hello(worker *wk, int ps)
+{
+    uint8_t tok[PROTO_TOKEN_BYTES];
+    for (int k = 0; k < PROTO_TOKEN_BYTES; k++) tok[k] = (uint8_t)(wk->token >> (8 * k));
+    proto_header h = {.type = MSG_HELLO, .var = (uint32_t)wk->index,
+                      .arg0 = (int64_t)rt_config_hash(wk->cfg), .arg1 = wk->local};
+    if (!wk->ps[ps].conn) return;
+    if (net_conn_send(wk->ps[ps].conn, h, tok, sizeof tok, 1) == DP_OK) wk->outstanding++;
+}
+
 int wk_connect_all(worker *wk, char *err)
 {
+    if (!wk->auth_loaded) {
+        int rc = auth_key_from_env(&wk->key, err);
+        if (rc) return rc;
+        randombytes_buf(&wk->token, sizeof wk->token);
+        if (!wk->token) wk->token = 1;   /* 0 means "none given" */
+        wk->auth_loaded = 1;
+    }
     for (int i = 0; i < wk->spec->n_ps; i++) {
         const dp_addr *a = &wk->spec->ps[i];
         wk_ps *p = &wk->ps[i];
@@ -245,9 +295,16 @@ int wk_connect_all(worker *wk, char *err)
             nanosleep(&ts, NULL);
             backoff = backoff * 2 > 1.0 ? 1.0 : backoff * 2;
         }
-        proto_header h = {.type = MSG_HELLO, .var = (uint32_t)wk->index,
-                          .arg0 = (int64_t)rt_config_hash(wk->cfg), .arg1 = wk->local};
-        wk_send(wk, i, h, NULL, 0);
+        if (wk->key.set) {
+            /* The handshake first (net/auth.h): HELLO follows our proof. */
+            uint8_t nonce[AUTH_NONCE_BYTES];
+            auth_hs_start(&p->hs, AUTH_CLIENT, AUTH_CTX_PS, nonce);
+            p->authing = 1;
+            proto_header ah = {.type = MSG_AUTH_HELLO};
+            if (net_conn_send(p->conn, ah, nonce, sizeof nonce, 1) == DP_OK) wk->outstanding++;
+        } else {
+            wk_send_hello(wk, i);
+        }
     }
     int rc = wk_wait_all(wk);
     if (rc == WK_PS_LOST) return rc;

@@ -115,7 +115,8 @@ examples = {'bytes': '10MB', 'bandwidth': '1Gbit', 'time': '1s', 'straggler': 'w
 text = {'fail': 'worker:0@step=5', 'trace': T + '/x.dptrace', 'summary': T + '/s.json',
         'hub': '127.0.0.1:1', 'checkpoint_dir': T + '/ck', 'calibrate_from': 'tests/data/real_sync_1ps_2w.trace',
         'data': 'synthetic', 'compute': 'constant:mean=10ms', 'trace_level': 'full',
-        'device_for': 'hidden/*=/cpu:0', 'net': 'worker:1:rate=10mbit'}
+        'device_for': 'hidden/*=/cpu:0', 'net': 'worker:1:rate=10mbit',
+        'secret_file': T + '/secret'}
 def value(k):
     if k['type'] == 'bool': return None
     if k['name'] in text: return text[k['name']]

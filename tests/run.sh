@@ -29,14 +29,14 @@ run_one() {
     timeout -k 10 "${TEST_TIMEOUT:-600}" "$@" >"$log" 2>&1
     local rc=$?
     [ "$rc" -eq 124 ] && echo "FAIL timed out after ${TEST_TIMEOUT:-600} s" >>"$log"
-    local line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$log" | tail -n1)
+    local line=$(grep -aE '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$log" | tail -n1)
     local p=0 f=1 s=0
     if [ -n "$line" ]; then
         p=$(echo "$line" | awk '{print $1}'); f=$(echo "$line" | awk '{print $3}' | tr -d ,)
         s=$(echo "$line" | awk '{print ($5 == "" ? 0 : $5)}')
         if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
     fi
-    local skips=$(grep -E '^skipped: ' "$log")
+    local skips=$(grep -aE '^skipped: ' "$log")
     local nlines=0 strict_bad=""
     if [ -n "$skips" ]; then
         nlines=$(printf '%s\n' "$skips" | wc -l)
@@ -59,7 +59,7 @@ run_one() {
         [ -n "$skips" ] && printf '%s\n' "$skips" | sed 's/^/        /'
     else
         printf '  FAIL  %-28s %4d passed %d failed (rc %d), log: %s\n' "$name" "$p" "$f" "$rc" "$log"
-        grep -E 'FAIL|error|Error' "$log" | head -n 20 | sed 's/^/        /'
+        grep -aE 'FAIL|error|Error' "$log" | head -n 20 | sed 's/^/        /'
         [ -n "$strict_bad" ] && printf '%s' "$strict_bad" | \
             sed 's/^/        not allowed in CI (a package is missing?): /'
     fi

@@ -56,7 +56,7 @@ static void test_kind_names(void)
         "checkpoint_write", "checkpoint_restore", "failure", "recovery", "log",
         "events_dropped", "clock_sync", "device", "var_define", "var_place", "op_place",
         "task_stop", "cluster_stop", "paced_begin", "paced_end", "barrier_timeout",
-        "ps_retry",
+        "ps_retry", "grad_rejected",
     };
     CHECK(DP_ARRAY_LEN(expect) == EVT_KIND_COUNT - 1);
     for (size_t i = 0; i < DP_ARRAY_LEN(expect); i++) {

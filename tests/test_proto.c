@@ -145,7 +145,9 @@ int main(void)
     uint8_t buf[PROTO_HEADER_SIZE];
     for (int t = 1; t < MSG_TYPE_COUNT; t++) {
         uint32_t len = (t == MSG_INIT || t == MSG_PULL_RESP || t == MSG_PUSH || t == MSG_INIT_SLOT ||
-                        t == MSG_SLOT_RESP) ? 4000 : t == MSG_ERROR ? 12 : 0;
+                        t == MSG_SLOT_RESP) ? 4000 : t == MSG_ERROR ? 12
+                     : t >= MSG_AUTH_HELLO && t <= MSG_AUTH_OK ? PROTO_AUTH_BYTES
+                     : t == MSG_HELLO ? PROTO_TOKEN_BYTES : 0;
         proto_header h = {.version = PROTO_VERSION, .type = (uint16_t)t, .length = len, .var = 77,
                           .arg0 = -5, .arg1 = INT64_MAX};
         proto_encode(&h, buf);
@@ -154,6 +156,11 @@ int main(void)
         CHECK(g.type == t && g.length == len && g.var == 77 && g.arg0 == -5 && g.arg1 == INT64_MAX);
         CHECK(strcmp(proto_type_name(t), "?") != 0);
     }
+    /* The handshake's frames carry exactly PROTO_AUTH_BYTES (checked before any payload
+     * is read: docs/security.md). */
+    proto_header ha = {.version = PROTO_VERSION, .type = MSG_AUTH_PROOF, .length = 64};
+    proto_encode(&ha, buf);
+    CHECK(proto_decode(buf, &ha, err) == DP_EPROTO && strstr(err, "AUTH_PROOF carries 64 payload bytes, expected 32"));
     /* The checkpoint's messages: slots are whole floats, FINAL_STEP carries nothing. */
     proto_header hs = {.version = PROTO_VERSION, .type = MSG_SLOT_RESP, .length = 6};
     proto_header gs;

@@ -38,7 +38,10 @@ int main(int argc, char **argv)
     while (!saw_stop && dp_now_ns() < deadline) {
         evt_record e;
         int rc = evt_sub_read(s, &e, 200, err);
-        if (rc < 0) break;
+        if (rc < 0) {
+            fprintf(stderr, "tool_sub: %s\n", err);
+            break;
+        }
         if (rc == 0) continue;
         n++;
         if (e.kind < EVT_KIND_COUNT) counts[e.kind]++;

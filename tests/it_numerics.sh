@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# it_numerics.sh — TensorFlow's check_numerics at the ps (issue 15): a pushed gradient
+# holding NaN or Inf is rejected (ACK_DROPPED), counted in the ps's statistics, logged with
+# the sender's address, a grad_rejected event with a caption — and never applied: the run
+# trains on to a finite accuracy. A python client plays worker 1 of a hand-started async
+# cluster (the ps, worker 0 and a hub are ours; only their PIDs are waited for).
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+count() { "$DOWNPOUR" trace info --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['counts'].get('$2', 0))"; }
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+P=$(port); W0=$(port); W1=$(port)
+HOSTS="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W0,127.0.0.1:$W1"
+SYN="--data synthetic --model softmax --mode async --steps 60 --pace 10ms --eval-every 0 --log-every 1000000"
+"$DOWNPOUR" hub --listen 127.0.0.1:0 --trace "$TMP/n.dptrace" --quiet >"$TMP/hub.out" 2>"$TMP/hub.err" &
+HUB=$!
+for _ in $(seq 50); do grep -q "listening" "$TMP/hub.out" 2>/dev/null && break; sleep 0.1; done
+HUBF="--hub $(grep -o "listening on [0-9.:]*" "$TMP/hub.out" | head -1 | awk '{print $3}')"
+timeout 90 "$DOWNPOUR" task --job_name=ps --task_index=0 $HOSTS $SYN $HUBF >"$TMP/ps.out" 2>"$TMP/ps.err" &
+PS=$!
+python3 - "$P" "$TMP/ps.err" >"$TMP/py.out" 2>&1 <<'PY' &
+import math, re, socket, struct, sys, time
+port, pslog = int(sys.argv[1]), sys.argv[2]
+HELLO, PULL, PULL_RESP, PUSH, PUSH_ACK = 1, 5, 6, 7, 8
+def hdr(typ, length=0, var=0, a0=0, a1=0):
+    return struct.pack("<IHHIIqq", 0x52575044, 1, typ, length, var, a0, a1)
+def conn():
+    for _ in range(100):
+        try:
+            return socket.create_connection(("127.0.0.1", port))
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("ps never came up")
+def frame(s):
+    h = b""
+    while len(h) < 32:
+        got = s.recv(32 - len(h))
+        if not got: raise SystemExit("closed")
+        h += got
+    _, _, typ, length, var, a0, a1 = struct.unpack("<IHHIIqq", h)
+    body = b""
+    while len(body) < length:
+        body += s.recv(length - len(body))
+    return typ, var, a0, a1, body
+# The config hash, from the ps's own log of a refused HELLO (we run the ps: we read its log).
+s = conn(); s.sendall(hdr(HELLO, var=1, a0=1)); s.settimeout(3)
+try: s.recv(4096)
+except OSError: pass
+s.close()
+for _ in range(50):
+    m = re.search(r"this ps has ([0-9a-f]{16})", open(pslog).read())
+    if m: break
+    time.sleep(0.05)
+h = int(m.group(1), 16); h = h - (1 << 64) if h >= 1 << 63 else h
+s = conn(); s.settimeout(30)
+s.sendall(hdr(HELLO, var=1, a0=h))
+assert frame(s)[0] == 2, "no HELLO_OK"
+s.sendall(hdr(PULL, var=2))                      # softmax/biases: waits for the chief's INIT
+typ, var, ver, _, body = frame(s)
+assert typ == PULL_RESP and len(body) == 40, (typ, len(body))
+def push(vals, name):
+    s.sendall(hdr(PUSH, length=40, var=2, a0=ver, a1=1) + struct.pack("<10f", *vals))
+    while True:
+        typ, var, a0, a1, _ = frame(s)
+        if typ == PUSH_ACK: break
+    print(name, "status", a1 & 0xff)
+push([0.0] * 3 + [math.nan] + [0.0] * 6, "nan")
+push([math.inf] + [0.0] * 9, "inf")
+push([0.0] * 10, "finite")
+s.close()
+PY
+PY=$!
+timeout 90 "$DOWNPOUR" task --job_name=worker --task_index=0 $HOSTS $SYN $HUBF >"$TMP/w0.out" 2>"$TMP/w0.err"
+rc=$?
+wait $PY; wait $PS
+kill $HUB 2>/dev/null; wait $HUB 2>/dev/null
+check "worker 0 trains to the end beside the poisoning client (rc $rc)" test $rc -eq 0
+check "the NaN gradient is refused (ACK_DROPPED)" grep -q "^nan status 2$" "$TMP/py.out"
+check "the Inf gradient is refused (ACK_DROPPED)" grep -q "^inf status 2$" "$TMP/py.out"
+check "a finite gradient from the same client is applied (control)" grep -q "^finite status 0$" "$TMP/py.out"
+check "the ps counts 2 rejected" test "$(json "$TMP/ps.out" rejected)" = 2
+check "the ps logs the sender and what was wrong" \
+    grep -q "rejected a gradient from worker 1 (127.0.0.1:[0-9]*): NaN at element 3 of softmax/biases's gradient; never applied" "$TMP/ps.err"
+check "the final accuracy is a number (nothing poisoned was applied)" \
+    python3 -c "import json,math,sys; d=json.loads([l for l in open('$TMP/w0.out') if l.startswith('{')][-1]); sys.exit(0 if math.isfinite(d['test_accuracy']) else 1)"
+if [ -s "$TMP/n.dptrace" ]; then
+    check "the trace holds 2 grad_rejected events" test "$(count "$TMP/n.dptrace" grad_rejected)" = 2
+    check "a caption says the ps rejects worker 1's gradient" \
+        bash -c "'$DOWNPOUR' trace captions '$TMP/n.dptrace' | grep -q \"ps 0 rejects worker 1's gradient: NaN at element 3\""
+else
+    bad "the hub recorded no trace ($(head -c 300 "$TMP/hub.err"))"
+fi
+cat "$TMP/py.out" | sed 's/^/    client: /'
+done_tests
