@@ -3,8 +3,10 @@
  * gradients with the optimizer under the configured update rule, answers pulls with a
  * snapshot of the variable, and defers answers that must wait (pulls of variables the
  * chief has not initialised yet; sync pushes until their step is complete; SSP starts
- * beyond the staleness bound). Single-threaded: only the loop touches this state. */
-#include "runtime/task.h"
+ * beyond the staleness bound). Single-threaded: only the loop touches this state. This
+ * file: connections (accept, the authentication handshake, HELLO, the limits, the
+ * frames' dispatch) and ps_run; the variables and the update rule are ps_update.c. */
+#include "runtime/ps_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -14,434 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <ev.h>
-
-#include "cluster/optim.h"
-#include "cluster/update.h"
-#include "cluster/vars.h"
 #include "common/dp.h"
-#include "net/auth.h"
-#include "runtime/conn.h"
-#include "runtime/instr.h"
-
-/* The limits on connections that have not yet said an authenticated HELLO
- * (docs/security.md): dropped after PS_HANDSHAKE_S; any connection whose partly received
- * frame waits PS_FRAME_IDLE_S for its next byte is dropped; at most
- * PS_MAX_CONNS(workers) connections at once, the rest closed at accept. */
-#define PS_HANDSHAKE_S 5.0
-#define PS_FRAME_IDLE_S 30.0
-#define PS_MAX_CONNS(workers) (4 * (workers) + 16)
-#define PS_GUARD_S 0.25
-#define PS_REFUSE_LOG_NS 1000000000ull
 
 volatile int rt_stop_requested;
-
-typedef struct ps_server ps_server;
-
-typedef struct ps_var {
-    const var_def *def;
-    int id;              /* catalogue index */
-    float *data;
-    float *slot;
-    float *mean;         /* sync: the mean gradient being applied */
-    int initialised;
-    int64_t session;     /* the restore its value comes from (0: the first INIT) */
-    sync_acc *acc;       /* sync mode */
-    async_var av;        /* async / ssp mode */
-    int64_t *clock;      /* sync: per worker, the clock its pending gradient carried */
-    int *waiting_pulls;  /* worker indices whose pull waits for INIT */
-    int n_waiting;
-    uint64_t wait_t0;    /* sync: when the current step's first gradient came in */
-    int wait_reported;   /* sync: WAITING reports sent for this step (every 2 s) */
-    int timeout_sent;    /* sync: the --barrier-timeout WAITING went out for this step */
-} ps_var;
-
-/* A connection's handshake: AUTH_HELLO, then AUTH_PROOF (with a secret), then HELLO. */
-enum { PS_AUTH_WANT_HELLO, PS_AUTH_WANT_PROOF, PS_AUTH_DONE };
-
-typedef struct ps_client {
-    ps_server *ps;
-    net_conn *conn;
-    struct ps_client *prev, *next;   /* every connection, for the guard timer */
-    uint64_t born_ns;
-    int auth;            /* PS_AUTH_*: DONE from the start without a secret */
-    auth_hs hs;
-    uint64_t token;      /* the worker process's session token (HELLO; 0: none given) */
-    int worker;          /* -1 until HELLO */
-    float *grad;         /* receive buffer for pushes, sized for the largest local var;
-                          * allocated at HELLO, never for a peer that has not said it */
-    int done;
-    uint8_t *owed;       /* sync, per variable: a gradient acknowledged ACCUMULATED on this
-                          * connection and not yet RELEASEd (one pushed on an earlier
-                          * connection of the same worker is released silently: this
-                          * connection never heard of it) */
-} ps_client;
-
-typedef struct ssp_waiter { int worker; int64_t step; } ssp_waiter;
-
-struct ps_server {
-    struct ev_loop *loop;
-    const rt_config *cfg;
-    const cluster_spec *spec;
-    int index;
-    char name[64];
-    var_catalog cat;
-    ps_var *vars;        /* indexed by catalogue index; only local ones are used */
-    size_t max_count;
-    int lfd;
-    ev_io accept_w;
-    ev_signal sigint_w, sigterm_w;
-    ev_timer stop_check;
-    ev_timer wait_check; /* sync: tells workers held at the barrier whom they wait for */
-    ps_client **clients; /* by worker index */
-    int n_done;
-    optim_conf opt;
-    ssp_gate *gate;
-    ssp_waiter *ssp_waiting;
-    int n_ssp_waiting;
-    int *released;       /* scratch: workers released by a sync take */
-    int holds_step;      /* global_step lives here */
-    int restores;        /* sessions the chief restored here after a ps was lost (INIT_RESTORE) */
-    uint64_t lost_session_drops; /* pushes from before a restore (ahead of the variable), dropped */
-    int final_waiter;    /* worker waiting for FINAL_STEP_RESP, or -1 */
-    uint8_t *finished;   /* per worker: DONE, or lost after HELLO (for FINAL_STEP) */
-    rt_instr *in;        /* NULL without a hub */
-    uint32_t device;     /* this task's CPU device (string id) */
-    auth_key key;        /* the run's secret; key.set == 0: no handshake */
-    ps_client *conns;    /* every open connection */
-    int n_conns, max_conns;
-    ev_timer guard;      /* handshake and read timeouts */
-    uint64_t refused, refused_logged, refused_log_ns;  /* connections over the cap */
-    uint64_t auth_failures;
-    /* statistics */
-    uint64_t applies, drops, pulls;
-    uint64_t rejected;   /* gradients holding NaN or Inf, never applied */
-    uint64_t rejected_logged_ns;
-    stale_stats stale;
-    uint64_t gs_first_ns, gs_last_ns, gs_advances;
-};
-
-static ps_var *local_var(ps_server *ps, uint32_t id)
-{
-    if (id >= (uint32_t)ps->cat.n) return NULL;
-    if (ps->cat.v[id].ps != ps->index) return NULL;
-    return &ps->vars[id];
-}
-
-/* The catalogue index of our first variable: the chief sends a restore in catalogue
- * order, so its INIT starts one. */
-static int first_local_var(const ps_server *ps)
-{
-    for (int i = 0; i < ps->cat.n; i++)
-        if (ps->cat.v[i].ps == ps->index) return i;
-    return -1;
-}
-
-static int64_t var_version(const ps_server *ps, const ps_var *v)
-{
-    return ps->cfg->mode == MODE_SYNC ? sync_acc_step(v->acc) : v->av.version;
-}
-
-static void send_pull(ps_server *ps, ps_client *cl, ps_var *v)
-{
-    proto_header h = {.type = MSG_PULL_RESP, .var = (uint32_t)v->id, .arg0 = var_version(ps, v),
-                      .arg1 = v->session};
-    /* A snapshot: the variable may change before the frame is fully written. */
-    net_conn_send(cl->conn, h, v->data, v->def->count * sizeof(float), 1);
-    ps->pulls++;
-}
-
-/* A checkpoint's pull: the value, then its slot, queued in one loop turn so that both
- * are of the same version. */
-static void send_pull_with_slot(ps_server *ps, ps_client *cl, ps_var *v)
-{
-    send_pull(ps, cl, v);
-    proto_header h = {.type = MSG_SLOT_RESP, .var = (uint32_t)v->id, .arg0 = var_version(ps, v)};
-    net_conn_send(cl->conn, h, v->slot, v->def->count * sizeof(float), 1);
-}
-
-/* The global step as this ps holds it now — the value of `global_step`, which every
- * applied step advances (async: also the pushes of workers that pulled just before
- * --steps was reached) — or -1 when global_step lives on another ps. Once every worker
- * is done it is the run's final global step: FINAL_STEP answers it to the chief (for its
- * evaluation, checkpoint and statistics), the statistics line reports it as
- * "global_step", and the launcher's summary takes it over the chief's line. */
-static long long ps_global_step(const ps_server *ps)
-{
-    if (!ps->holds_step) return -1;
-    for (int i = 0; i < ps->cat.n; i++) {
-        const ps_var *v = &ps->vars[i];
-        if (v->def->ps == ps->index && !v->def->trainable) return (long long)var_version(ps, v);
-    }
-    return -1;
-}
-
-/* FINAL_STEP: answered (with the global step) once every worker but the asking one is
- * done or lost, so that no push can follow: the run's final global step. */
-static void answer_final_step(ps_server *ps)
-{
-    int w = ps->final_waiter;
-    if (w < 0) return;
-    for (int i = 0; i < ps->cfg->n_workers; i++)
-        if (i != w && !ps->finished[i]) return;
-    ps->final_waiter = -1;
-    if (!ps->clients[w]) return;
-    int64_t gs = ps_global_step(ps);
-    if (gs < 0) gs = 0;
-    proto_header h = {.type = MSG_FINAL_STEP_RESP, .arg0 = gs};
-    net_conn_send(ps->clients[w]->conn, h, NULL, 0, 0);
-}
-
-static void send_ack(ps_client *cl, uint32_t var, int64_t version, int status, int64_t staleness)
-{
-    if (!cl) return;
-    proto_header h = {.type = MSG_PUSH_ACK, .var = var, .arg0 = version,
-                      .arg1 = status | (staleness << 8)};
-    net_conn_send(cl->conn, h, NULL, 0, 0);
-}
-
-static void global_step_advanced(ps_server *ps, int64_t gs)
-{
-    uint64_t now = dp_now_ns();
-    if (!ps->gs_advances) ps->gs_first_ns = now;
-    ps->gs_last_ns = now;
-    ps->gs_advances++;
-    if (ps->in) {
-        evt_record e = rt_instr_record(ps->in, EVT_GLOBAL_STEP);
-        e.step = gs;
-        rt_instr_emit(ps->in, &e);
-    }
-}
-
-/* APPLY or DROP of worker's gradient of v computed at its local step clock-1. */
-static void emit_update(ps_server *ps, evt_kind kind, const ps_var *v, int worker, int64_t clock,
-                        int64_t version, int64_t staleness)
-{
-    if (!ps->in || !v->def->trainable) return;
-    evt_record e = rt_instr_record(ps->in, kind);
-    e.peer_job = EVT_JOB_WORKER;
-    e.peer = worker;
-    e.var = rt_instr_var(ps->in, v->id);
-    e.device = ps->device;
-    e.step = version;
-    e.bytes = (int64_t)(v->def->count * sizeof(float));
-    e.value = (double)staleness;
-    e.id = rt_instr_msg_id(clock - 1, v->id);
-    rt_instr_emit(ps->in, &e);
-}
-
-static void ssp_release_waiters(ps_server *ps)
-{
-    int k = 0;
-    for (int i = 0; i < ps->n_ssp_waiting; i++) {
-        ssp_waiter w = ps->ssp_waiting[i];
-        if (ssp_gate_may_start(ps->gate, w.step)) {
-            proto_header h = {.type = MSG_SSP_GO, .arg0 = w.step, .arg1 = ssp_gate_min(ps->gate)};
-            if (ps->clients[w.worker]) net_conn_send(ps->clients[w.worker]->conn, h, NULL, 0, 0);
-        } else {
-            ps->ssp_waiting[k++] = w;
-        }
-    }
-    ps->n_ssp_waiting = k;
-}
-
-/* A push computed from a session the chief has since restored (it read a version ahead
- * of the variable's): dropped, not an error — its worker has not yet noticed the lost ps,
- * or pulled before the restore reached us. */
-static void lost_session_push(ps_server *ps, ps_client *cl, const ps_var *v, const proto_header *h,
-                              int64_t cur)
-{
-    if (v->def->trainable) ps->drops++;
-    ps->lost_session_drops++;
-    emit_update(ps, EVT_DROP, v, cl->worker, h->arg1, cur, 0);
-    send_ack(cl, h->var, cur, ACK_DROPPED, 0);
-}
-
-/* Sync: tells c that a gradient it was told ACCUMULATED has been applied (or thrown
- * away by a restore). */
-static void send_release(ps_client *c, uint32_t var, int64_t version)
-{
-    if (!c || !c->owed[var]) return;
-    c->owed[var] = 0;
-    proto_header rel = {.type = MSG_RELEASE, .var = var, .arg0 = version};
-    net_conn_send(c->conn, rel, NULL, 0, 0);
-}
-
-/* The index of g's first NaN or Inf, or n: TensorFlow's check_numerics. An exponent of
- * all ones is either; the first pass only ORs the verdicts (vectorises), the second
- * finds the element when there is one. */
-static size_t first_nonfinite(const float *g, size_t n)
-{
-    uint32_t any = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &g[i], sizeof u);
-        any |= (u & 0x7f800000u) == 0x7f800000u;
-    }
-    if (!any) return n;
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(g[i])) return i;
-    return n;
-}
-
-/* A gradient holding NaN or Inf: refused (ACK_DROPPED), counted, logged with its sender
- * (at most once a second), an event — never applied. */
-static void reject_push(ps_server *ps, ps_client *cl, const ps_var *v, const proto_header *h, size_t bad,
-                        float x)
-{
-    ps->rejected++;
-    int64_t cur = var_version(ps, v);
-    char what[160];
-    snprintf(what, sizeof what, "%s at element %zu of %s's gradient", isnan(x) ? "NaN" : "Inf", bad, v->def->name);
-    uint64_t now = dp_now_ns();
-    if (now - ps->rejected_logged_ns >= 1000000000ull) {
-        ps->rejected_logged_ns = now;
-        dp_log(DP_LOG_WARN, ps->name, "rejected a gradient from worker %d (%s): %s; never applied (%llu so far)",
-               cl->worker, net_conn_peer(cl->conn), what, (unsigned long long)ps->rejected);
-    }
-    if (ps->in) {
-        evt_record e = rt_instr_record(ps->in, EVT_GRAD_REJECTED);
-        e.peer_job = EVT_JOB_WORKER;
-        e.peer = cl->worker;
-        e.var = rt_instr_var(ps->in, v->id);
-        e.device = ps->device;
-        e.step = cur;
-        e.value = (double)bad;
-        e.str = rt_instr_str(ps->in, what);
-        rt_instr_emit(ps->in, &e);
-    }
-    send_ack(cl, h->var, cur, ACK_DROPPED, 0);
-}
-
-static void handle_push(ps_server *ps, ps_client *cl, const proto_header *h, const float *g)
-{
-    ps_var *v = local_var(ps, h->var);
-    int64_t read = h->arg0;
-    if (v->def->trainable) {
-        size_t bad = first_nonfinite(g, v->def->count);
-        if (bad < v->def->count) {
-            reject_push(ps, cl, v, h, bad, g[bad]);
-            return;
-        }
-    }
-    if (ps->cfg->mode == MODE_SYNC) {
-        int64_t cur = sync_acc_step(v->acc);
-        if (read > cur && ps->restores) {
-            lost_session_push(ps, cl, v, h, cur);
-            return;
-        }
-        if (read > cur) {
-            char msg[320];
-            snprintf(msg, sizeof msg, "%s: push for step %lld of %s is ahead of step %lld",
-                     ps->name, (long long)read, v->def->name, (long long)cur);
-            net_conn_send_error(cl->conn, msg);
-            return;
-        }
-        int r = sync_acc_offer(v->acc, cl->worker, read, g);
-        if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
-            if (v->def->trainable) ps->drops++;
-            emit_update(ps, EVT_DROP, v, cl->worker, h->arg1, cur, cur - read);
-            send_ack(cl, h->var, cur, ACK_DROPPED, cur - read);
-            return;
-        }
-        v->clock[cl->worker] = h->arg1;
-        if (sync_acc_count(v->acc) == 1) {
-            v->wait_t0 = dp_now_ns();
-            v->wait_reported = v->timeout_sent = 0;
-        }
-        if (r != SYNC_READY) {
-            /* Accepted; the worker learns when the step completes (RELEASE). */
-            send_ack(cl, h->var, cur, ACK_ACCUMULATED, 0);
-            cl->owed[h->var] = 1;
-            return;
-        }
-        int n = sync_acc_take(v->acc, v->mean, ps->released);
-        if (v->def->trainable) optim_apply(&ps->opt, v->data, v->slot, v->mean, v->def->count);
-        int64_t now = sync_acc_step(v->acc);
-        if (v->def->trainable) ps->applies += (uint64_t)n;
-        for (int i = 0; i < n; i++) {
-            int w = ps->released[i];
-            if (v->def->trainable) stale_stats_add(&ps->stale, 0);
-            emit_update(ps, EVT_APPLY, v, w, v->clock[w], now, 0);
-            ps_client *c = ps->clients[w];
-            if (c == cl) {
-                send_ack(c, h->var, now, ACK_APPLIED, 0);
-            } else {
-                send_release(c, h->var, now);
-            }
-        }
-        if (!v->def->trainable) global_step_advanced(ps, now);
-        return;
-    }
-    if (read > v->av.version && ps->restores) {
-        lost_session_push(ps, cl, v, h, v->av.version);
-        return;
-    }
-    int64_t staleness = async_apply(&v->av, read);
-    if (staleness < 0) staleness = 0;
-    if (v->def->trainable) optim_apply(&ps->opt, v->data, v->slot, g, v->def->count);
-    if (v->def->trainable) {
-        ps->applies++;
-        stale_stats_add(&ps->stale, staleness);
-        emit_update(ps, EVT_APPLY, v, cl->worker, h->arg1, v->av.version, staleness);
-    }
-    send_ack(cl, h->var, v->av.version, ACK_APPLIED, staleness);
-    if (!v->def->trainable) {
-        global_step_advanced(ps, v->av.version);
-        if (ps->gate) {
-            ssp_gate_clock(ps->gate, cl->worker, h->arg1);
-            ssp_release_waiters(ps);
-        }
-    }
-}
-
-/* Sync, a restore: workers whose gradient of v was accumulated for the step being thrown
- * away are released, so that none waits for a step that will never complete. */
-static void release_pending(ps_server *ps, ps_var *v, int64_t gs)
-{
-    for (int w = 0; w < ps->cfg->n_workers; w++)
-        if (sync_acc_holds(v->acc, w)) send_release(ps->clients[w], (uint32_t)v->id, gs);
-}
-
-/* INIT: the chief's initial value (ignored once initialised: a restarted chief sends it
- * again), or with INIT_RESTORE its restore of the session after a ps was lost: the value
- * (staged in the client's buffer, so no pull sees it half written), the version and the
- * step's pending sync gradients start again from step arg0. */
-static void handle_init(ps_server *ps, ps_client *cl, const proto_header *h, const void *payload)
-{
-    ps_var *v = local_var(ps, h->var);
-    int restore = (h->arg1 & INIT_RESTORE) != 0, taken = !v->initialised || restore;
-    if (taken) {
-        if (restore) {
-            if (v->def->count) memcpy(v->data, payload, v->def->count * sizeof(float));
-            if ((h->arg1 & INIT_FRESH_SLOT) && v->slot) optim_slot_init(&ps->opt, v->slot, v->def->count);
-            if (v->initialised && v->acc) release_pending(ps, v, h->arg0);
-            if (PROTO_SESSION(h->arg1) > v->session) v->session = PROTO_SESSION(h->arg1);
-            if (v->id == first_local_var(ps)) {
-                ps->restores++;
-                dp_log(DP_LOG_INFO, ps->name, "the chief restores the session: variables back at global step %lld",
-                       (long long)h->arg0);
-            }
-        }
-        v->initialised = 1;
-        if (ps->cfg->mode == MODE_SYNC) {
-            sync_acc_free(v->acc);
-            int r = ps->cfg->n_workers - ps->cfg->backup_workers;
-            v->acc = sync_acc_new(ps->cfg->n_workers, r, v->def->count, h->arg0);
-            v->wait_reported = v->timeout_sent = 0;
-        } else {
-            v->av.version = h->arg0;
-        }
-        if (restore && !v->def->trainable) global_step_advanced(ps, h->arg0);
-        for (int i = 0; i < v->n_waiting; i++) {
-            ps_client *c = ps->clients[v->waiting_pulls[i]];
-            if (c) send_pull(ps, c, v);
-        }
-        v->n_waiting = 0;
-    }
-    proto_header ok = {.type = MSG_INIT_OK, .var = h->var, .arg0 = taken};
-    net_conn_send(cl->conn, ok, NULL, 0, 0);
-}
 
 static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err, int *reject)
 {
@@ -456,7 +33,7 @@ static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err,
         return NULL;
     }
     if (h->type != MSG_PUSH && h->type != MSG_INIT && h->type != MSG_INIT_SLOT) return NULL;
-    ps_var *v = local_var(ps, h->var);
+    ps_var *v = ps_local_var(ps, h->var);
     if (!v) {
         *reject = 1;
         snprintf(err, DP_ERRLEN, "%s for variable id %u, which is not on %s", proto_type_name(h->type),
@@ -612,13 +189,13 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
     }
     switch (h->type) {
     case MSG_INIT:
-        if (!local_var(ps, h->var)) break;   /* an empty frame skips on_header's check */
-        handle_init(ps, cl, h, payload);
+        if (!ps_local_var(ps, h->var)) break;   /* an empty frame skips on_header's check */
+        ps_handle_init(ps, cl, h, payload);
         return;
     case MSG_INIT_SLOT: {
         /* The payload went into the slot (on_header) unless the variable was already
          * initialised, when it is ignored as INIT is. An empty frame skips on_header. */
-        ps_var *v = local_var(ps, h->var);
+        ps_var *v = ps_local_var(ps, h->var);
         if (!v || !v->slot || !v->def->trainable) {
             snprintf(msg, sizeof msg, "%s: INIT_SLOT of %s, which keeps no optimizer slot (%s)", ps->name,
                      v ? v->def->name : "an unknown variable", optim_name(ps->cfg->optimizer));
@@ -637,12 +214,12 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
         /* The asker trains no more: it must not hold the others at the SSP bound. */
         if (ps->gate) {
             ssp_gate_retire(ps->gate, cl->worker);
-            ssp_release_waiters(ps);
+            ps_ssp_release_waiters(ps);
         }
-        answer_final_step(ps);
+        ps_answer_final_step(ps);
         return;
     case MSG_PULL: {
-        ps_var *v = local_var(ps, h->var);
+        ps_var *v = ps_local_var(ps, h->var);
         if (!v) break;
         if ((h->arg1 & PULL_WITH_SLOT) && (!v->slot || !v->def->trainable || !v->initialised)) {
             snprintf(msg, sizeof msg, "%s: PULL of %s's slot, which %s", ps->name, v->def->name,
@@ -651,7 +228,7 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
             return;
         }
         if (h->arg1 & PULL_WITH_SLOT) {
-            send_pull_with_slot(ps, cl, v);
+            ps_send_pull_with_slot(ps, cl, v);
             return;
         }
         /* Not initialised yet, or a reconnected worker waits for the chief's restore. */
@@ -661,18 +238,18 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
             if (!seen) v->waiting_pulls[v->n_waiting++] = cl->worker;
             return;
         }
-        send_pull(ps, cl, v);
+        ps_send_pull(ps, cl, v);
         return;
     }
     case MSG_PUSH: {
-        ps_var *v = local_var(ps, h->var);
+        ps_var *v = ps_local_var(ps, h->var);
         if (!v) break;                       /* an empty frame skips on_header's check */
         if (!v->initialised) {
             snprintf(msg, sizeof msg, "%s: push to %s before it was initialised", ps->name, v->def->name);
             net_conn_send_error(c, msg);
             return;
         }
-        handle_push(ps, cl, h, payload);
+        ps_handle_push(ps, cl, h, payload);
         return;
     }
     case MSG_SSP_WAIT:
@@ -693,10 +270,10 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
             ps->n_done++;
             if (ps->gate) {
                 ssp_gate_retire(ps->gate, cl->worker);
-                ssp_release_waiters(ps);
+                ps_ssp_release_waiters(ps);
             }
             ps->finished[cl->worker] = 1;
-            answer_final_step(ps);
+            ps_answer_final_step(ps);
         }
         return;
     case MSG_ERROR:
@@ -725,11 +302,11 @@ static void on_close(net_conn *c, const char *reason, void *ctx)
         /* A lost worker clocks no more: it must not hold the others at the SSP bound. */
         if (!cl->done && ps->gate) {
             ssp_gate_retire(ps->gate, cl->worker);
-            ssp_release_waiters(ps);
+            ps_ssp_release_waiters(ps);
         }
         /* A lost worker pushes no more: it no longer holds back a FINAL_STEP answer. */
         ps->finished[cl->worker] = 1;
-        answer_final_step(ps);
+        ps_answer_final_step(ps);
     } else if (cl->worker < 0) {
         dp_log(DP_LOG_WARN, ps->name, "dropped connection from %s: %s", net_conn_peer(c), reason);
     }
@@ -883,7 +460,7 @@ static void print_stats(const ps_server *ps)
     for (int i = 0; i < ps->cat.n; i++) {
         const ps_var *v = &ps->vars[i];
         if (v->def->ps != ps->index || !v->def->trainable) continue;
-        long long ver = (long long)var_version(ps, v);
+        long long ver = (long long)ps_var_version(ps, v);
         if (var_min < 0 || ver < var_min) var_min = ver;
     }
     double mean_step = ps->gs_advances > 1
