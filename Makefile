@@ -16,7 +16,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -MMD -MP -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -lev -lm -lpthread $(EXTRA_LDLIBS)
 
-LIB_SRC  := $(wildcard common/*.c net/*.c events/*.c cluster/*.c runtime/*.c sim/*.c viz/*.c lab/*.c web/*.c)
+LIB_SRC  := $(wildcard common/*.c net/*.c events/*.c hub/*.c cluster/*.c runtime/*.c sim/*.c viz/*.c lab/*.c web/*.c)
 
 # ---- CUDA (runtime/gpu/) ----------------------------------------------------------------
 NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
@@ -161,7 +161,7 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_TARGETS ?= frame proto handshake trace idx scenario spec ckpt
 FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS   = $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -MMD -MP -I. $(PKG_CFLAGS) $(FUZZ_SAN)
-FUZZ_LIB_SRC := $(wildcard common/*.c net/*.c events/*.c cluster/*.c) \
+FUZZ_LIB_SRC := $(wildcard common/*.c net/*.c events/*.c hub/*.c cluster/*.c) \
     runtime/proto.c runtime/conn.c runtime/data.c runtime/ckpt.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_LIB      = $(FUZZ_BUILD)/libfuzzdp.a
@@ -175,7 +175,7 @@ $(FUZZ_LIB): $(FUZZ_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $(FUZZ_LIB_OBJ)
 
-# fuzz_handshake includes events/hub.c, so the archive's hub.o is never pulled in.
+# fuzz_handshake includes hub/hub.c, so the archive's hub.o is never pulled in.
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_LIB)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB) $(PKG_LIBS) -lev -lm -lpthread -o $@
 

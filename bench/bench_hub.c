@@ -9,7 +9,7 @@
 
 #include "common/dp.h"
 #include "events/event.h"
-#include "events/hub.h"
+#include "hub/hub.h"
 #include "events/stream.h"
 
 typedef struct job { const char *addr; int task; long n; uint64_t dropped; } job;

@@ -2,14 +2,14 @@
  * and viewer subscriptions on one port, records a trace, runs until SIGINT/SIGTERM (or,
  * with --exit-when-idle, until its tasks have come and gone). The bound address goes to
  * stdout as "hub listening on HOST:PORT" so launchers can pass port 0; progress and
- * statistics go to stderr. Flag parsing only; the hub is events/hub.c. */
+ * statistics go to stderr. Flag parsing only; the hub is hub/hub.c. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/args.h"
 #include "cli/cmds.h"
 #include "common/dp.h"
-#include "events/hub.h"
+#include "hub/hub.h"
 #include "net/auth.h"
 #include "web/web.h"
 

@@ -23,7 +23,7 @@
 
 #include "cluster/spec.h"
 #include "common/dp.h"
-#include "events/hub.h"
+#include "hub/hub.h"
 #include "net/auth.h"
 #include "runtime/conn.h"
 #include "runtime/instr.h"

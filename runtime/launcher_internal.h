@@ -12,7 +12,7 @@
 
 #include "cluster/spec.h"
 #include "common/dp.h"
-#include "events/hub.h"
+#include "hub/hub.h"
 #include "runtime/config.h"
 #include "runtime/instr.h"
 

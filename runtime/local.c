@@ -19,7 +19,7 @@
 
 #include "cluster/optim.h"
 #include "common/dp.h"
-#include "events/hub.h"
+#include "hub/hub.h"
 #include "runtime/data.h"
 #include "runtime/device.h"
 #include "runtime/gpu/gpu.h"

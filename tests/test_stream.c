@@ -22,7 +22,7 @@
 
 #include "common/dp.h"
 #include "events/event.h"
-#include "events/hub.h"
+#include "hub/hub.h"
 #include "events/stream.h"
 #include "events/trace.h"
 #include "events/wire.h"

@@ -10,7 +10,7 @@
 
 #include "check.h"
 #include "common/dp.h"
-#include "events/hub.h"
+#include "hub/hub.h"
 #include "events/stream.h"
 #include "viz/internal.h"
 

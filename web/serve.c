@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "common/dp.h"
-#include "events/hub.h"
+#include "hub/hub.h"
 #include "viz/viz.h"
 #include "web/internal.h"
 

@@ -102,7 +102,7 @@ int web_view(const struct viz_app_options *vopt, const web_options *wopt, FILE *
 int web_serve(const web_options *o, FILE *out, char *err);
 
 /* `downpour hub --http ADDR` in one call: runs the hub like evt_hub_serve() (hopt,
- * out: see events/hub.h) and, once it is bound, a web server subscribed to it (wopt,
+ * out: see hub/hub.h) and, once it is bound, a web server subscribed to it (wopt,
  * whose connect is set to the hub's address). Returns when the hub stops. */
 struct evt_hub_options;
 int web_serve_hub(const struct evt_hub_options *hopt, const web_options *wopt, FILE *out,

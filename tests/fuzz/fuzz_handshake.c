@@ -1,5 +1,5 @@
 /* fuzz_handshake.c — libFuzzer target: the hub's side of a task's stream handshake and
- * what follows it (events/hub.c): HELLO_TASK or HELLO_SUB, clock PROBE_REPLYs, RESUME,
+ * what follows it (hub/hub.c): HELLO_TASK or HELLO_SUB, clock PROBE_REPLYs, RESUME,
  * STRINGS and EVENTS, in any order and shape. The input is what the peer sends. Each
  * input gets a fresh hub (no trace, 2 clock probes) and one connection on a socketpair,
  * made as the hub's accept callback makes one (no secret: the hub's authentication
@@ -8,12 +8,12 @@
  * window is emitted, acknowledgements and delivery records are made as at a tick and a
  * stop, and the peer's end is shut so the hub closes the connection.
  *
- * Test hook: this file includes events/hub.c itself, to reach its static read callback
+ * Test hook: this file includes hub/hub.c itself, to reach its static read callback
  * and connection set-up without adding an entry point to the library; the target links
  * every library object but events/hub.o (Makefile, FUZZ_HUB_OBJ). */
 #include "tests/fuzz/fuzz_util.h"
 
-#include "events/hub.c"
+#include "hub/hub.c"
 
 static hub_conn *fz_conn(evt_hub *h, int fd)
 {

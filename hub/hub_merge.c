@@ -6,7 +6,7 @@
  * for that subscriber alone, and its string definitions are sent lazily (before the
  * first frame that may use them) so a stalled subscriber costs bounded memory.
  * Runs on the hub's loop thread only. */
-#include "events/hub_internal.h"
+#include "hub/hub_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

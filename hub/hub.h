@@ -9,8 +9,8 @@
  * Threading: evt_hub_run() runs the loop on the calling thread; evt_hub_stop(),
  * evt_hub_get_stats(), evt_hub_task_offset() and evt_hub_set_final_metadata() may be
  * called from any thread while it runs. */
-#ifndef EVENTS_HUB_H
-#define EVENTS_HUB_H
+#ifndef HUB_HUB_H
+#define HUB_HUB_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,9 +1,10 @@
-/* hub_internal.h — the hub's private structures, shared by hub.c (loop, connections,
- * protocol) and hub_merge.c (reorder window, recording, late-subscriber state, fan-out).
- * Not for use outside events/. All of it belongs to the hub's loop thread, except the
- * fields marked "under mu". */
-#ifndef EVENTS_HUB_INTERNAL_H
-#define EVENTS_HUB_INTERNAL_H
+/* hub_internal.h — the hub's private structures, shared by hub.c (loop, connections),
+ * hub_frame.c (what connections say: handshake, hello, clock sync, resume, events) and
+ * hub_merge.c (reorder window, recording, late-subscriber state, fan-out). Not for use
+ * outside hub/. All of it belongs to the hub's loop thread, except the fields marked
+ * "under mu". */
+#ifndef HUB_HUB_INTERNAL_H
+#define HUB_HUB_INTERNAL_H
 
 #include <pthread.h>
 #include <stdint.h>
@@ -12,7 +13,7 @@
 
 #include "common/dp.h"
 #include "events/event.h"
-#include "events/hub.h"
+#include "hub/hub.h"
 #include "events/trace.h"
 #include "events/wire.h"
 #include "net/auth.h"
@@ -122,6 +123,13 @@ struct evt_hub {
 int64_t hub_now(const evt_hub *h);
 void hub_conn_close(evt_hub *h, hub_conn *c, const char *why, int bad);
 void hub_conn_flush(evt_hub *h, hub_conn *c);
+
+/* hub_frame.c */
+/* The clock and delivery bookkeeping of task (job, task), made on first use. Under mu. */
+hub_offset *hub_offset_slot(evt_hub *h, int job, int task);
+/* Handles one frame of c; returns 0, or a negative code with why filled (the caller
+ * closes the connection). */
+int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh, const uint8_t *p, char *why);
 
 /* hub_merge.c */
 uint32_t hub_intern(evt_hub *h, const char *s);
