@@ -32,6 +32,10 @@ void evt_hub_options_init(evt_hub_options *o)
     o->reorder_ms = 50;
     o->probes = 8;
     o->sub_queue_bytes = 8u << 20;
+    o->subs_total_bytes = 64u << 20;
+    o->max_subscribers = 64;
+    o->max_conns = 4096;
+    o->sub_stall_s = 30;
 }
 
 int64_t hub_now(const evt_hub *h)
@@ -52,6 +56,7 @@ static void conn_free(hub_conn *c)
 
 static void conn_unlink(evt_hub *h, hub_conn *c)
 {
+    h->n_conns--;
     if (c->prev) c->prev->next = c->next;
     else h->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -186,6 +191,20 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
                 dp_log(DP_LOG_WARN, "hub", "accept: %s", strerror(errno));
             return;
         }
+        if (h->n_conns >= h->opt.max_conns) {
+            /* over the cap: closed unread, counted, said at most once a second */
+            char peer[96];
+            evt_wire_addr_text((struct sockaddr *)&ss, peer, sizeof peer);
+            close(fd);
+            h->st.conns_refused++;
+            uint64_t now = dp_now_ns();
+            if (now - h->refused_log_ns >= 1000000000ull) {
+                h->refused_log_ns = now;
+                dp_log(DP_LOG_WARN, "hub", "refused %s: %d connections open, the most it takes (%llu refused so "
+                       "far)", peer, h->n_conns, (unsigned long long)h->st.conns_refused);
+            }
+            continue;
+        }
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         fcntl(fd, F_SETFD, FD_CLOEXEC);
         int one = 1;
@@ -204,6 +223,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         c->next = h->conns;
         if (h->conns) h->conns->prev = c;
         h->conns = c;
+        h->n_conns++;
     }
 }
 
@@ -353,6 +373,10 @@ evt_hub *evt_hub_new(const evt_hub_options *opt, char *err)
     if (h->opt.reorder_ms < 0) h->opt.reorder_ms = 0;
     if (h->opt.probes <= 0) h->opt.probes = 8;
     if (!h->opt.sub_queue_bytes) h->opt.sub_queue_bytes = 8u << 20;
+    if (!h->opt.subs_total_bytes) h->opt.subs_total_bytes = 64u << 20;
+    if (h->opt.max_subscribers <= 0) h->opt.max_subscribers = 64;
+    if (h->opt.max_conns <= 0) h->opt.max_conns = 4096;
+    if (h->opt.sub_stall_s <= 0) h->opt.sub_stall_s = 30;
     h->opt.listen = NULL;   /* not kept: borrowed from the caller */
     h->opt.trace_path = NULL;
     h->opt.metadata_json = NULL;

@@ -27,6 +27,14 @@ typedef struct evt_hub_options {
     int reorder_ms;            /* hold events this long to merge in time order (default 50) */
     int probes;                /* clock probes per task at connect (default 8) */
     size_t sub_queue_bytes;    /* per-subscriber output bound (default 8 MiB) */
+    size_t subs_total_bytes;   /* every subscriber's queues together (default 64 MiB): with
+                                * many subscribers each gets its share of it, so stalled
+                                * ones cost at most this much however many there are */
+    int max_subscribers;       /* at once (default 64); more are refused */
+    int max_conns;             /* connections at once, tasks included (default 4096); more
+                                * are closed at accept */
+    int sub_stall_s;           /* a subscriber dropping events this long is disconnected
+                                * (default 30) */
     int sub_sndbuf;            /* SO_SNDBUF for subscriber sockets; 0 = kernel default */
     int exit_when_idle_ms;     /* > 0: stop once tasks have come and all have been gone
                                 * this long (for launchers) */
@@ -86,6 +94,9 @@ typedef struct evt_hub_stats {
     uint64_t sub_dropped;              /* records dropped for slow subscribers, total */
     uint64_t task_dropped;             /* latest EVENTS_DROPPED counts of tasks, summed */
     uint64_t bad_conns;                /* connections closed for protocol errors */
+    uint64_t conns_refused;            /* over max_conns, closed at accept */
+    uint64_t subs_refused;             /* over max_subscribers */
+    uint64_t subs_cut;                 /* disconnected after sub_stall_s of dropping */
     uint64_t bytes_in;
 } evt_hub_stats;
 

@@ -218,6 +218,10 @@ int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
             if (fh->length != 4) return dp_fail(why, DP_EPROTO, "hello_sub length %u", fh->length);
             /* Whatever merged output is still pending predates this subscriber's
              * state snapshot: send it to the others first so nothing is doubled. */
+            if (h->st.subs_now >= (uint64_t)h->opt.max_subscribers) {
+                h->st.subs_refused++;
+                return dp_fail(why, DP_EINVAL, "this hub serves at most %d viewers at once", h->opt.max_subscribers);
+            }
             hub_merge_fan_out(h);
             c->role = HC_SUB;
             snprintf(c->name, sizeof c->name, "subscriber");

@@ -55,6 +55,7 @@ typedef struct hub_conn {
     /* subscriber */
     uint32_t defs_sent;             /* global ids 1..defs_sent already sent */
     uint64_t dropped, dropped_sent;
+    int64_t stalled_since;          /* subscriber: first drop of its current full spell, 0 none */
 } hub_conn;
 
 typedef struct hub_offset {
@@ -79,6 +80,8 @@ struct evt_hub {
     evt_hub_options opt;            /* string fields cleared: not kept */
     char address[128];
     int port, lfd, ran, running, has_thread, thread_rc, had_tasks, trace_failed;
+    int n_conns;                    /* open connections (the list below) */
+    uint64_t refused_log_ns;        /* last "refused" line (at most one a second) */
     auth_key key, viewer_key;       /* the secret's key, the viewer token's (key.set == 0:
                                      * no handshake) */
     char viewer_token[AUTH_TOKEN_CHARS + 1];

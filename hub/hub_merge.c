@@ -68,14 +68,27 @@ void hub_merge_fan_out(evt_hub *h)
     evt_wire_put_events(&h->frame, h->out, h->nout);
     size_t flen = h->frame.len;
     uint32_t nstr = evt_strtab_count(h->strings);
+    /* Each subscriber's queue: its own bound, or its share of all subscribers' together
+     * when there are many, so that stalled ones cost a bounded total however many. */
+    size_t cap = h->opt.sub_queue_bytes, share = h->opt.subs_total_bytes / (h->st.subs_now ? h->st.subs_now : 1);
+    if (share < cap) cap = share;
+    int64_t now = hub_now(h);
     for (hub_conn *c = h->conns, *next; c; c = next) {
         next = c->next;   /* c may close (and be unlinked) while flushing */
         if (c->role != HC_SUB || c->dead) continue;
-        if (evt_buf_pending(&c->out) + flen > h->opt.sub_queue_bytes) {
+        if (evt_buf_pending(&c->out) + flen > cap) {
             c->dropped += h->nout;
             h->st.sub_dropped += h->nout;
+            if (!c->stalled_since) c->stalled_since = now;
+            if (now - c->stalled_since > (int64_t)h->opt.sub_stall_s * 1000000000ll) {
+                h->st.subs_cut++;
+                char why[96];
+                snprintf(why, sizeof why, "its queue stayed full for %d s (too slow a viewer)", h->opt.sub_stall_s);
+                hub_conn_close(h, c, why, 0);
+            }
             continue;
         }
+        c->stalled_since = 0;
         if (c->dropped > c->dropped_sent) {
             uint8_t p[8];
             evt_put_u64(p, c->dropped);
