@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -434,6 +435,35 @@ int net_accept(int lfd, char *peer, size_t peer_len)
     return fd;
 }
 
+/* connect(), given at most NET_CONNECT_WAIT_MS: a peer whose network vanished mid-way
+ * (a namespace torn down, a host gone) drops the SYN and a blocking connect would wait
+ * minutes, where the caller retries and checks for a stop request. -1 with errno set
+ * (ETIMEDOUT, or the connect's own error); the fd is left blocking as it came. */
+static int connect_bounded(int fd, const struct sockaddr *sa, socklen_t len)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return connect(fd, sa, len);
+    int rc = connect(fd, sa, len);
+    if (rc < 0 && errno == EINPROGRESS) {
+        struct pollfd p = {fd, POLLOUT, 0};
+        int n = poll(&p, 1, NET_CONNECT_WAIT_MS);
+        if (n <= 0) {
+            errno = n == 0 ? ETIMEDOUT : errno;
+            return -1;
+        }
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0) return -1;
+        if (soerr) {
+            errno = soerr;
+            return -1;
+        }
+        rc = 0;
+    }
+    if (rc == 0) fcntl(fd, F_SETFL, fl);
+    return rc;
+}
+
 int net_connect(const char *host, int port, char *err)
 {
     struct addrinfo *res;
@@ -448,7 +478,7 @@ int net_connect(const char *host, int port, char *err)
                 e = errno;
                 continue;
             }
-            if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+            if (connect_bounded(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
                 e = errno;
                 close(fd);
                 fd = -1;

@@ -79,6 +79,7 @@ int net_accept(int lfd, char *peer, size_t peer_len);
 
 /* Blocking connect to host:port with a single attempt; returns fd or a negative dp_err
  * (err says why, e.g. "connection refused"). */
+#define NET_CONNECT_WAIT_MS 2000   /* one connect attempt at most this long (then ETIMEDOUT) */
 int net_connect(const char *host, int port, char *err);
 
 /* Finds a free loopback TCP port (bind to port 0, read it, close). */

@@ -145,6 +145,10 @@ left=
 for _ in $(seq 300); do left=$(holders $spaces); [ -z "$left" ] && break; sleep 0.05; done
 check "kill -9: no process is left in any of its namespaces (so they and their veths are gone)$(
     for p in $left; do printf ' [%s: %s]' "$p" "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"; done)" test -z "$left"
+if [ -n "$left" ]; then   # what they were doing: their stacks and the run's last lines
+    for p in $left; do echo "    $p: $(tr '\n' ' ' <"/proc/$p/wchan" 2>/dev/null) $(grep -E 'State|SigCgt|SigPnd|ShdPnd' "/proc/$p/status" 2>/dev/null | tr '\n' ' ')"; done
+    tail -n 15 "$TMP/e.err" | sed 's/^/    e.err: /'
+fi
 links_after=$(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sort)
 check "no veth or bridge was left in this namespace" test "$links_before" = "$links_after"
 check "no named namespace was created (ip netns list)" test "$netns_before" = "$(ip netns list 2>/dev/null | sort)"
