@@ -514,6 +514,15 @@ train:
         if (cfg->mode == MODE_SSP && (rc = wk_ssp_wait(wk))) break;
         uint64_t step_t0 = dp_now_ns();
         if ((rc = wk_pull_all(wk, 0))) break;
+        /* Sync: a worker that joins mid-step (restarted, or a backup lagging behind) may
+         * read some variables after the step's update and others before it; a gradient
+         * of that mix would be accumulated into the step. Read again until every variable
+         * is of the global step read (the token follows the updates within moments). */
+        for (int again = 0; again < 500 && !versions_at_step(wk) && wk->gs < cfg->steps; again++) {
+            sleep_ns(1000000);
+            if ((rc = wk_pull_all(wk, 0))) break;
+        }
+        if (rc) break;
         if (wk->local == 0 && getenv("DOWNPOUR_RESTART")) {
             /* The launcher restarted us (--fail ...,restart=T): we carry on from the ps. */
             dp_log(DP_LOG_INFO, wk->name, "restarted: rejoining at global step %lld", (long long)wk->gs);
