@@ -124,15 +124,9 @@ python3 - "$P" "$TMP/ps.err" >"$TMP/py.out" 2>&1 <<'PY'
 import re, socket, struct, sys, time
 port = int(sys.argv[1])
 HELLO, PULL, ERROR, INIT_SLOT = 1, 5, 12, 14
-def conn():
-    for _ in range(100):
-        try:
-            return socket.create_connection(("127.0.0.1", port))
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("ps never came up")
-def hdr(typ, length=0, var=0, a0=0, a1=0):
-    return struct.pack("<IHHIIqq", 0x52575044, 1, typ, length, var, a0, a1)
+sys.path.insert(0, "tests")
+from ps_wire import hdr, conn as ps_wire_conn
+conn = lambda: ps_wire_conn(port)
 def talk(s, data):
     s.sendall(data)
     s.settimeout(3)

@@ -21,15 +21,9 @@ python3 - "$P" "$TMP/ps.err" >"$TMP/py.out" 2>&1 <<'PY' &
 import math, re, socket, struct, sys, time
 port, pslog = int(sys.argv[1]), sys.argv[2]
 HELLO, PULL, PULL_RESP, PUSH, PUSH_ACK = 1, 5, 6, 7, 8
-def hdr(typ, length=0, var=0, a0=0, a1=0):
-    return struct.pack("<IHHIIqq", 0x52575044, 1, typ, length, var, a0, a1)
-def conn():
-    for _ in range(100):
-        try:
-            return socket.create_connection(("127.0.0.1", port))
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("ps never came up")
+sys.path.insert(0, "tests")
+from ps_wire import hdr, conn as ps_wire_conn
+conn = lambda: ps_wire_conn(port)
 def frame(s):
     h = b""
     while len(h) < 32:

@@ -14,15 +14,9 @@ PS=$!
 python3 - "$P" >"$TMP/py.out" 2>&1 <<'PY'
 import socket, struct, sys, time
 port = int(sys.argv[1])
-def conn():
-    for _ in range(100):
-        try:
-            return socket.create_connection(("127.0.0.1", port))
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("ps never came up")
-def hdr(magic=0x52575044, ver=1, typ=1, length=0, var=0, a0=0, a1=0):
-    return struct.pack("<IHHIIqq", magic, ver, typ, length, var, a0, a1)
+sys.path.insert(0, "tests")
+from ps_wire import hdr, conn as ps_wire_conn
+conn = lambda: ps_wire_conn(port)
 cases = {
     "bad magic": hdr(magic=0xdeadbeef),
     "version": hdr(ver=2),
