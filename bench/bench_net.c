@@ -13,7 +13,8 @@
 
 #include "common/dp.h"
 #include "runtime/config.h"
-#include "runtime/conn.h"
+#include "net/conn.h"
+#include "net/sock.h"
 #include "runtime/proto.h"
 
 #define HIDDEN 1338 /* hidden/weights = 784 x 1338 floats = 4.0 MiB */
@@ -44,21 +45,21 @@ static void read_all(int fd, void *p, size_t n)
 
 static void frame(int fd, int type, uint32_t var, int64_t a0, int64_t a1, const void *p, size_t n)
 {
-    uint8_t h[PROTO_HEADER_SIZE];
-    proto_header ph = {.version = PROTO_VERSION, .type = (uint16_t)type, .length = (uint32_t)n,
-                       .var = var, .arg0 = a0, .arg1 = a1};
-    proto_encode(&ph, h);
+    uint8_t h[NET_HEADER];
+    net_frame ph = {.proto = NET_PROTO_PS, .type = (uint16_t)type, .length = (uint32_t)n,
+                    .id = var, .arg0 = a0, .arg1 = a1};
+    net_frame_encode(&ph, h);
     write_all(fd, h, sizeof h);
     if (n) write_all(fd, p, n);
 }
 
-static proto_header expect(int fd, int type, void *payload)
+static net_frame expect(int fd, int type, void *payload)
 {
-    uint8_t h[PROTO_HEADER_SIZE];
-    char err[DP_ERRLEN];
-    proto_header ph;
+    uint8_t h[NET_HEADER];
+    char err[DP_ERRLEN] = "";
+    net_frame ph;
     read_all(fd, h, sizeof h);
-    if (proto_decode(h, &ph, err) || ph.type != type) {
+    if (net_frame_decode(h, &proto_ps, &ph, err) || ph.type != type) {
         fprintf(stderr, "bench_net: expected %s, got %s %s\n", proto_type_name(type),
                 proto_type_name(ph.type), err);
         exit(1);
@@ -143,7 +144,7 @@ int main(int argc, char **argv)
     uint64_t t0 = dp_now_ns();
     for (int i = 0; i < rounds; i++) {
         frame(fd, MSG_PULL, 1, i, 0, NULL, 0);
-        proto_header h = expect(fd, MSG_PULL_RESP, buf);
+        net_frame h = expect(fd, MSG_PULL_RESP, buf);
         frame(fd, MSG_PUSH, 1, h.arg0, i + 1, buf, big);
         expect(fd, MSG_PUSH_ACK, NULL);
     }

@@ -19,7 +19,8 @@ enum dp_err {
     DP_ETIMEDOUT = -5,
     DP_ECLOSED = -6,  /* peer closed the connection */
     DP_ECORRUPT = -7, /* damaged file */
-    DP_ENOTFOUND = -8
+    DP_ENOTFOUND = -8,
+    DP_EFULL = -9     /* a bounded queue is full */
 };
 
 /* Size of the caller-supplied error buffers passed as `char err[DP_ERRLEN]`. */
@@ -31,6 +32,27 @@ enum dp_err {
 #define DP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define dp_container_of(ptr, type, member) \
     ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/* Little-endian integers in byte buffers: the one set every format uses (frames, traces,
+ * checkpoints). */
+static inline void dp_put_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void dp_put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void dp_put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t dp_get_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t dp_get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t dp_get_u64(const uint8_t *p)
+{
+    return (uint64_t)dp_get_u32(p) | (uint64_t)dp_get_u32(p + 4) << 32;
+}
 
 /* Allocation that aborts with a message on out-of-memory; never returns NULL
  * (xmalloc(0) returns a unique pointer). Free with free(). */

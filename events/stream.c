@@ -35,10 +35,13 @@
 #include "common/dp.h"
 #include "events/wire.h"
 #include "net/auth.h"
+#include "net/conn.h"
+#include "net/sock.h"
 
 #define EM_BATCH 1024                /* records per drain step; also the wake threshold */
 #define EM_FLUSH_S 0.020             /* batch period */
 #define EM_OUT_LIMIT (512u << 10)    /* stop draining while this much is unsent */
+#define EM_OUT_CAP (64u << 20)       /* the connection's hard bound (the final flush) */
 #define EM_BACKOFF_MIN_S 0.05
 #define EM_BACKOFF_MAX_S 1.0
 #define EM_HANDSHAKE_S 5.0           /* READY must come within this */
@@ -80,13 +83,10 @@ struct evt_emitter {
     struct ev_loop *loop;
     ev_async wake;
     ev_timer flush_timer, retry_timer, handshake_timer, stop_timer;
-    ev_io rio, wio;
-    int fd, state, stopping, warned;
-    auth_hs hs;
-    int authing;                    /* 1: AUTH_HELLO sent; 2: proof sent; 0: done or none */
+    net_conn *conn;                 /* NULL when not connected */
+    int state, stopping, warned;
     int refused_warned;             /* a refusal by the hub was logged (once) */
     double backoff;
-    evt_buf in, out;
     size_t nsent;                   /* ring records (from head) sent on this connection */
     uint64_t connections;           /* READYs so far */
     uint32_t defs_sent;
@@ -128,30 +128,18 @@ static size_t em_ring_count(evt_emitter *em)
 /* While stopping: done once everything queued has been acknowledged. */
 static void em_maybe_finish(evt_emitter *em)
 {
-    if (em->stopping && em->state == EM_READY && !evt_buf_pending(&em->out) &&
+    if (em->stopping && em->state == EM_READY && em->conn && !net_conn_pending(em->conn) &&
         !em_ring_count(em))
         ev_break(em->loop, EVBREAK_ALL);
 }
 
 static void em_try_write(evt_emitter *em)
 {
-    while (evt_buf_pending(&em->out)) {
-        ssize_t n = send(em->fd, em->out.data + em->out.off, evt_buf_pending(&em->out),
-                         MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            char why[128];
-            snprintf(why, sizeof why, "send: %s", strerror(errno));
-            em_disconnect(em, why);
-            return;
-        }
-        evt_buf_consume(&em->out, (size_t)n);
-    }
-    /* Write interest only while something is queued. */
-    if (evt_buf_pending(&em->out)) ev_io_start(em->loop, &em->wio);
-    else ev_io_stop(em->loop, &em->wio);
+    if (!em->conn) return;
+    if (net_conn_flush(em->conn) == DP_EFULL) em_disconnect(em, "output over its bound (the hub does not read)");
 }
+
+static net_buf *em_out(evt_emitter *em) { return net_conn_stage(em->conn); }
 
 /* A drop report: never sequenced, never kept (the next one supersedes it). resume_at
  * >= 0 marks the report sent first after a reconnect (step, id, value: event.h). */
@@ -167,7 +155,7 @@ static void em_put_drop_report(evt_emitter *em, uint64_t dropped, int64_t resume
         r.id = copies;
         r.value = 1;
     }
-    evt_wire_put_events(&em->out, &r, 1);
+    evt_wire_put_events(em_out(em), &r, 1);
     em->dropped_reported = dropped;
     em->last_drop_report = (int64_t)dp_now_ns();
 }
@@ -176,9 +164,9 @@ static void em_put_drop_report(evt_emitter *em, uint64_t dropped, int64_t resume
  * ignores the output limit (final flush). */
 static void em_drain(evt_emitter *em, int all)
 {
-    if (em->state != EM_READY) return;
+    if (em->state != EM_READY || !em->conn) return;
     for (;;) {
-        if (!all && evt_buf_pending(&em->out) >= EM_OUT_LIMIT) break;
+        if (!all && net_conn_pending(em->conn) >= EM_OUT_LIMIT) break;
         size_t n = 0;
         uint64_t dropped;
         pthread_mutex_lock(&em->mu);
@@ -192,12 +180,12 @@ static void em_drain(evt_emitter *em, int all)
          * defining everything up to the current count covers them. */
         uint32_t nstr = evt_strtab_count(em->strings);
         if (nstr > em->defs_sent) {
-            evt_wire_put_strings(&em->out, em->strings, em->defs_sent + 1, nstr);
+            evt_wire_put_strings(em_out(em), em->strings, em->defs_sent + 1, nstr);
             em->defs_sent = nstr;
         }
         dropped = em->dropped;
         pthread_mutex_unlock(&em->mu);
-        if (n) evt_wire_put_events(&em->out, em->batch, n);
+        if (n) evt_wire_put_events(em_out(em), em->batch, n);
         int64_t now = (int64_t)dp_now_ns();
         if (dropped > em->dropped_reported &&
             (all || em->dropped_reported == 0 || now - em->last_drop_report >= EM_DROP_REPORT_NS))
@@ -205,7 +193,7 @@ static void em_drain(evt_emitter *em, int all)
         if (n < EM_BATCH) break;
     }
     em_try_write(em);
-    if (em->fd >= 0) em_maybe_finish(em);
+    if (em->conn) em_maybe_finish(em);
 }
 
 /* ---- connection --------------------------------------------------------------- */
@@ -221,26 +209,29 @@ static void em_schedule_retry(evt_emitter *em)
     em->backoff = em->backoff * 2 > EM_BACKOFF_MAX_S ? EM_BACKOFF_MAX_S : em->backoff * 2;
 }
 
-static void em_disconnect(evt_emitter *em, const char *why)
+/* The connection is gone (closed by us or lost): unacknowledged records stay in the
+ * ring and the next connection sends them again. */
+static void em_lost(evt_emitter *em, const char *why)
 {
-    if (em->fd < 0) return;
     if (em->state == EM_READY || !em->warned) {
         dp_log(em->state == EM_READY ? DP_LOG_WARN : DP_LOG_DEBUG, "emitter",
                "hub %s: %s; retrying", em->addr_text, why);
         em->warned = 1;
     }
-    ev_io_stop(em->loop, &em->rio);
-    ev_io_stop(em->loop, &em->wio);
     ev_timer_stop(em->loop, &em->handshake_timer);
-    close(em->fd);
-    em->fd = -1;
     em->state = EM_IDLE;
     atomic_store(&em->ready, 0);
-    /* Unacknowledged records stay in the ring: the next connection sends them again. */
     em->nsent = 0;
-    em->out.off = em->out.len = 0;
-    em->in.off = em->in.len = 0;
     em_schedule_retry(em);
+}
+
+static void em_disconnect(evt_emitter *em, const char *why)
+{
+    net_conn *c = em->conn;
+    if (!c) return;
+    em->conn = NULL;   /* its on_close, now or after the current callback, is not ours */
+    em_lost(em, why);
+    net_conn_close(c, why);
 }
 
 /* Right after READY: RESUME (where this task's sequence stands and how many copies
@@ -257,12 +248,12 @@ static void em_resume(evt_emitter *em)
     size_t copies = 0;
     while (copies < em->ndefs && em->defs[copies].seq <= acked) copies++;
     uint8_t r[20];
-    evt_put_u64(r, acked);
-    evt_put_u32(r + 8, (uint32_t)copies);
-    evt_put_u64(r + 12, em->incarnation);
-    evt_frame_put(&em->out, EVT_F_RESUME, r, sizeof r);
+    dp_put_u64(r, acked);
+    dp_put_u32(r + 8, (uint32_t)copies);
+    dp_put_u64(r + 12, em->incarnation);
+    evt_wire_put(em_out(em), EVT_F_RESUME, r, sizeof r);
     uint32_t nstr = evt_strtab_count(em->strings);
-    if (nstr) evt_wire_put_strings(&em->out, em->strings, 1, nstr);
+    if (nstr) evt_wire_put_strings(em_out(em), em->strings, 1, nstr);
     em->defs_sent = nstr;
     if (em->connections > 1) {
         em_put_drop_report(em, dropped, (int64_t)acked, (uint32_t)copies);
@@ -273,71 +264,27 @@ static void em_resume(evt_emitter *em)
                 em->batch[j] = em->defs[i + j].e;
                 em->batch[j].t = now;   /* in the new trace's time, not before its start */
             }
-            evt_wire_put_events(&em->out, em->batch, n);
+            evt_wire_put_events(em_out(em), em->batch, n);
         }
     }
     pthread_mutex_unlock(&em->mu);
 }
 
-static void em_handle_frame(evt_emitter *em, const evt_wire_header *h, const uint8_t *p)
+static void em_handle_frame(evt_emitter *em, const net_frame *h, const uint8_t *p)
 {
     char why[DP_ERRLEN];
-    if (em->authing && h->type != EVT_F_AUTH_CHALLENGE && h->type != EVT_F_AUTH_OK &&
-        h->type != EVT_F_ERROR) {
-        snprintf(why, sizeof why, "%s frame before the hub proved it knows the secret",
-                 evt_wire_type_name(h->type));
-        em_disconnect(em, why);
-        return;
-    }
     switch (h->type) {
-    case EVT_F_AUTH_CHALLENGE: {
-        if (h->length != EVT_AUTH_BYTES) goto bad_len;
-        if (em->authing != 1) {
-            em_disconnect(em, "unexpected auth_challenge frame");
-            return;
-        }
-        /* Our proof and HELLO_TASK together: the hub checks the proof first. */
-        uint8_t proof[AUTH_PROOF_BYTES], hello[12];
-        auth_hs_peer_nonce(&em->hs, p);
-        auth_hs_prove(&em->hs, &em->key, proof);
-        evt_frame_put(&em->out, EVT_F_AUTH_PROOF, proof, sizeof proof);
-        evt_put_u32(hello, (uint32_t)em->job);
-        evt_put_u32(hello + 4, (uint32_t)em->task);
-        evt_put_u32(hello + 8, (uint32_t)getpid());
-        evt_frame_put(&em->out, EVT_F_HELLO_TASK, hello, sizeof hello);
-        em->authing = 2;
-        em_try_write(em);
-        return;
-    }
-    case EVT_F_AUTH_OK:
-        if (h->length != EVT_AUTH_BYTES) goto bad_len;
-        if (em->authing != 2) {
-            em_disconnect(em, "unexpected auth_ok frame");
-            return;
-        }
-        if (auth_hs_verify(&em->hs, &em->key, p) != 0) {
-            snprintf(why, sizeof why, "the hub failed to prove it knows the secret (a different secret?)");
-            if (!em->refused_warned) dp_log(DP_LOG_WARN, "emitter", "hub %s: %s", em->addr_text, why);
-            em->refused_warned = 1;
-            em_disconnect(em, why);
-            return;
-        }
-        auth_hs_clear(&em->hs);
-        em->authing = 0;
-        return;
     case EVT_F_PROBE: {
-        if (h->length != 16) goto bad_len;
         /* Answer at once: the reply's task time must be taken as close as possible
          * to the probe's arrival for the hub's offset estimate. */
         uint8_t r[24];
         memcpy(r, p, 16);
-        evt_put_u64(r + 16, (uint64_t)em_clock(em));
-        evt_frame_put(&em->out, EVT_F_PROBE_REPLY, r, sizeof r);
+        dp_put_u64(r + 16, (uint64_t)em_clock(em));
+        evt_wire_put(em_out(em), EVT_F_PROBE_REPLY, r, sizeof r);
         em_try_write(em);
         return;
     }
     case EVT_F_READY:
-        if (h->length != 16) goto bad_len;
         if (em->state != EM_HANDSHAKE) {
             em_disconnect(em, "unexpected ready frame");
             return;
@@ -349,13 +296,12 @@ static void em_handle_frame(evt_emitter *em, const evt_wire_header *h, const uin
         em->last_drop_report = 0;   /* report drops at once after a reconnect */
         atomic_store(&em->ready, 1);
         dp_log(DP_LOG_DEBUG, "emitter", "hub %s: synchronised, offset %.3f ms",
-               em->addr_text, (double)(int64_t)evt_get_u64(p) / 1e6);
+               em->addr_text, (double)(int64_t)dp_get_u64(p) / 1e6);
         em_resume(em);
         em_drain(em, em->stopping);
         return;
     case EVT_F_ACK: {
-        if (h->length != 8) goto bad_len;
-        uint64_t seq = evt_get_u64(p);
+        uint64_t seq = dp_get_u64(p);
         pthread_mutex_lock(&em->mu);
         uint64_t lo = em->acked, hi = em->acked + em->nsent;
         int ok = em->state == EM_READY && seq >= lo && seq <= hi;
@@ -392,99 +338,61 @@ static void em_handle_frame(evt_emitter *em, const evt_wire_header *h, const uin
         em_disconnect(em, why);
         return;
     }
-bad_len:
-    snprintf(why, sizeof why, "%s frame with length %u", evt_wire_type_name(h->type), h->length);
-    em_disconnect(em, why);
 }
 
-static void em_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+static void em_on_frame(net_conn *c, const net_frame *h, void *payload, void *ctx)
 {
-    DP_UNUSED(loop);
-    DP_UNUSED(revents);
-    evt_emitter *em = dp_container_of(w, evt_emitter, rio);
-    for (;;) {
-        uint8_t *dst = evt_buf_reserve(&em->in, 4096);
-        ssize_t n = recv(em->fd, dst, 4096, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        if (n <= 0) {
-            char why[128];
-            snprintf(why, sizeof why, "%s", n == 0 ? "hub closed the connection" : strerror(errno));
-            em_disconnect(em, why);
-            return;
-        }
-        em->in.len += (size_t)n;
-        evt_wire_header h;
-        const uint8_t *p;
-        char err[DP_ERRLEN];
-        int rc;
-        while ((rc = evt_frame_next(&em->in, &h, &p, err)) == 1) {
-            int fd = em->fd;
-            em_handle_frame(em, &h, p);
-            if (em->fd != fd || em->fd < 0) return;   /* disconnected inside */
-            evt_buf_consume(&em->in, EVT_WIRE_HEADER + h.length);
-        }
-        if (rc < 0) {
-            em_disconnect(em, err);
-            return;
-        }
-    }
+    evt_emitter *em = ctx;
+    if (c != em->conn) return;
+    em_handle_frame(em, h, payload);
 }
 
-static void em_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+/* Connected and, with a secret, both sides proved it (net/conn.c): HELLO_TASK; the hub
+ * answers with clock probes. */
+static void em_on_open(net_conn *c, void *ctx)
 {
-    DP_UNUSED(loop);
-    DP_UNUSED(revents);
-    evt_emitter *em = dp_container_of(w, evt_emitter, wio);
-    if (em->state == EM_CONNECTING) {
-        int soerr = 0;
-        socklen_t len = sizeof soerr;
-        getsockopt(em->fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
-        if (soerr) {
-            em_disconnect(em, strerror(soerr));
-            return;
-        }
-        em->state = EM_HANDSHAKE;
-        ev_io_start(em->loop, &em->rio);
-        ev_timer_set(&em->handshake_timer, EM_HANDSHAKE_S, 0.);
-        ev_timer_start(em->loop, &em->handshake_timer);
-    }
+    evt_emitter *em = ctx;
+    if (c != em->conn) return;
+    uint8_t hello[12];
+    dp_put_u32(hello, (uint32_t)em->job);
+    dp_put_u32(hello + 4, (uint32_t)em->task);
+    dp_put_u32(hello + 8, (uint32_t)getpid());
+    evt_wire_put(em_out(em), EVT_F_HELLO_TASK, hello, sizeof hello);
+    em->state = EM_HANDSHAKE;
     em_try_write(em);
-    if (em->fd >= 0) em_maybe_finish(em);
 }
+
+static void em_on_close(net_conn *c, const char *reason, void *ctx)
+{
+    evt_emitter *em = ctx;
+    if (c != em->conn) return;   /* one we closed ourselves */
+    em->conn = NULL;
+    if (net_conn_close_kind(c) == NET_CLOSE_AUTH) {
+        /* Said once, loudly: a refusal (a missing or different secret) does not heal
+         * by retrying. */
+        if (!em->refused_warned) dp_log(DP_LOG_WARN, "emitter", "hub %s: %s", em->addr_text, reason);
+        em->refused_warned = 1;
+    }
+    em_lost(em, !strcmp(reason, "peer closed the connection") ? "hub closed the connection" : reason);
+}
+
+static const net_handler em_handler = {em_on_open, NULL, em_on_frame, em_on_close};
 
 static void em_connect(evt_emitter *em)
 {
     char err[DP_ERRLEN];
-    em->fd = evt_wire_socket(em->addr.ss_family, err);
-    if (em->fd < 0) {
+    net_conn_opts o = {.proto = &evt_wire_proto, .role = NET_CLIENT, .key = &em->key,
+                       .auth_context = AUTH_CTX_HUB, .name = "emitter", .what = "task",
+                       .out_cap = EM_OUT_CAP};
+    em->conn = net_conn_connect(em->loop, &em->addr, em->addrlen, &o, &em_handler, em, em->addr_text, err);
+    if (!em->conn) {
         dp_log(DP_LOG_WARN, "emitter", "%s", err);
         em_schedule_retry(em);
         return;
     }
     em->state = EM_CONNECTING;
-    ev_io_set(&em->rio, em->fd, EV_READ);
-    ev_io_set(&em->wio, em->fd, EV_WRITE);
-    /* HELLO (or, with a secret, the handshake's first frame) is queued now and leaves
-     * as soon as the connection completes. */
-    if (em->key.set) {
-        uint8_t nonce[AUTH_NONCE_BYTES];
-        auth_hs_start(&em->hs, AUTH_CLIENT, AUTH_CTX_HUB, nonce);
-        evt_frame_put(&em->out, EVT_F_AUTH_HELLO, nonce, sizeof nonce);
-        em->authing = 1;
-    } else {
-        uint8_t hello[12];
-        evt_put_u32(hello, (uint32_t)em->job);
-        evt_put_u32(hello + 4, (uint32_t)em->task);
-        evt_put_u32(hello + 8, (uint32_t)getpid());
-        evt_frame_put(&em->out, EVT_F_HELLO_TASK, hello, sizeof hello);
-    }
-    int rc = connect(em->fd, (struct sockaddr *)&em->addr, em->addrlen);
-    if (rc < 0 && errno != EINPROGRESS) {
-        em_disconnect(em, strerror(errno));
-        return;
-    }
-    ev_io_start(em->loop, &em->wio);   /* completion (or failure) shows as writable */
+    ev_timer_set(&em->handshake_timer, EM_HANDSHAKE_S, 0.);
+    ev_timer_start(em->loop, &em->handshake_timer);
 }
 
 static void em_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -545,8 +453,12 @@ static void *em_thread(void *arg)
     evt_emitter *em = arg;
     em_connect(em);
     ev_run(em->loop, 0);
-    if (em->fd >= 0) close(em->fd);
-    em->fd = -1;
+    em->stopping = 1;
+    if (em->conn) {
+        net_conn *c = em->conn;
+        em->conn = NULL;
+        net_conn_close(c, "emitter stopping");
+    }
     atomic_store(&em->ready, 0);
     /* The only account of what no hub will ever report: records still unacknowledged. */
     static const char *jobs[] = { "ps", "worker", "client", "hub" };
@@ -570,7 +482,7 @@ evt_emitter *evt_emitter_new(const char *hub_addr, int job, int task, int capaci
 {
     struct sockaddr_storage ss;
     socklen_t sslen;
-    if (evt_wire_parse_addr(hub_addr, 0, &ss, &sslen, err)) return NULL;
+    if (net_parse_addr(hub_addr, 0, &ss, &sslen, err)) return NULL;
     if (capacity <= 0) capacity = 65536;
     auth_key key;
     if (auth_hub_key_from_env(&key, err)) return NULL;
@@ -589,7 +501,6 @@ evt_emitter *evt_emitter_new(const char *hub_addr, int job, int task, int capaci
     em->addr = ss;
     em->addrlen = sslen;
     snprintf(em->addr_text, sizeof em->addr_text, "%s", hub_addr);
-    em->fd = -1;
     em->backoff = EM_BACKOFF_MIN_S;
     em->loop = ev_loop_new(EVFLAG_AUTO);
     if (!em->loop) {
@@ -603,8 +514,6 @@ evt_emitter *evt_emitter_new(const char *hub_addr, int job, int task, int capaci
     ev_timer_init(&em->retry_timer, em_retry_cb, 0., 0.);
     ev_timer_init(&em->handshake_timer, em_handshake_cb, 0., 0.);
     ev_timer_init(&em->stop_timer, em_stop_cb, 0., 0.);
-    ev_io_init(&em->rio, em_read_cb, 0, EV_READ);
-    ev_io_init(&em->wio, em_write_cb, 0, EV_WRITE);
     int rc = pthread_create(&em->thread, NULL, em_thread, em);
     if (rc) {
         dp_fail(err, DP_EIO, "emitter: pthread_create: %s", strerror(rc));
@@ -628,13 +537,10 @@ void evt_emitter_free(evt_emitter *em)
     ev_async_send(em->loop, &em->wake);
     pthread_join(em->thread, NULL);
     ev_loop_destroy(em->loop);
-    evt_buf_release(&em->in);
-    evt_buf_release(&em->out);
     free(em->defs);
     evt_strtab_free(em->strings);
     free(em->ring);
     auth_key_clear(&em->key);
-    auth_hs_clear(&em->hs);
     pthread_mutex_destroy(&em->mu);
     free(em);
 }

@@ -1,165 +1,142 @@
-/* sub.c — the hub's subscriber client (viewers, test clients): connects, runs the
- * handshake when a secret is set (net/auth.h: the secret or the hub's viewer token from
- * $DOWNPOUR_HUB_SECRET / $DOWNPOUR_SECRET; the hub's proof is checked), sends HELLO_SUB,
- * then decodes the hub's frames into a FIFO of records plus the hub's string
- * table. The first records are the state snapshot (until STATE_END), then the live
- * stream. Frames are validated like everywhere else: a bad one ends the stream with
- * DP_EPROTO. One thread per evt_sub; the socket is non-blocking throughout. */
+/* sub.c — the hub's subscriber client (viewers, test clients): a net_conn (net/conn.c:
+ * the handshake when a secret is set — the secret or the hub's viewer token from
+ * $DOWNPOUR_HUB_SECRET / $DOWNPOUR_SECRET, the hub's proof checked — the frames, the
+ * limits) on a private libev loop that evt_sub_pump runs; HELLO_SUB once open, then the
+ * hub's frames decoded into a FIFO of records plus the hub's string table. The first
+ * records are the state snapshot (until STATE_END), then the live stream. A bad frame
+ * ends the stream with DP_EPROTO. One thread per evt_sub. */
 #include "events/stream.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <ev.h>
+
 #include "common/dp.h"
 #include "events/wire.h"
 #include "net/auth.h"
+#include "net/conn.h"
+#include "net/sock.h"
 
 #define SUB_MAX_QUEUED (1u << 20)   /* stop reading while this many records wait */
 
 struct evt_sub {
-    int fd, closed, synced;
+    struct ev_loop *loop;
+    net_conn *conn;                /* NULL once closed */
+    int fd, open, closed, synced;
     char addr[128];
-    evt_buf in;
     evt_strtab *strings;
     evt_record *q;                 /* records [qhead, qlen) are waiting */
     size_t qhead, qlen, qcap;
     uint64_t state_count, dropped;
+    uint64_t received, pump_mark;  /* records queued in all / when this pump began */
     int64_t hub_t0;
     char err[DP_ERRLEN];           /* sticky protocol error */
 };
 
-static int wait_fd(int fd, short events, int timeout_ms)
+static int sub_frame(evt_sub *s, const net_frame *h, const uint8_t *p, char *err);
+
+static void sub_on_open(net_conn *c, void *ctx)
 {
-    struct pollfd p = { fd, events, 0 };
-    int rc;
-    do rc = poll(&p, 1, timeout_ms);
-    while (rc < 0 && errno == EINTR);
-    return rc;
+    evt_sub *s = ctx;
+    uint8_t flags[4] = {0};
+    evt_wire_put(net_conn_stage(c), EVT_F_HELLO_SUB, flags, sizeof flags);
+    net_conn_flush(c);
+    s->open = 1;
 }
 
-/* One small frame, whole (a fresh socket's send buffer takes it). */
-static int sub_send_frame(evt_sub *s, int type, const void *p, size_t n, char *err)
+static void sub_on_frame(net_conn *c, const net_frame *h, void *payload, void *ctx)
 {
-    evt_buf b = {0};
-    evt_frame_put(&b, type, p, n);
-    ssize_t w = send(s->fd, b.data, b.len, MSG_NOSIGNAL);
-    int ok = w == (ssize_t)b.len;
-    evt_buf_release(&b);
-    if (!ok) return dp_fail(err, DP_EIO, "hub %s: send: %s", s->addr, w < 0 ? strerror(errno) : "short write");
-    return DP_OK;
-}
-
-/* Waits (until deadline) for the hub's next frame, which must be `type` with
- * EVT_AUTH_BYTES of payload, copied to out. An ERROR frame fails with its text. The
- * bytes after it stay in s->in for evt_sub_pump. */
-static int sub_expect(evt_sub *s, int type, uint8_t out[EVT_AUTH_BYTES], uint64_t deadline, char *err)
-{
-    for (;;) {
-        evt_wire_header h;
-        const uint8_t *p;
-        int rc = evt_frame_next(&s->in, &h, &p, err);
-        if (rc < 0) return rc;
-        if (rc == 1) {
-            if (h.type == EVT_F_ERROR) {
-                int n = h.length > 300 ? 300 : (int)h.length;
-                return dp_fail(err, DP_EPROTO, "hub %s: %.*s", s->addr, n, (const char *)p);
-            }
-            if (h.type != type || h.length != EVT_AUTH_BYTES)
-                return dp_fail(err, DP_EPROTO, "hub %s: %s frame (length %u) during the handshake, "
-                               "expected %s", s->addr, evt_wire_type_name(h.type), h.length,
-                               evt_wire_type_name(type));
-            memcpy(out, p, EVT_AUTH_BYTES);
-            evt_buf_consume(&s->in, EVT_WIRE_HEADER + h.length);
-            return DP_OK;
-        }
-        uint64_t now = dp_now_ns();
-        if (now >= deadline || wait_fd(s->fd, POLLIN, (int)((deadline - now) / 1000000 + 1)) <= 0)
-            return dp_fail(err, DP_ETIMEDOUT, "hub %s: no answer to the handshake", s->addr);
-        uint8_t *dst = evt_buf_reserve(&s->in, 4096);
-        ssize_t n = recv(s->fd, dst, 4096, 0);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-        if (n <= 0)
-            return dp_fail(err, DP_ECLOSED, "hub %s: closed the connection during the handshake "
-                           "(it has no secret, or another one?)", s->addr);
-        s->in.len += (size_t)n;
+    evt_sub *s = ctx;
+    if (sub_frame(s, h, payload, s->err) < 0) {
+        if (!s->err[0]) snprintf(s->err, sizeof s->err, "hub %s: protocol error", s->addr);
+        net_conn_close(c, s->err);
+        return;
     }
+    if (s->qlen - s->qhead >= SUB_MAX_QUEUED) net_conn_set_reading(c, 0);
 }
 
-/* The handshake (net/auth.h) before HELLO_SUB; the hub's proof is checked too. */
-static int sub_authenticate(evt_sub *s, const auth_key *key, uint64_t deadline, char *err)
+static void sub_on_close(net_conn *c, const char *reason, void *ctx)
 {
-    auth_hs hs;
-    uint8_t buf[AUTH_NONCE_BYTES];
-    auth_hs_start(&hs, AUTH_CLIENT, AUTH_CTX_HUB, buf);
-    int rc = sub_send_frame(s, EVT_F_AUTH_HELLO, buf, sizeof buf, err);
-    if (!rc) rc = sub_expect(s, EVT_F_AUTH_CHALLENGE, buf, deadline, err);
-    if (!rc) {
-        auth_hs_peer_nonce(&hs, buf);
-        auth_hs_prove(&hs, key, buf);
-        rc = sub_send_frame(s, EVT_F_AUTH_PROOF, buf, sizeof buf, err);
-    }
-    if (!rc) rc = sub_expect(s, EVT_F_AUTH_OK, buf, deadline, err);
-    if (!rc && auth_hs_verify(&hs, key, buf) != 0)
-        rc = dp_fail(err, DP_EPROTO, "hub %s failed to prove it knows the secret (a different secret?)", s->addr);
-    auth_hs_clear(&hs);
-    return rc;
+    evt_sub *s = ctx;
+    int kind = net_conn_close_kind(c);
+    s->conn = NULL;
+    s->closed = 1;
+    if (s->err[0]) return;
+    if (kind == NET_CLOSE_AUTH && !s->open)
+        snprintf(s->err, sizeof s->err, "hub %s: %s", s->addr, reason);
+    else if (kind == NET_CLOSE_PROTO || kind == NET_CLOSE_AUTH || kind == NET_CLOSE_TIMEOUT)
+        snprintf(s->err, sizeof s->err, "hub %s: %s", s->addr, reason);
+    else if (!s->open)
+        snprintf(s->err, sizeof s->err, "hub %s: %s", s->addr, reason);
 }
+
+static const net_handler sub_handler = {sub_on_open, NULL, sub_on_frame, sub_on_close};
+
+static void sub_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(w);
+    DP_UNUSED(revents);
+    ev_break(loop, EVBREAK_ONE);
+}
+
+/* Runs the loop until cond(s) holds, the connection closes, or timeout_ms passes
+ * (-1: no limit; 0: one non-blocking turn). */
+static void sub_run(evt_sub *s, int (*cond)(const evt_sub *), int timeout_ms)
+{
+    if (timeout_ms == 0) {
+        ev_run(s->loop, EVRUN_NOWAIT);
+        return;
+    }
+    ev_timer t;
+    ev_timer_init(&t, sub_timeout_cb, timeout_ms > 0 ? timeout_ms / 1e3 : 1e9, 0.);
+    ev_timer_start(s->loop, &t);
+    uint64_t end = timeout_ms > 0 ? dp_now_ns() + (uint64_t)timeout_ms * 1000000ull : UINT64_MAX;
+    while (!s->closed && !cond(s) && dp_now_ns() < end) ev_run(s->loop, EVRUN_ONCE);
+    ev_timer_stop(s->loop, &t);
+}
+
+static int sub_is_open(const evt_sub *s) { return s->open; }
 
 evt_sub *evt_sub_connect(const char *hub_addr, int timeout_ms, char *err)
 {
     struct sockaddr_storage ss;
     socklen_t len;
-    if (evt_wire_parse_addr(hub_addr, 0, &ss, &len, err)) return NULL;
-    int fd = evt_wire_socket(ss.ss_family, err);
-    if (fd < 0) return NULL;
-    if (connect(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
-        dp_fail(err, DP_EIO, "hub %s: connect: %s", hub_addr, strerror(errno));
-        goto fail;
-    }
-    int rc = wait_fd(fd, POLLOUT, timeout_ms);
-    if (rc == 0) {
-        dp_fail(err, DP_ETIMEDOUT, "hub %s: connect timed out after %d ms", hub_addr, timeout_ms);
-        goto fail;
-    }
-    int soerr = 0;
-    socklen_t sl = sizeof soerr;
-    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-    if (rc < 0 || soerr) {
-        dp_fail(err, DP_EIO, "hub %s: connect: %s", hub_addr, strerror(rc < 0 ? errno : soerr));
-        goto fail;
-    }
+    if (net_parse_addr(hub_addr, 0, &ss, &len, err)) return NULL;
+    auth_key key;
+    if (auth_hub_key_from_env(&key, err)) return NULL;
     evt_sub *s = xcalloc(1, sizeof *s);
-    s->fd = fd;
     s->strings = evt_strtab_new();
     snprintf(s->addr, sizeof s->addr, "%s", hub_addr);
-    uint64_t deadline = dp_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
-    auth_key key;
-    if (auth_hub_key_from_env(&key, err) || (key.set && sub_authenticate(s, &key, deadline, err))) {
-        auth_key_clear(&key);
+    s->loop = ev_loop_new(EVFLAG_AUTO);
+    net_conn_opts o = {.proto = &evt_wire_proto, .role = NET_CLIENT, .key = &key, .auth_context = AUTH_CTX_HUB,
+                       .name = "viewer", .what = "viewer"};
+    s->conn = s->loop ? net_conn_connect(s->loop, &ss, len, &o, &sub_handler, s, hub_addr, err) : NULL;
+    auth_key_clear(&key);
+    if (!s->conn) {
+        if (!s->loop) dp_fail(err, DP_EIO, "cannot create an event loop");
         evt_sub_close(s);
         return NULL;
     }
-    auth_key_clear(&key);
-    uint8_t flags[4] = {0};
-    if (sub_send_frame(s, EVT_F_HELLO_SUB, flags, sizeof flags, err)) {
+    s->fd = net_conn_fd(s->conn);
+    sub_run(s, sub_is_open, timeout_ms < 0 ? -1 : (timeout_ms ? timeout_ms : 1));
+    if (!s->open) {
+        if (s->err[0]) dp_fail(err, DP_EPROTO, "%s", s->err);
+        else dp_fail(err, DP_ETIMEDOUT, "hub %s: no answer within %d ms", hub_addr, timeout_ms);
         evt_sub_close(s);
         return NULL;
     }
     return s;
-fail:
-    close(fd);
-    return NULL;
 }
 
 void evt_sub_close(evt_sub *s)
 {
     if (!s) return;
-    close(s->fd);
-    evt_buf_release(&s->in);
+    if (s->conn) net_conn_close(s->conn, "subscriber closed");
+    if (s->loop) ev_loop_destroy(s->loop);
     evt_strtab_free(s->strings);
     free(s->q);
     free(s);
@@ -173,12 +150,11 @@ static int sub_define(void *ctx, uint32_t id, const char *str, size_t len)
     return evt_strtab_define(s->strings, id, str, len) ? DP_EPROTO : 0;
 }
 
-static int sub_frame(evt_sub *s, const evt_wire_header *h, const uint8_t *p, char *err)
+static int sub_frame(evt_sub *s, const net_frame *h, const uint8_t *p, char *err)
 {
     switch (h->type) {
     case EVT_F_WELCOME:
-        if (h->length != 8) break;
-        s->hub_t0 = (int64_t)evt_get_u64(p);
+        s->hub_t0 = (int64_t)dp_get_u64(p);
         return 0;
     case EVT_F_STRINGS: {
         err[0] = 0;
@@ -196,16 +172,15 @@ static int sub_frame(evt_sub *s, const evt_wire_header *h, const uint8_t *p, cha
         size_t before = s->qlen;
         int n = evt_wire_get_events(p, h->length, &s->q, &s->qlen, &s->qcap, err);
         if (n < 0) return n;
+        s->received += (uint64_t)n;
         if (!s->synced) s->state_count += s->qlen - before;
         return n;
     }
     case EVT_F_STATE_END:
-        if (h->length) break;
         s->synced = 1;
         return 0;
     case EVT_F_DROPPED:
-        if (h->length != 8) break;
-        s->dropped = evt_get_u64(p);
+        s->dropped = dp_get_u64(p);
         return 0;
     case EVT_F_ERROR: {
         int n = h->length > 300 ? 300 : (int)h->length;
@@ -219,40 +194,20 @@ static int sub_frame(evt_sub *s, const evt_wire_header *h, const uint8_t *p, cha
                    evt_wire_type_name(h->type), h->length);
 }
 
+static int sub_has_news(const evt_sub *s) { return s->received > s->pump_mark; }
+
 int evt_sub_pump(evt_sub *s, int timeout_ms, char *err)
 {
     if (s->err[0]) return dp_fail(err, DP_EPROTO, "%s", s->err);
-    if (s->closed) return DP_ECLOSED;
     if (s->qlen - s->qhead >= SUB_MAX_QUEUED) return 0;
-    if (timeout_ms != 0) {
-        int rc = wait_fd(s->fd, POLLIN, timeout_ms);
-        if (rc < 0) return dp_fail(err, DP_EIO, "poll: %s", strerror(errno));
-        if (rc == 0) return 0;
-    }
+    if (s->conn) net_conn_set_reading(s->conn, 1);
     size_t before = s->qlen - s->qhead;
-    while (s->qlen - s->qhead < SUB_MAX_QUEUED) {
-        uint8_t *dst = evt_buf_reserve(&s->in, 65536);
-        ssize_t n = recv(s->fd, dst, 65536, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        if (n <= 0) {
-            s->closed = 1;
-            break;
-        }
-        s->in.len += (size_t)n;
-        evt_wire_header h;
-        const uint8_t *p;
-        int rc;
-        while ((rc = evt_frame_next(&s->in, &h, &p, s->err)) == 1) {
-            rc = sub_frame(s, &h, p, s->err);
-            if (rc < 0) break;
-            evt_buf_consume(&s->in, EVT_WIRE_HEADER + h.length);
-        }
-        if (rc < 0) {
-            if (!s->err[0]) snprintf(s->err, sizeof s->err, "hub %s: protocol error", s->addr);
-            return dp_fail(err, DP_EPROTO, "%s", s->err);
-        }
+    s->pump_mark = s->received;
+    if (!s->closed) {
+        sub_run(s, sub_has_news, timeout_ms);
+        if (timeout_ms != 0 && !s->closed) ev_run(s->loop, EVRUN_NOWAIT);   /* what else is there */
     }
+    if (s->err[0]) return dp_fail(err, DP_EPROTO, "%s", s->err);
     size_t got = s->qlen - s->qhead - before;
     if (!got && s->closed) return DP_ECLOSED;
     return (int)got;

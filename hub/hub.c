@@ -6,6 +6,8 @@
  * the hub's one thread except the functions hub.h marks as thread-safe. */
 #include "hub/hub_internal.h"
 
+#include "net/sock.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,13 +19,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#define HUB_READ_CHUNK (64u << 10)
-#define HUB_READ_BUDGET (1u << 20)   /* per callback, so one busy task cannot starve others */
-#define HUB_HELLO_NS 10000000000ll   /* a connection must say who it is within 10 s */
+#define HUB_HELLO_S 10.0             /* a connection must say who it is within 10 s */
+#define HUB_HELLO_NS 10000000000ll
+#define HUB_FRAME_S 30.0              /* a frame stalled this long mid-way closes its connection */
 #define HUB_TICK_S 0.010
 #define HUB_ACK_NS 100000000ll        /* acknowledge tasks' records this often */
 #define HUB_NEW_MAX_BYTES 256         /* a connection that has not said hello: its frames are
-                                       * small (handshake, hello); more is refused unread */
+                                       * small (hello); more is refused unread */
 
 void evt_hub_options_init(evt_hub_options *o)
 {
@@ -47,44 +49,22 @@ int64_t hub_now(const evt_hub *h)
 
 static void conn_free(hub_conn *c)
 {
-    auth_hs_clear(&c->hs);
-    evt_buf_release(&c->in);
-    evt_buf_release(&c->out);
     free(c->map);
     free(c);
 }
 
 static void conn_unlink(evt_hub *h, hub_conn *c)
 {
-    h->n_conns--;
     if (c->prev) c->prev->next = c->next;
     else h->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     c->prev = c->next = NULL;
 }
 
-/* Closes c now and queues it for freeing after the current callback (a connection
- * is never freed inside its own callback). */
-void hub_conn_close(evt_hub *h, hub_conn *c, const char *why, int bad)
+/* Takes c out of the hub (stats, the live list) and queues it for freeing after the
+ * current callback (a connection is never freed inside its own callback). */
+static void conn_retire(evt_hub *h, hub_conn *c)
 {
-    if (c->dead) return;
-    if (bad) {
-        /* Tell the peer why, best effort, without waiting. */
-        evt_buf b = { 0 };
-        evt_frame_put(&b, EVT_F_ERROR, why, strlen(why) > 1024 ? 1024 : strlen(why));
-        ssize_t n = send(c->fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        DP_UNUSED(n);
-        evt_buf_release(&b);
-        h->st.bad_conns++;
-        dp_log(DP_LOG_WARN, "hub", "dropping %s %s: %s", c->name, c->peer, why);
-    } else {
-        dp_log(h->opt.quiet ? DP_LOG_DEBUG : DP_LOG_INFO, "hub", "%s %s disconnected%s%s", c->name, c->peer,
-               why ? ": " : "", why ? why : "");
-    }
-    ev_io_stop(h->loop, &c->rio);
-    ev_io_stop(h->loop, &c->wio);
-    close(c->fd);
-    c->fd = -1;
     c->dead = 1;
     if (c->role == HC_TASK) h->st.tasks_now--;
     if (c->role == HC_SUB) {
@@ -98,139 +78,119 @@ void hub_conn_close(evt_hub *h, hub_conn *c, const char *why, int bad)
     h->dead = c;
 }
 
-static void hub_free_dead(evt_hub *h)
+/* Closes c; bad: the peer broke the protocol and is told why (an ERROR frame, then the
+ * close). c stays on the dead list until its net_conn is gone (on_close). */
+void hub_conn_close(evt_hub *h, hub_conn *c, const char *why, int bad)
 {
-    while (h->dead) {
-        hub_conn *c = h->dead;
-        h->dead = c->next;
+    if (c->dead) return;
+    if (bad) {
+        h->st.bad_conns++;
+        dp_log(DP_LOG_WARN, "hub", "dropping %s %s: %s", c->name, c->peer, why);
+    } else {
+        dp_log(h->opt.quiet ? DP_LOG_DEBUG : DP_LOG_INFO, "hub", "%s %s disconnected%s%s", c->name, c->peer,
+               why ? ": " : "", why ? why : "");
+    }
+    conn_retire(h, c);
+    if (!c->conn) return;
+    if (bad) net_conn_send_error(c->conn, why);
+    else net_conn_close(c->conn, why ? why : "closed by the hub");
+}
+
+/* Frees the dead connections whose net_conn is gone; all = close those still sending
+ * their last frame first (the hub is going away). */
+static void hub_free_dead_all(evt_hub *h, int all)
+{
+    hub_conn **pp = &h->dead;
+    while (*pp) {
+        hub_conn *c = *pp;
+        if (all && c->conn) net_conn_close(c->conn, "hub stopping");
+        if (c->conn) {
+            pp = &c->next;
+            continue;
+        }
+        *pp = c->next;
         conn_free(c);
     }
 }
 
-/* Writes what c has queued; write interest stays on only while something remains. */
-void hub_conn_flush(evt_hub *h, hub_conn *c)
+static void hub_free_dead(evt_hub *h) { hub_free_dead_all(h, 0); }
+
+int hub_conn_flush(evt_hub *h, hub_conn *c)
 {
-    while (!c->dead && evt_buf_pending(&c->out)) {
-        ssize_t n = send(c->fd, c->out.data + c->out.off, evt_buf_pending(&c->out),
-                         MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            char why[128];
-            snprintf(why, sizeof why, "send: %s", strerror(errno));
-            hub_conn_close(h, c, why, 0);
-            return;
-        }
-        evt_buf_consume(&c->out, (size_t)n);
-    }
+    DP_UNUSED(h);
+    if (c->dead || !c->conn) return DP_ECLOSED;
+    return net_conn_flush(c->conn);
+}
+
+static void *conn_on_header(net_conn *nc, const net_frame *f, void *ctx, char *err, int *reject)
+{
+    DP_UNUSED(nc);
+    DP_UNUSED(f);
+    DP_UNUSED(err);
+    DP_UNUSED(reject);
+    DP_UNUSED(ctx);
+    return NULL;   /* every payload into the connection's buffer: the protocol bounds it */
+}
+
+static void conn_on_frame(net_conn *nc, const net_frame *f, void *payload, void *ctx)
+{
+    DP_UNUSED(nc);
+    hub_conn *c = ctx;
     if (c->dead) return;
-    if (evt_buf_pending(&c->out)) ev_io_start(h->loop, &c->wio);
-    else ev_io_stop(h->loop, &c->wio);
-}
-
-static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-    DP_UNUSED(loop);
-    DP_UNUSED(revents);
-    hub_conn *c = dp_container_of(w, hub_conn, rio);
     evt_hub *h = c->hub;
-    size_t budget = 0;
-    while (!c->dead && budget < HUB_READ_BUDGET) {
-        uint8_t *dst = evt_buf_reserve(&c->in, HUB_READ_CHUNK);
-        ssize_t n = recv(c->fd, dst, HUB_READ_CHUNK, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-        if (n <= 0) {
-            hub_conn_close(h, c, n == 0 ? NULL : strerror(errno), 0);
-            return;
-        }
-        c->in.len += (size_t)n;
-        budget += (size_t)n;
-        h->st.bytes_in += (uint64_t)n;
-        if (c->role == HC_NEW && evt_buf_pending(&c->in) > HUB_NEW_MAX_BYTES) {
-            hub_conn_close(h, c, "too many bytes before a hello", 1);
-            return;
-        }
-        evt_wire_header fh;
-        const uint8_t *p;
-        char why[DP_ERRLEN];
-        int rc;
-        while (!c->dead) {
-            why[0] = 0;
-            rc = evt_frame_next(&c->in, &fh, &p, why);
-            if (rc == 0) break;
-            if (rc > 0) rc = hub_handle_frame(h, c, &fh, p, why);
-            if (rc < 0) {
-                hub_conn_close(h, c, why[0] ? why : "protocol error", 1);
-                return;
-            }
-            if (!c->dead) evt_buf_consume(&c->in, EVT_WIRE_HEADER + fh.length);
-        }
-    }
+    h->st.bytes_in += NET_HEADER + (uint64_t)f->length;
+    char why[DP_ERRLEN];
+    why[0] = 0;
+    int rc = hub_handle_frame(h, c, f, payload, why);
+    if (rc < 0) hub_conn_close(h, c, why[0] ? why : "protocol error", 1);
 }
 
-static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+/* The peer closed, a frame was bad, the handshake failed or a limit passed (the
+ * net_conn said why in the log where it matters); a conn the hub closed is detached. */
+static void conn_on_close(net_conn *nc, const char *reason, void *ctx)
 {
-    DP_UNUSED(loop);
-    DP_UNUSED(revents);
-    hub_conn *c = dp_container_of(w, hub_conn, wio);
-    hub_conn_flush(c->hub, c);
+    hub_conn *c = ctx;
+    c->conn = NULL;
+    if (c->dead) return;
+    evt_hub *h = c->hub;
+    int kind = net_conn_close_kind(nc);
+    if (kind == NET_CLOSE_PROTO || kind == NET_CLOSE_AUTH || kind == NET_CLOSE_TIMEOUT) {
+        h->st.bad_conns++;
+        dp_log(DP_LOG_WARN, "hub", "dropping %s %s: %s", c->name, c->peer, reason);
+    } else {
+        int orderly = !strcmp(reason, "peer closed the connection");
+        dp_log(h->opt.quiet ? DP_LOG_DEBUG : DP_LOG_INFO, "hub", "%s %s disconnected%s%s", c->name, c->peer,
+               orderly ? "" : ": ", orderly ? "" : reason);
+    }
+    conn_retire(h, c);
 }
 
-static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+static const net_handler hub_handler = {NULL, conn_on_header, conn_on_frame, conn_on_close};
+
+static void accept_cb(net_listener *l, int fd, const char *peer, void *ctx)
 {
-    DP_UNUSED(revents);
-    evt_hub *h = dp_container_of(w, evt_hub, accept_w);
-    for (;;) {
-        struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
-        int fd = accept(h->lfd, (struct sockaddr *)&ss, &len);
-        if (fd < 0) {
-            if (errno == EINTR) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                dp_log(DP_LOG_WARN, "hub", "accept: %s", strerror(errno));
-            return;
-        }
-        if (h->n_conns >= h->opt.max_conns) {
-            /* over the cap: closed unread, counted, said at most once a second */
-            char peer[96];
-            evt_wire_addr_text((struct sockaddr *)&ss, peer, sizeof peer);
-            close(fd);
-            h->st.conns_refused++;
-            uint64_t now = dp_now_ns();
-            if (now - h->refused_log_ns >= 1000000000ull) {
-                h->refused_log_ns = now;
-                dp_log(DP_LOG_WARN, "hub", "refused %s: %d connections open, the most it takes (%llu refused so "
-                       "far)", peer, h->n_conns, (unsigned long long)h->st.conns_refused);
-            }
-            continue;
-        }
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-        fcntl(fd, F_SETFD, FD_CLOEXEC);
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        hub_conn *c = xcalloc(1, sizeof *c);
-        c->hub = h;
-        c->fd = fd;
-        c->role = HC_NEW;
-        c->auth = h->key.set ? HA_WANT_HELLO : HA_DONE;
-        c->born = hub_now(h);
-        evt_wire_addr_text((struct sockaddr *)&ss, c->peer, sizeof c->peer);
-        snprintf(c->name, sizeof c->name, "connection");
-        ev_io_init(&c->rio, conn_read_cb, fd, EV_READ);
-        ev_io_init(&c->wio, conn_write_cb, fd, EV_WRITE);
-        ev_io_start(loop, &c->rio);
-        c->next = h->conns;
-        if (h->conns) h->conns->prev = c;
-        h->conns = c;
-        h->n_conns++;
-    }
+    evt_hub *h = ctx;
+    hub_conn *c = xcalloc(1, sizeof *c);
+    c->hub = h;
+    c->role = HC_NEW;
+    c->born = hub_now(h);
+    snprintf(c->peer, sizeof c->peer, "%s", peer);
+    snprintf(c->name, sizeof c->name, "connection");
+    c->next = h->conns;
+    if (h->conns) h->conns->prev = c;
+    h->conns = c;
+    net_conn_opts o = {.proto = &evt_wire_proto, .role = NET_SERVER, .key = &h->key, .alt_key = &h->viewer_key,
+                       .auth_context = AUTH_CTX_HUB, .name = "hub", .what = "hub", .hello_s = HUB_HELLO_S,
+                       .frame_s = HUB_FRAME_S,
+                       .pre_hello_max = HUB_NEW_MAX_BYTES, .listener = l};
+    c->conn = net_conn_new(h->loop, fd, &o, &hub_handler, c, peer);
 }
 
 /* ---- loop-level watchers ------------------------------------------------------ */
 
 static void hub_publish(evt_hub *h)
 {
+    h->st.conns_refused = h->listener ? net_listener_refused(h->listener) : h->st.conns_refused;
     pthread_mutex_lock(&h->mu);
     h->snap = h->st;
     h->snap.task_dropped = 0;
@@ -272,8 +232,8 @@ static void hub_ack(evt_hub *h)
         if (seq > o->recorded) o->recorded = seq;
         pthread_mutex_unlock(&h->mu);
         uint8_t p[8];
-        evt_put_u64(p, seq);
-        evt_frame_put(&c->out, EVT_F_ACK, p, sizeof p);
+        dp_put_u64(p, seq);
+        evt_wire_put(hub_out(c), EVT_F_ACK, p, sizeof p);
         hub_conn_flush(h, c);
     }
 }
@@ -313,9 +273,7 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
     }
     for (hub_conn *c = h->conns, *next; c; c = next) {
         next = c->next;
-        if (c->role == HC_NEW && now - c->born > HUB_HELLO_NS)
-            hub_conn_close(h, c, "no hello within 10 s", 1);
-        else if (c->role == HC_TASK && !c->synced && now - c->born > HUB_HELLO_NS)
+        if (c->role == HC_TASK && !c->synced && now - c->born > HUB_HELLO_NS)
             hub_conn_close(h, c, "clock probes unanswered within 10 s", 1);
     }
     hub_free_dead(h);
@@ -367,7 +325,7 @@ evt_hub *evt_hub_new(const evt_hub_options *opt, char *err)
     if (!opt) opt = &defaults;
     evt_hub *h = xcalloc(1, sizeof *h);
     h->opt = *opt;
-    h->lfd = -1;
+    int lfd = -1;
     pthread_mutex_init(&h->mu, NULL);
     if (!h->opt.listen) h->opt.listen = EVT_HUB_DEFAULT_ADDR;
     if (h->opt.reorder_ms < 0) h->opt.reorder_ms = 0;
@@ -390,29 +348,14 @@ evt_hub *evt_hub_new(const evt_hub_options *opt, char *err)
     h->last_out_t = INT64_MIN;
 
     struct sockaddr_storage ss;
-    socklen_t sslen;
     const char *listen_addr = opt->listen ? opt->listen : EVT_HUB_DEFAULT_ADDR;
-    if (evt_wire_parse_addr(listen_addr, 1, &ss, &sslen, err)) goto fail;
-    h->lfd = evt_wire_socket(ss.ss_family, err);
-    if (h->lfd < 0) goto fail;
-    int one = 1;
-    setsockopt(h->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(h->lfd, (struct sockaddr *)&ss, sslen) < 0) {
-        dp_fail(err, DP_EIO, "hub: bind %s: %s", listen_addr, strerror(errno));
-        goto fail;
-    }
-    if (listen(h->lfd, 128) < 0) {
-        dp_fail(err, DP_EIO, "hub: listen %s: %s", listen_addr, strerror(errno));
-        goto fail;
-    }
-    sslen = sizeof ss;
-    getsockname(h->lfd, (struct sockaddr *)&ss, &sslen);
-    evt_wire_addr_text((struct sockaddr *)&ss, h->address, sizeof h->address);
+    lfd = net_listen_addr(listen_addr, "hub", &ss, err);
+    if (lfd < 0) goto fail;
+    net_addr_text((struct sockaddr *)&ss, h->address, sizeof h->address);
     if (!h->key.set && !auth_host_is_loopback(h->address))
         dp_log(DP_LOG_WARN, "hub", "listening on %s without a secret: anyone who can reach it can stream "
                "into the run or watch it (set $DOWNPOUR_SECRET or --secret-file)", h->address);
-    h->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                       : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    h->port = net_addr_port(&ss);
 
     if (opt->trace_path) {
         char meta[512];
@@ -433,8 +376,8 @@ evt_hub *evt_hub_new(const evt_hub_options *opt, char *err)
         dp_fail(err, DP_EIO, "hub: cannot create an event loop");
         goto fail;
     }
-    ev_io_init(&h->accept_w, accept_cb, h->lfd, EV_READ);
-    ev_io_start(h->loop, &h->accept_w);
+    h->listener = net_listener_new(h->loop, lfd, h->opt.max_conns, "hub", accept_cb, h);
+    lfd = -1;
     ev_async_init(&h->stop_w, stop_cb);
     ev_async_start(h->loop, &h->stop_w);
     ev_timer_init(&h->tick, tick_cb, HUB_TICK_S, HUB_TICK_S);
@@ -447,6 +390,7 @@ evt_hub *evt_hub_new(const evt_hub_options *opt, char *err)
     }
     return h;
 fail:
+    if (lfd >= 0) close(lfd);
     if (h->trace) trace_writer_close(h->trace, NULL);
     h->trace = NULL;
     evt_hub_free(h);
@@ -457,15 +401,11 @@ void evt_hub_free(evt_hub *h)
 {
     if (!h) return;
     dp_assert("hub: freed while running", !h->running);
-    while (h->conns) {
-        hub_conn *c = h->conns;
-        conn_unlink(h, c);
-        if (c->fd >= 0) close(c->fd);
-        conn_free(c);
-    }
-    hub_free_dead(h);
+    while (h->conns) hub_conn_close(h, h->conns, "hub freed", 0);
+    hub_free_dead_all(h, 1);
+    net_listener_free(h->listener);
+    h->listener = NULL;
     if (h->trace) trace_writer_close(h->trace, NULL);
-    if (h->lfd >= 0) close(h->lfd);
     if (h->loop) ev_loop_destroy(h->loop);
     hub_merge_release(h);
     evt_strtab_free(h->strings);
@@ -497,12 +437,12 @@ int evt_hub_run(evt_hub *h, char *err)
     hub_record_delivery(h);
     hub_merge_emit(h, INT64_MAX);
     for (hub_conn *c = h->conns; c; c = c->next)
-        if (c->role == HC_TASK) shutdown(c->fd, SHUT_WR);   /* the ACK first, then EOF */
+        if (c->role == HC_TASK && c->conn) shutdown(net_conn_fd(c->conn), SHUT_WR);   /* the ACK first, then EOF */
     while (h->conns) hub_conn_close(h, h->conns, "hub stopping", 0);
-    hub_free_dead(h);
-    ev_io_stop(h->loop, &h->accept_w);
-    close(h->lfd);
-    h->lfd = -1;
+    hub_free_dead_all(h, 1);
+    h->st.conns_refused = net_listener_refused(h->listener);
+    net_listener_free(h->listener);
+    h->listener = NULL;
     int rc = 0;
     if (h->trace) {
         pthread_mutex_lock(&h->mu);

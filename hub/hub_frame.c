@@ -1,6 +1,6 @@
 /* hub_frame.c — what a connection says to the hub before and while it streams (see
- * hub_internal.h): the authentication handshake when the hub has a secret, the first
- * frame's role switch (task or subscriber), clock probes and the offset estimate
+ * hub_internal.h; net/conn.c has run the handshake and checked each header against the
+ * protocol's table): the first frame's role switch (task or subscriber), clock probes and the offset estimate
  * (NTP-style: of several round trips the one with the smallest RTT wins, offset = task_ns
  * - (hub_send + rtt/2)), string remapping into the global table, a task's RESUME and its
  * EVENTS (sequence counts for the acknowledgements), and frame validation: a bad frame
@@ -19,9 +19,9 @@ static void hub_send_probe(evt_hub *h, hub_conn *c)
 {
     uint8_t p[16];
     c->probe_seq++;
-    evt_put_u64(p, c->probe_seq);
-    evt_put_u64(p + 8, (uint64_t)dp_now_ns());
-    evt_frame_put(&c->out, EVT_F_PROBE, p, sizeof p);
+    dp_put_u64(p, c->probe_seq);
+    dp_put_u64(p + 8, (uint64_t)dp_now_ns());
+    evt_wire_put(hub_out(c), EVT_F_PROBE, p, sizeof p);
     hub_conn_flush(h, c);
 }
 
@@ -43,9 +43,9 @@ hub_offset *hub_offset_slot(evt_hub *h, int job, int task)
 static void hub_task_synced(evt_hub *h, hub_conn *c)
 {
     uint8_t p[16];
-    evt_put_u64(p, (uint64_t)c->offset);
-    evt_put_u64(p + 8, (uint64_t)c->best_rtt);
-    evt_frame_put(&c->out, EVT_F_READY, p, sizeof p);
+    dp_put_u64(p, (uint64_t)c->offset);
+    dp_put_u64(p + 8, (uint64_t)c->best_rtt);
+    evt_wire_put(hub_out(c), EVT_F_READY, p, sizeof p);
     c->synced = 1;
     hub_conn_flush(h, c);
     pthread_mutex_lock(&h->mu);
@@ -97,15 +97,13 @@ static void hub_mark(evt_hub *h, hub_conn *c, uint64_t seq)
 }
 
 /* RESUME {u64 acked, u32 copies, u64 incarnation}: once, after READY, before any event. */
-static int hub_resume(evt_hub *h, hub_conn *c, const evt_wire_header *fh, const uint8_t *p,
-                      char *why)
+static int hub_resume(evt_hub *h, hub_conn *c, const uint8_t *p, char *why)
 {
-    if (fh->length != 20) return dp_fail(why, DP_EPROTO, "resume length %u", fh->length);
     if (!c->synced) return dp_fail(why, DP_EPROTO, "resume before clock sync");
     if (c->resumed) return dp_fail(why, DP_EPROTO, "resume after events or twice");
-    uint64_t acked = evt_get_u64(p);
-    uint32_t copies = evt_get_u32(p + 8);
-    uint64_t incarnation = evt_get_u64(p + 12);
+    uint64_t acked = dp_get_u64(p);
+    uint32_t copies = dp_get_u32(p + 8);
+    uint64_t incarnation = dp_get_u64(p + 12);
     if (acked > HUB_SEQ_MAX || copies > HUB_COPIES_MAX)
         return dp_fail(why, DP_EPROTO, "resume: acked %llu / copies %u out of range",
                        (unsigned long long)acked, copies);
@@ -133,75 +131,21 @@ static int hub_resume(evt_hub *h, hub_conn *c, const evt_wire_header *fh, const 
     return 0;
 }
 
-/* A failed handshake: the reason in our log with the peer's address; the peer is told
- * only the fixed text in why (nothing about what was expected) and dropped. */
-static int hub_auth_failed(evt_hub *h, hub_conn *c, const char *detail, const char *told, char *why)
-{
-    DP_UNUSED(h);
-    dp_log(DP_LOG_WARN, "hub", "authentication failed from %s: %s", c->peer, detail);
-    return dp_fail(why, DP_EPROTO, "%s", told ? told : "authentication failed");
-}
-
-/* The handshake before HELLO_TASK / HELLO_SUB. Returns 1 when the frame was the
- * handshake's, 0 when it goes on to the hello, or a negative code with why filled. */
-static int hub_auth(evt_hub *h, hub_conn *c, const evt_wire_header *fh, const uint8_t *p, char *why)
-{
-    int auth_frame = fh->type == EVT_F_AUTH_HELLO || fh->type == EVT_F_AUTH_PROOF;
-    if (!h->key.set) {
-        if (!auth_frame) return 0;
-        dp_log(DP_LOG_WARN, "hub", "refused %s: it sent %s, but this hub has no secret", c->peer,
-               evt_wire_type_name(fh->type));
-        return dp_fail(why, DP_EPROTO, "this hub has no secret: give the hub and its clients the same "
-                       "secret ($DOWNPOUR_SECRET or --secret-file), or none");
-    }
-    if (c->auth == HA_DONE) return 0;
-    if (auth_frame && fh->length != EVT_AUTH_BYTES)
-        return hub_auth_failed(h, c, "a handshake frame of the wrong length", NULL, why);
-    if (c->auth == HA_WANT_HELLO) {
-        if (fh->type != EVT_F_AUTH_HELLO)
-            return hub_auth_failed(h, c, "no handshake (the peer has no secret?)",
-                                   "authentication required: this hub has a secret ($DOWNPOUR_SECRET "
-                                   "or --secret-file; a viewer may use the hub's viewer token)", why);
-        uint8_t nonce[AUTH_NONCE_BYTES];
-        auth_hs_start(&c->hs, AUTH_SERVER, AUTH_CTX_HUB, nonce);
-        auth_hs_peer_nonce(&c->hs, p);
-        evt_frame_put(&c->out, EVT_F_AUTH_CHALLENGE, nonce, sizeof nonce);
-        hub_conn_flush(h, c);
-        c->auth = HA_WANT_PROOF;
-        return 1;
-    }
-    if (fh->type != EVT_F_AUTH_PROOF) return hub_auth_failed(h, c, "no proof after the challenge", NULL, why);
-    const auth_key *k = &h->key;
-    if (auth_hs_verify(&c->hs, k, p) != 0) {
-        k = &h->viewer_key;
-        if (auth_hs_verify(&c->hs, k, p) != 0)
-            return hub_auth_failed(h, c, "wrong proof (a different secret, or a replayed handshake)", NULL, why);
-        c->viewer_only = 1;
-    }
-    uint8_t proof[AUTH_PROOF_BYTES];
-    auth_hs_prove(&c->hs, k, proof);
-    auth_hs_clear(&c->hs);
-    evt_frame_put(&c->out, EVT_F_AUTH_OK, proof, sizeof proof);
-    hub_conn_flush(h, c);
-    c->auth = HA_DONE;
-    return 1;
-}
-
-int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
+int hub_handle_frame(evt_hub *h, hub_conn *c, const net_frame *fh,
                             const uint8_t *p, char *why)
 {
     if (c->role == HC_NEW) {
-        int a = hub_auth(h, c, fh, p, why);
-        if (a) return a < 0 ? a : 0;
         if (fh->type == EVT_F_HELLO_TASK) {
-            if (fh->length != 12) return dp_fail(why, DP_EPROTO, "hello_task length %u", fh->length);
-            uint32_t job = evt_get_u32(p);
-            int32_t task = (int32_t)evt_get_u32(p + 4);
+            uint32_t job = dp_get_u32(p);
+            int32_t task = (int32_t)dp_get_u32(p + 4);
             if (job > EVT_JOB_HUB || task < 0)
                 return dp_fail(why, DP_EPROTO, "hello_task: bad job %u / task %d", job, task);
-            if (c->viewer_only)
-                return hub_auth_failed(h, c, "a task's hello with the viewer token",
-                                       "the viewer token may only subscribe", why);
+            if (net_conn_alt_auth(c->conn)) {
+                dp_log(DP_LOG_WARN, "hub", "authentication failed from %s: a task's hello with the viewer token",
+                       c->peer);
+                return dp_fail(why, DP_EPROTO, "the viewer token may only subscribe");
+            }
+            net_conn_hello_done(c->conn);
             c->role = HC_TASK;
             c->job = (int)job;
             c->task = task;
@@ -215,7 +159,6 @@ int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
             return 0;
         }
         if (fh->type == EVT_F_HELLO_SUB) {
-            if (fh->length != 4) return dp_fail(why, DP_EPROTO, "hello_sub length %u", fh->length);
             /* Whatever merged output is still pending predates this subscriber's
              * state snapshot: send it to the others first so nothing is doubled. */
             if (h->st.subs_now >= (uint64_t)h->opt.max_subscribers) {
@@ -223,12 +166,13 @@ int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
                 return dp_fail(why, DP_EINVAL, "this hub serves at most %d viewers at once", h->opt.max_subscribers);
             }
             hub_merge_fan_out(h);
+            net_conn_hello_done(c->conn);
             c->role = HC_SUB;
             snprintf(c->name, sizeof c->name, "subscriber");
             h->st.subs_now++;
             h->st.subs_total++;
             if (h->opt.sub_sndbuf > 0)
-                setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &h->opt.sub_sndbuf,
+                setsockopt(net_conn_fd(c->conn), SOL_SOCKET, SO_SNDBUF, &h->opt.sub_sndbuf,
                            sizeof h->opt.sub_sndbuf);
             dp_log(h->opt.quiet ? DP_LOG_DEBUG : DP_LOG_INFO, "hub", "subscriber %s attached", c->peer);
             hub_merge_send_state(h, c);
@@ -243,10 +187,9 @@ int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
 
     switch (fh->type) {
     case EVT_F_PROBE_REPLY: {
-        if (fh->length != 24) return dp_fail(why, DP_EPROTO, "probe_reply length %u", fh->length);
         int64_t t3 = (int64_t)dp_now_ns();
-        uint64_t seq = evt_get_u64(p);
-        int64_t t1 = (int64_t)evt_get_u64(p + 8), t2 = (int64_t)evt_get_u64(p + 16);
+        uint64_t seq = dp_get_u64(p);
+        int64_t t1 = (int64_t)dp_get_u64(p + 8), t2 = (int64_t)dp_get_u64(p + 16);
         /* t1 echoes our clock (>= 0, not ahead of now); the task's t2 must leave an
          * offset that fits (a hostile reply would overflow it and every aligned time). */
         if (c->synced || seq != c->probe_seq || t1 < 0 || t1 > t3)
@@ -270,7 +213,7 @@ int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh,
         return rc;
     }
     case EVT_F_RESUME:
-        return hub_resume(h, c, fh, p, why);
+        return hub_resume(h, c, p, why);
     case EVT_F_EVENTS: {
         if (!c->synced) return dp_fail(why, DP_EPROTO, "events before clock sync");
         c->resumed = 1;   /* a task that sent no RESUME starts at sequence 0 */

@@ -17,10 +17,9 @@
 #include "events/trace.h"
 #include "events/wire.h"
 #include "net/auth.h"
+#include "net/conn.h"
 
 enum { HC_NEW, HC_TASK, HC_SUB };
-/* A connection's handshake when the hub has a secret (net/auth.h). */
-enum { HA_WANT_HELLO, HA_WANT_PROOF, HA_DONE };
 
 /* Where a task's EVENTS frame ended: once every held event that arrived before `arrival`
  * has left the reorder window (and the trace is flushed), the task's records 1..seq
@@ -29,16 +28,12 @@ typedef struct hub_ackmark { uint64_t arrival, seq; } hub_ackmark;
 #define HUB_MARKS_MAX 1024
 
 typedef struct hub_conn {
-    ev_io rio, wio;
+    net_conn *conn;                 /* NULL once closed */
     struct evt_hub *hub;
     struct hub_conn *prev, *next;   /* live list; `next` links the dead list after close */
-    int fd, role, dead;
-    int auth;                       /* HA_*: HA_DONE from the start without a secret */
-    int viewer_only;                /* authenticated with the viewer token: may subscribe */
-    auth_hs hs;
+    int role, dead;
     int64_t born;                   /* hub time of accept */
-    char peer[64], name[32];
-    evt_buf in, out;
+    char peer[96], name[32];
     /* task */
     int job, task, synced;
     uint64_t probe_seq;
@@ -79,16 +74,14 @@ typedef struct hub_item {
 struct evt_hub {
     evt_hub_options opt;            /* string fields cleared: not kept */
     char address[128];
-    int port, lfd, ran, running, has_thread, thread_rc, had_tasks, trace_failed;
-    int n_conns;                    /* open connections (the list below) */
-    uint64_t refused_log_ns;        /* last "refused" line (at most one a second) */
+    int port, ran, running, has_thread, thread_rc, had_tasks, trace_failed;
     auth_key key, viewer_key;       /* the secret's key, the viewer token's (key.set == 0:
                                      * no handshake) */
     char viewer_token[AUTH_TOKEN_CHARS + 1];
     pthread_t thread;
     char thread_err[DP_ERRLEN];
     struct ev_loop *loop;
-    ev_io accept_w;
+    net_listener *listener;         /* the connection cap (max_conns) */
     ev_async stop_w;
     ev_timer tick;
     ev_signal sigint_w, sigterm_w;
@@ -109,7 +102,7 @@ struct evt_hub {
     int64_t last_out_t;
     evt_record out[EVT_WIRE_MAX_BATCH];
     size_t nout;
-    evt_buf frame;
+    net_buf frame;
     evt_record *state;              /* what a late subscriber needs to draw */
     size_t nstate, state_cap;
     evt_record gstep;
@@ -125,14 +118,16 @@ struct evt_hub {
 
 int64_t hub_now(const evt_hub *h);
 void hub_conn_close(evt_hub *h, hub_conn *c, const char *why, int bad);
-void hub_conn_flush(evt_hub *h, hub_conn *c);
+/* Where c's frames are built (net_conn_stage), and sending what was built. */
+static inline net_buf *hub_out(hub_conn *c) { return net_conn_stage(c->conn); }
+int hub_conn_flush(evt_hub *h, hub_conn *c);
 
 /* hub_frame.c */
 /* The clock and delivery bookkeeping of task (job, task), made on first use. Under mu. */
 hub_offset *hub_offset_slot(evt_hub *h, int job, int task);
 /* Handles one frame of c; returns 0, or a negative code with why filled (the caller
  * closes the connection). */
-int hub_handle_frame(evt_hub *h, hub_conn *c, const evt_wire_header *fh, const uint8_t *p, char *why);
+int hub_handle_frame(evt_hub *h, hub_conn *c, const net_frame *fh, const uint8_t *p, char *why);
 
 /* hub_merge.c */
 uint32_t hub_intern(evt_hub *h, const char *s);

@@ -76,7 +76,7 @@ void hub_merge_fan_out(evt_hub *h)
     for (hub_conn *c = h->conns, *next; c; c = next) {
         next = c->next;   /* c may close (and be unlinked) while flushing */
         if (c->role != HC_SUB || c->dead) continue;
-        if (evt_buf_pending(&c->out) + flen > cap) {
+        if (net_conn_pending(c->conn) + flen > cap) {
             c->dropped += h->nout;
             h->st.sub_dropped += h->nout;
             if (!c->stalled_since) c->stalled_since = now;
@@ -91,16 +91,22 @@ void hub_merge_fan_out(evt_hub *h)
         c->stalled_since = 0;
         if (c->dropped > c->dropped_sent) {
             uint8_t p[8];
-            evt_put_u64(p, c->dropped);
-            evt_frame_put(&c->out, EVT_F_DROPPED, p, sizeof p);
-            c->dropped_sent = c->dropped;
+            dp_put_u64(p, c->dropped);
+            evt_wire_put(hub_out(c), EVT_F_DROPPED, p, sizeof p);
         }
         if (nstr > c->defs_sent) {
-            evt_wire_put_strings(&c->out, h->strings, c->defs_sent + 1, nstr);
-            c->defs_sent = nstr;
+            evt_wire_put_strings(hub_out(c), h->strings, c->defs_sent + 1, nstr);
         }
-        evt_buf_append(&c->out, h->frame.data, flen);
-        hub_conn_flush(h, c);
+        net_buf_append(hub_out(c), h->frame.data, flen);
+        if (hub_conn_flush(h, c) == DP_EFULL) {
+            /* Over the connection's own bound (net_conn_set_out_cap): nothing of it
+             * was queued; counted like any other drop, strings sent again next time. */
+            c->dropped += h->nout;
+            h->st.sub_dropped += h->nout;
+            continue;
+        }
+        c->dropped_sent = c->dropped;
+        c->defs_sent = nstr;
     }
     h->nout = 0;
 }
@@ -170,19 +176,23 @@ void hub_merge_emit(evt_hub *h, int64_t cutoff)
 void hub_merge_send_state(evt_hub *h, hub_conn *c)
 {
     uint8_t p[8];
-    evt_put_u64(p, (uint64_t)h->t0);
-    evt_frame_put(&c->out, EVT_F_WELCOME, p, sizeof p);
+    dp_put_u64(p, (uint64_t)h->t0);
+    net_buf *out = hub_out(c);
+    evt_wire_put(out, EVT_F_WELCOME, p, sizeof p);
     uint32_t nstr = evt_strtab_count(h->strings);
-    if (nstr) evt_wire_put_strings(&c->out, h->strings, 1, nstr);
+    if (nstr) evt_wire_put_strings(out, h->strings, 1, nstr);
     c->defs_sent = nstr;
     /* State is never dropped: a subscriber that cannot draw is useless. */
     for (size_t i = 0; i < h->nstate; i += EVT_WIRE_MAX_BATCH) {
         size_t n = h->nstate - i < EVT_WIRE_MAX_BATCH ? h->nstate - i : EVT_WIRE_MAX_BATCH;
-        evt_wire_put_events(&c->out, h->state + i, n);
+        evt_wire_put_events(out, h->state + i, n);
     }
-    if (h->have_gstep) evt_wire_put_events(&c->out, &h->gstep, 1);
-    evt_frame_put(&c->out, EVT_F_STATE_END, NULL, 0);
+    if (h->have_gstep) evt_wire_put_events(out, &h->gstep, 1);
+    evt_wire_put(out, EVT_F_STATE_END, NULL, 0);
     hub_conn_flush(h, c);
+    /* The snapshot is never dropped; what follows is bounded (hub_merge_fan_out drops
+     * first, at its share of the subscribers' total). */
+    if (c->conn) net_conn_set_out_cap(c->conn, net_conn_pending(c->conn) + h->opt.sub_queue_bytes);
 }
 
 void hub_merge_release(evt_hub *h)
@@ -190,7 +200,7 @@ void hub_merge_release(evt_hub *h)
     free(h->heap);
     free(h->state);
     free(h->trace_ids);
-    evt_buf_release(&h->frame);
+    net_buf_release(&h->frame);
     h->heap = NULL;
     h->state = NULL;
     h->trace_ids = NULL;

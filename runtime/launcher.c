@@ -25,7 +25,8 @@
 #include "common/dp.h"
 #include "hub/hub.h"
 #include "net/auth.h"
-#include "runtime/conn.h"
+#include "net/conn.h"
+#include "net/sock.h"
 #include "runtime/instr.h"
 #include "runtime/netns.h"
 

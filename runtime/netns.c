@@ -22,7 +22,8 @@
 #include "cluster/spec.h"
 #include "common/dp.h"
 #include "common/units.h"
-#include "runtime/conn.h"
+#include "net/conn.h"
+#include "net/sock.h"
 
 #define NETNS_BRIDGE "dpbr0"
 #define NETNS_PREFIX "10.213.0."

@@ -1,39 +1,29 @@
-/* proto.h — the ps/worker wire protocol. Every message is a 32-byte little-endian header
- * followed by `length` payload bytes (float32 tensors or UTF-8 text):
- *
- *   u32 magic "DPWR" | u16 version | u16 type | u32 length | u32 var | i64 arg0 | i64 arg1
- *
- * Tensor payloads are raw floats, so they are read straight into their destination
- * (a worker's parameter buffer, a ps connection's gradient buffer) with no staging copy.
- * A header is validated before any payload is read or allocated: magic, version, known
- * type, length <= PROTO_MAX_PAYLOAD and what the type allows. Pure encoding, no I/O. */
+/* proto.h — the ps/worker protocol: the vocabulary of NET_PROTO_PS frames (net/frame.h:
+ * one 32-byte header, then `length` payload bytes: float32 tensors or UTF-8 text). The
+ * header's id is the variable, arg0 / arg1 the fields below. Tensor payloads are raw
+ * floats, so they are read straight into their destination (a worker's parameter
+ * buffer, a ps connection's gradient buffer) with no staging copy. ERROR and the
+ * handshake (NET_T_ERROR, NET_T_AUTH_*) are net/'s, run by net/conn.c. proto_types is
+ * the table net_frame_decode checks every header against. */
 #ifndef RUNTIME_PROTO_H
 #define RUNTIME_PROTO_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROTO_MAGIC 0x52575044u /* "DPWR" little-endian */
-#define PROTO_VERSION 1
-#define PROTO_HEADER_SIZE 32
+#include "net/frame.h"
+
 #define PROTO_MAX_PAYLOAD (64u << 20) /* 64 MiB: the largest variable we allow */
-#define PROTO_MAX_TEXT 4096
-#define PROTO_AUTH_BYTES 32  /* every AUTH_* payload: a nonce or a proof */
 #define PROTO_TOKEN_BYTES 8  /* HELLO's optional session token */
 
-/* Message types. Field use:
- *   AUTH_HELLO w->ps payload=the worker's 32-byte nonce: the first frame when a secret is
- *                    configured (net/auth.h; docs/security.md)
- *   AUTH_CHALLENGE ps->w payload=the ps's 32-byte nonce
- *   AUTH_PROOF w->ps payload=the worker's 32-byte proof of the key over both nonces
- *   AUTH_OK   ps->w  payload=the ps's 32-byte proof (the worker checks it: mutual)
- *   HELLO     w->ps  var=worker index, arg0=config hash, arg1=steps the worker completed
+/* Message types. Field use (var: the header's id, a variable's id):
+ *   HELLO     w->ps  id=worker index, arg0=config hash, arg1=steps the worker completed
  *                    (its SSP clock: a worker reconnecting after a lost ps carries on),
  *                    payload=none or 8 bytes: the worker process's random session token
  *                    (u64 LE; a HELLO for a slot held by a live connection replaces it
  *                    only when it carries the holder's token: the same process
  *                    reconnecting; any other claim is refused)
- *   HELLO_OK  ps->w  var=ps index, arg0=config hash
+ *   HELLO_OK  ps->w  id=ps index, arg0=config hash
  *   INIT      chief->ps var, arg0=global step to start from, arg1=INIT_* flags | session << 8,
  *                    payload=floats (ignored when the variable is initialised, unless
  *                    INIT_RESTORE)
@@ -61,12 +51,15 @@
  *                    --barrier-timeout (the worker then stops the run)
  *   ERROR     either payload=text; the sender closes after it */
 enum proto_type {
-    MSG_HELLO = 1, MSG_HELLO_OK, MSG_INIT, MSG_INIT_OK, MSG_PULL, MSG_PULL_RESP,
-    MSG_PUSH, MSG_PUSH_ACK, MSG_SSP_WAIT, MSG_SSP_GO, MSG_DONE, MSG_ERROR, MSG_RELEASE,
+    MSG_ERROR = NET_T_ERROR,
+    MSG_HELLO = NET_T_FIRST, MSG_HELLO_OK, MSG_INIT, MSG_INIT_OK, MSG_PULL, MSG_PULL_RESP,
+    MSG_PUSH, MSG_PUSH_ACK, MSG_SSP_WAIT, MSG_SSP_GO, MSG_DONE, MSG_RELEASE,
     MSG_INIT_SLOT, MSG_SLOT_RESP, MSG_FINAL_STEP, MSG_FINAL_STEP_RESP, MSG_WAITING,
-    MSG_AUTH_HELLO, MSG_AUTH_CHALLENGE, MSG_AUTH_PROOF, MSG_AUTH_OK,
     MSG_TYPE_COUNT
 };
+
+/* The protocol: every type and the payload it allows. */
+extern const net_proto proto_ps;
 
 /* PULL arg1 flag: also send the variable's optimizer slot (checkpoints). */
 #define PULL_WITH_SLOT 1
@@ -86,24 +79,6 @@ enum proto_type {
 #define PROTO_SESSION(arg1) ((int64_t)((uint64_t)(arg1) >> PROTO_SESSION_SHIFT))
 
 enum { ACK_APPLIED = 0, ACK_ACCUMULATED = 1, ACK_DROPPED = 2 };
-
-typedef struct proto_header {
-    uint16_t version;
-    uint16_t type;
-    uint32_t length;
-    uint32_t var;
-    int64_t arg0;
-    int64_t arg1;
-} proto_header;
-
-/* Writes h (with PROTO_MAGIC) into buf[PROTO_HEADER_SIZE]. */
-void proto_encode(const proto_header *h, uint8_t *buf);
-
-/* Decodes and validates buf[PROTO_HEADER_SIZE]. Returns 0, or DP_EPROTO with a reason in
- * err ("bad magic 0x...", "protocol version 2, expected 1", "unknown message type 99",
- * "payload of 70000000 bytes exceeds limit 67108864", "HELLO carries 12 payload bytes,
- * expected 0 or 8", "AUTH_PROOF carries 5 payload bytes, expected 32"). */
-int proto_decode(const uint8_t *buf, proto_header *h, char *err);
 
 /* "PULL", "PUSH_ACK", ... or "?" */
 const char *proto_type_name(int type);

@@ -4,8 +4,8 @@
  * snapshot of the variable, and defers answers that must wait (pulls of variables the
  * chief has not initialised yet; sync pushes until their step is complete; SSP starts
  * beyond the staleness bound). Single-threaded: only the loop touches this state. This
- * file: connections (accept, the authentication handshake, HELLO, the limits, the
- * frames' dispatch) and ps_run; the variables and the update rule are ps_update.c. */
+ * file: connections (net/conn.c runs the handshake, the limits and the listener's cap;
+ * here: HELLO and the frames' dispatch) and ps_run; the variables and the update rule are ps_update.c. */
 #include "runtime/ps_internal.h"
 
 #include <errno.h>
@@ -20,24 +20,24 @@
 
 volatile int rt_stop_requested;
 
-static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err, int *reject)
+static void *on_header(net_conn *c, const net_frame *h, void *ctx, char *err, int *reject)
 {
     DP_UNUSED(c);
     ps_client *cl = ctx;
     ps_server *ps = cl->ps;
-    /* Before an authenticated HELLO only the handshake's small frames are read (into
-     * the connection's own buffer, at most PROTO_AUTH_BYTES): no tensor payload. */
-    if (cl->worker < 0 && h->type != MSG_HELLO && h->type != MSG_AUTH_HELLO && h->type != MSG_AUTH_PROOF) {
+    /* Before HELLO (net_conn ran the handshake) only HELLO's token is read: no tensor
+     * payload. */
+    if (cl->worker < 0 && h->type != MSG_HELLO) {
         *reject = 1;
         snprintf(err, DP_ERRLEN, "%s of %u bytes before HELLO", proto_type_name(h->type), h->length);
         return NULL;
     }
     if (h->type != MSG_PUSH && h->type != MSG_INIT && h->type != MSG_INIT_SLOT) return NULL;
-    ps_var *v = ps_local_var(ps, h->var);
+    ps_var *v = ps_local_var(ps, h->id);
     if (!v) {
         *reject = 1;
         snprintf(err, DP_ERRLEN, "%s for variable id %u, which is not on %s", proto_type_name(h->type),
-                 h->var, ps->name);
+                 h->id, ps->name);
         return NULL;
     }
     if (h->length != v->def->count * sizeof(float)) {
@@ -59,70 +59,11 @@ static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err,
     return cl->grad;
 }
 
-/* A peer that failed the handshake: logged here with its address and why; it is told
- * only that authentication failed (nothing about what was expected) and dropped. */
-static void auth_failed(ps_server *ps, ps_client *cl, const char *why, const char *told)
-{
-    ps->auth_failures++;
-    dp_log(DP_LOG_WARN, ps->name, "authentication failed from %s: %s", net_conn_peer(cl->conn), why);
-    net_conn_send_error(cl->conn, told ? told : "authentication failed");
-}
-
-/* The handshake (net/auth.h) before HELLO, when the ps has a secret. Returns 1 when the
- * frame was the handshake's (or ended the connection), 0 when it goes on to HELLO. */
-static int handle_auth(ps_server *ps, ps_client *cl, const proto_header *h, const void *payload)
-{
-    int auth_frame = h->type == MSG_AUTH_HELLO || h->type == MSG_AUTH_PROOF;
-    if (!ps->key.set) {
-        if (!auth_frame) return 0;
-        dp_log(DP_LOG_WARN, ps->name, "refused %s: it sent %s, but this ps has no secret", net_conn_peer(cl->conn),
-               proto_type_name(h->type));
-        net_conn_send_error(cl->conn, "this ps has no secret: give every task the same secret "
-                            "($DOWNPOUR_SECRET or --secret-file), or none");
-        return 1;
-    }
-    if (cl->auth == PS_AUTH_DONE) {
-        if (!auth_frame) return 0;
-        auth_failed(ps, cl, "a second handshake", NULL);
-        return 1;
-    }
-    if (cl->auth == PS_AUTH_WANT_HELLO) {
-        if (h->type != MSG_AUTH_HELLO) {
-            auth_failed(ps, cl, h->type == MSG_HELLO ? "HELLO without a handshake (the peer has no secret?)"
-                                                     : "no handshake", 
-                        "authentication required: this ps has a secret ($DOWNPOUR_SECRET or --secret-file)");
-            return 1;
-        }
-        uint8_t nonce[AUTH_NONCE_BYTES];
-        auth_hs_start(&cl->hs, AUTH_SERVER, AUTH_CTX_PS, nonce);
-        auth_hs_peer_nonce(&cl->hs, payload);
-        proto_header ch = {.type = MSG_AUTH_CHALLENGE};
-        net_conn_send(cl->conn, ch, nonce, sizeof nonce, 1);
-        cl->auth = PS_AUTH_WANT_PROOF;
-        return 1;
-    }
-    if (h->type != MSG_AUTH_PROOF) {
-        auth_failed(ps, cl, "no proof after the challenge", NULL);
-        return 1;
-    }
-    if (auth_hs_verify(&cl->hs, &ps->key, payload) != 0) {
-        auth_failed(ps, cl, "wrong proof (a different secret, or a replayed handshake)", NULL);
-        return 1;
-    }
-    uint8_t proof[AUTH_PROOF_BYTES];
-    auth_hs_prove(&cl->hs, &ps->key, proof);
-    auth_hs_clear(&cl->hs);
-    proto_header ok = {.type = MSG_AUTH_OK};
-    net_conn_send(cl->conn, ok, proof, sizeof proof, 1);
-    cl->auth = PS_AUTH_DONE;
-    return 1;
-}
-
 /* HELLO: the worker takes its slot. A slot held by a live connection is given over only
  * to the same worker process (its session token): a worker that lost another ps
  * reconnects, and its HELLO may come before we see its old connection close. Any other
  * claim is refused and the holder left alone. */
-static void handle_hello(ps_server *ps, ps_client *cl, const proto_header *h, const void *payload)
+static void handle_hello(ps_server *ps, ps_client *cl, const net_frame *h, const void *payload)
 {
     char msg[256];
     uint64_t want = rt_config_hash(ps->cfg);
@@ -130,41 +71,42 @@ static void handle_hello(ps_server *ps, ps_client *cl, const proto_header *h, co
     if (h->length == PROTO_TOKEN_BYTES)
         for (int i = 7; i >= 0; i--) token = token << 8 | ((const uint8_t *)payload)[i];
     const char *peer = net_conn_peer(cl->conn);
-    if (h->var >= (uint32_t)ps->cfg->n_workers) {
-        snprintf(msg, sizeof msg, "%s: worker index %u outside 0..%d", ps->name, h->var,
+    if (h->id >= (uint32_t)ps->cfg->n_workers) {
+        snprintf(msg, sizeof msg, "%s: worker index %u outside 0..%d", ps->name, h->id,
                  ps->cfg->n_workers - 1);
     } else if ((uint64_t)h->arg0 != want) {
         /* The values only in our own log: a peer learns nothing it could copy. */
         dp_log(DP_LOG_WARN, ps->name, "refused worker %u from %s: config hash %016llx, this ps has %016llx",
-               h->var, peer, (unsigned long long)h->arg0, (unsigned long long)want);
-        snprintf(msg, sizeof msg, "%s: worker %u runs with different training flags", ps->name, h->var);
+               h->id, peer, (unsigned long long)h->arg0, (unsigned long long)want);
+        snprintf(msg, sizeof msg, "%s: worker %u runs with different training flags", ps->name, h->id);
         net_conn_send_error(cl->conn, msg);
         return;
-    } else if (cl->worker >= 0 && cl->worker != (int)h->var) {
-        snprintf(msg, sizeof msg, "%s: HELLO as worker %u on the connection of worker %d", ps->name, h->var,
+    } else if (cl->worker >= 0 && cl->worker != (int)h->id) {
+        snprintf(msg, sizeof msg, "%s: HELLO as worker %u on the connection of worker %d", ps->name, h->id,
                  cl->worker);
     } else {
-        ps_client *old = ps->clients[h->var];
+        ps_client *old = ps->clients[h->id];
         if (old && old != cl) {
             if (!token || token != old->token) {
                 dp_log(DP_LOG_WARN, ps->name, "refused a claim of worker %u's slot from %s: held by a live "
-                       "connection from %s (another process)", h->var, peer, net_conn_peer(old->conn));
-                snprintf(msg, sizeof msg, "%s: worker %u's slot is taken by a live connection", ps->name, h->var);
+                       "connection from %s (another process)", h->id, peer, net_conn_peer(old->conn));
+                snprintf(msg, sizeof msg, "%s: worker %u's slot is taken by a live connection", ps->name, h->id);
                 net_conn_send_error(cl->conn, msg);
                 return;
             }
-            dp_log(DP_LOG_INFO, ps->name, "worker %u reconnects: closing its previous connection", h->var);
+            dp_log(DP_LOG_INFO, ps->name, "worker %u reconnects: closing its previous connection", h->id);
             net_conn_close(old->conn, "replaced by a new connection of the same worker");
-            ps->clients[h->var] = NULL;
+            ps->clients[h->id] = NULL;
         }
-        if (ps->gate && h->arg1 >= 0) ssp_gate_rejoin(ps->gate, (int)h->var, h->arg1);
-        cl->worker = (int)h->var;
+        if (ps->gate && h->arg1 >= 0) ssp_gate_rejoin(ps->gate, (int)h->id, h->arg1);
+        cl->worker = (int)h->id;
         cl->token = token;
+        net_conn_hello_done(cl->conn);
         if (!cl->grad) cl->grad = xmalloc((ps->max_count ? ps->max_count : 1) * sizeof(float));
         if (!cl->owed) cl->owed = xcalloc((size_t)ps->cat.n, 1);
         ps->clients[cl->worker] = cl;
         ps->finished[cl->worker] = 0;   /* a restarted worker trains again */
-        proto_header ok = {.type = MSG_HELLO_OK, .var = (uint32_t)ps->index, .arg0 = (int64_t)want};
+        net_frame ok = {.type = MSG_HELLO_OK, .id = (uint32_t)ps->index, .arg0 = (int64_t)want};
         net_conn_send(cl->conn, ok, NULL, 0, 0);
         return;
     }
@@ -172,12 +114,11 @@ static void handle_hello(ps_server *ps, ps_client *cl, const proto_header *h, co
     net_conn_send_error(cl->conn, msg);
 }
 
-static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ctx)
+static void on_frame(net_conn *c, const net_frame *h, void *payload, void *ctx)
 {
     ps_client *cl = ctx;
     ps_server *ps = cl->ps;
     char msg[256];
-    if (handle_auth(ps, cl, h, payload)) return;
     if (h->type == MSG_HELLO) {
         handle_hello(ps, cl, h, payload);
         return;
@@ -189,13 +130,13 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
     }
     switch (h->type) {
     case MSG_INIT:
-        if (!ps_local_var(ps, h->var)) break;   /* an empty frame skips on_header's check */
+        if (!ps_local_var(ps, h->id)) break;   /* an empty frame skips on_header's check */
         ps_handle_init(ps, cl, h, payload);
         return;
     case MSG_INIT_SLOT: {
         /* The payload went into the slot (on_header) unless the variable was already
          * initialised, when it is ignored as INIT is. An empty frame skips on_header. */
-        ps_var *v = ps_local_var(ps, h->var);
+        ps_var *v = ps_local_var(ps, h->id);
         if (!v || !v->slot || !v->def->trainable) {
             snprintf(msg, sizeof msg, "%s: INIT_SLOT of %s, which keeps no optimizer slot (%s)", ps->name,
                      v ? v->def->name : "an unknown variable", optim_name(ps->cfg->optimizer));
@@ -204,7 +145,7 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
         }
         if ((h->arg1 & INIT_RESTORE) && v->def->count)
             memcpy(v->slot, payload, v->def->count * sizeof(float));
-        proto_header ok = {.type = MSG_INIT_OK, .var = h->var};
+        net_frame ok = {.type = MSG_INIT_OK, .id = h->id};
         net_conn_send(c, ok, NULL, 0, 0);
         return;
     }
@@ -219,7 +160,7 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
         ps_answer_final_step(ps);
         return;
     case MSG_PULL: {
-        ps_var *v = ps_local_var(ps, h->var);
+        ps_var *v = ps_local_var(ps, h->id);
         if (!v) break;
         if ((h->arg1 & PULL_WITH_SLOT) && (!v->slot || !v->def->trainable || !v->initialised)) {
             snprintf(msg, sizeof msg, "%s: PULL of %s's slot, which %s", ps->name, v->def->name,
@@ -242,7 +183,7 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
         return;
     }
     case MSG_PUSH: {
-        ps_var *v = ps_local_var(ps, h->var);
+        ps_var *v = ps_local_var(ps, h->id);
         if (!v) break;                       /* an empty frame skips on_header's check */
         if (!v->initialised) {
             snprintf(msg, sizeof msg, "%s: push to %s before it was initialised", ps->name, v->def->name);
@@ -255,7 +196,7 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
     case MSG_SSP_WAIT:
         if (!ps->gate) break;
         if (ssp_gate_may_start(ps->gate, h->arg0)) {
-            proto_header go = {.type = MSG_SSP_GO, .arg0 = h->arg0, .arg1 = ssp_gate_min(ps->gate)};
+            net_frame go = {.type = MSG_SSP_GO, .arg0 = h->arg0, .arg1 = ssp_gate_min(ps->gate)};
             net_conn_send(c, go, NULL, 0, 0);
         } else {
             int i = 0;
@@ -285,7 +226,7 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
         break;
     }
     snprintf(msg, sizeof msg, "%s: unexpected %s (var %u) from worker %d", ps->name,
-             proto_type_name(h->type), h->var, cl->worker);
+             proto_type_name(h->type), h->id, cl->worker);
     dp_log(DP_LOG_WARN, ps->name, "%s", msg);
     net_conn_send_error(c, msg);
 }
@@ -313,77 +254,27 @@ static void on_close(net_conn *c, const char *reason, void *ctx)
     if (cl->prev) cl->prev->next = cl->next;
     else ps->conns = cl->next;
     if (cl->next) cl->next->prev = cl->prev;
-    ps->n_conns--;
-    auth_hs_clear(&cl->hs);
     free(cl->grad);
     free(cl->owed);
     free(cl);
 }
 
-static const net_handler ps_handler = {on_header, on_frame, on_close};
+static const net_handler ps_handler = {NULL, on_header, on_frame, on_close};
 
-/* Connections over the cap are closed at once; they are counted, and logged at most
- * once a second. */
-static void refuse_over_cap(ps_server *ps, int fd, const char *peer)
+/* An accepted connection: no buffers yet (those come with an authenticated HELLO). */
+static void on_accept(net_listener *l, int fd, const char *peer, void *ctx)
 {
-    close(fd);
-    ps->refused++;
-    uint64_t now = dp_now_ns();
-    if (now - ps->refused_log_ns < PS_REFUSE_LOG_NS) return;
-    dp_log(DP_LOG_WARN, ps->name, "refused %llu connection%s over the cap of %d (latest from %s)",
-           (unsigned long long)(ps->refused - ps->refused_logged), ps->refused - ps->refused_logged == 1 ? "" : "s",
-           ps->max_conns, peer);
-    ps->refused_logged = ps->refused;
-    ps->refused_log_ns = now;
-}
-
-static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
-{
-    DP_UNUSED(revents);
-    ps_server *ps = dp_container_of(w, ps_server, accept_w);
-    for (;;) {
-        char peer[96];
-        int fd = net_accept(ps->lfd, peer, sizeof peer);
-        if (fd < 0) return;
-        if (ps->n_conns >= ps->max_conns) {
-            refuse_over_cap(ps, fd, peer);
-            continue;
-        }
-        /* No buffers yet: those come with an authenticated HELLO. */
-        ps_client *cl = xcalloc(1, sizeof *cl);
-        cl->ps = ps;
-        cl->worker = -1;
-        cl->born_ns = dp_now_ns();
-        cl->auth = ps->key.set ? PS_AUTH_WANT_HELLO : PS_AUTH_DONE;
-        cl->next = ps->conns;
-        if (ps->conns) ps->conns->prev = cl;
-        ps->conns = cl;
-        ps->n_conns++;
-        cl->conn = net_conn_new(loop, fd, &ps_handler, cl, peer);
-    }
-}
-
-/* Every PS_GUARD_S: drops a connection that has not said an authenticated HELLO within
- * PS_HANDSHAKE_S, and one whose partly received frame has waited PS_FRAME_IDLE_S for its
- * next byte (on_close logs each with its address). */
-static void on_guard(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    DP_UNUSED(loop);
-    DP_UNUSED(revents);
-    ps_server *ps = dp_container_of(w, ps_server, guard);
-    uint64_t now = dp_now_ns();
-    for (ps_client *cl = ps->conns, *next; cl; cl = next) {
-        next = cl->next;   /* closing frees cl */
-        char why[96];
-        if (cl->worker < 0 && now - cl->born_ns > (uint64_t)(PS_HANDSHAKE_S * 1e9)) {
-            snprintf(why, sizeof why, "no %sHELLO within %.0f s", ps->key.set ? "authenticated " : "",
-                     PS_HANDSHAKE_S);
-            net_conn_close(cl->conn, why);
-        } else if (net_conn_stalled_ns(cl->conn, now) > (uint64_t)(PS_FRAME_IDLE_S * 1e9)) {
-            snprintf(why, sizeof why, "a frame stalled: no byte for %.0f s", PS_FRAME_IDLE_S);
-            net_conn_close(cl->conn, why);
-        }
-    }
+    ps_server *ps = ctx;
+    ps_client *cl = xcalloc(1, sizeof *cl);
+    cl->ps = ps;
+    cl->worker = -1;
+    cl->next = ps->conns;
+    if (ps->conns) ps->conns->prev = cl;
+    ps->conns = cl;
+    net_conn_opts o = {.proto = &proto_ps, .role = NET_SERVER, .key = &ps->key, .auth_context = AUTH_CTX_PS,
+                       .name = ps->name, .what = "ps", .hello_s = PS_HANDSHAKE_S, .frame_s = PS_FRAME_IDLE_S,
+                       .pre_hello_max = PROTO_TOKEN_BYTES, .listener = l};
+    cl->conn = net_conn_new(ps->loop, fd, &o, &ps_handler, cl, peer);
 }
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
@@ -445,7 +336,7 @@ static void on_wait_check(struct ev_loop *loop, ev_timer *w, int revents)
         if (timed_out) v->timeout_sent = 1;
         int missing = missing_worker(ps, v);
         if (missing < 0) continue;
-        proto_header h = {.type = MSG_WAITING, .var = (uint32_t)v->id, .arg0 = missing,
+        net_frame h = {.type = MSG_WAITING, .id = (uint32_t)v->id, .arg0 = missing,
                           .arg1 = (int64_t)(waited * 1e3)};
         for (int k = 0; k < ps->cfg->n_workers; k++)
             if (ps->clients[k] && sync_acc_holds(v->acc, k)) net_conn_send(ps->clients[k]->conn, h, NULL, 0, 0);
@@ -475,8 +366,8 @@ static void print_stats(const ps_server *ps)
            (unsigned long long)ps->stale.sum, (long long)ps->stale.max, ps->holds_step,
            (unsigned long long)ps->gs_advances, mean_step, (unsigned long long)rt_instr_sent(ps->in),
            (unsigned long long)rt_instr_dropped(ps->in), var_min, ps_global_step(ps),
-           (unsigned long long)ps->rejected, (unsigned long long)ps->refused,
-           (unsigned long long)ps->auth_failures);
+           (unsigned long long)ps->rejected, (unsigned long long)net_listener_refused(ps->listener),
+           (unsigned long long)net_listener_auth_failures(ps->listener));
     fflush(stdout);
 }
 
@@ -487,7 +378,7 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
     ps.cfg = cfg;
     ps.spec = spec;
     ps.index = index;
-    ps.lfd = -1;
+    int lfd = -1;
     spec_task_name(ps.name, sizeof ps.name, JOB_PS, index);
     int rc = catalog_build(&ps.cat, cfg->model, cfg->hidden, cfg->partition, err);
     if (rc) return rc;
@@ -528,24 +419,21 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
     if (!ps.key.set && !auth_host_is_loopback(me->host))
         dp_log(DP_LOG_WARN, ps.name, "listening on %s without a secret: anyone who can reach it can join "
                "the run (set $DOWNPOUR_SECRET or --secret-file)", me->host);
-    ps.max_conns = PS_MAX_CONNS(cfg->n_workers);
-    ps.lfd = net_listen_inherited(me->host, me->port, err);
-    if (ps.lfd < 0) {
-        rc = ps.lfd;
+    lfd = net_listen_inherited(me->host, me->port, err);
+    if (lfd < 0) {
+        rc = lfd;
         goto fail;
     }
     signal(SIGPIPE, SIG_IGN);
     ps.loop = ev_loop_new(EVFLAG_AUTO);
-    ev_io_init(&ps.accept_w, on_accept, ps.lfd, EV_READ);
-    ev_io_start(ps.loop, &ps.accept_w);
+    ps.listener = net_listener_new(ps.loop, lfd, PS_MAX_CONNS(cfg->n_workers), ps.name, on_accept, &ps);
+    lfd = -1;
     ev_signal_init(&ps.sigint_w, on_signal, SIGINT);
     ev_signal_init(&ps.sigterm_w, on_signal, SIGTERM);
     ev_signal_start(ps.loop, &ps.sigint_w);
     ev_signal_start(ps.loop, &ps.sigterm_w);
     ev_timer_init(&ps.stop_check, on_stop_check, 0.01, 0.01);
     ev_timer_start(ps.loop, &ps.stop_check);
-    ev_timer_init(&ps.guard, on_guard, PS_GUARD_S, PS_GUARD_S);
-    ev_timer_start(ps.loop, &ps.guard);
     ev_timer_init(&ps.wait_check, on_wait_check, 0.25, 0.25);
     if (cfg->mode == MODE_SYNC) ev_timer_start(ps.loop, &ps.wait_check);
     ps.in = rt_instr_new(cfg->hub, EVT_JOB_PS, index, &ps.cat);
@@ -570,6 +458,7 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
         rt_instr_emit(ps.in, &e);
     }
     print_stats(&ps);
+    net_listener_free(ps.listener);
     if (rt_stop_requested && ps.n_done < cfg->n_workers)
         dp_log(DP_LOG_INFO, ps.name, "stopped by signal");
     /* Close the remaining connections: their on_close frees the clients. */
@@ -578,7 +467,7 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
     rt_instr_free(ps.in);
     rc = DP_OK;
 fail:
-    if (ps.lfd >= 0) close(ps.lfd);
+    if (lfd >= 0) close(lfd);
     if (ps.vars) {
         for (int i = 0; i < ps.cat.n; i++) {
             free(ps.vars[i].data);

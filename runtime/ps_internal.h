@@ -14,7 +14,8 @@
 #include "cluster/vars.h"
 #include "net/auth.h"
 #include "runtime/config.h"
-#include "runtime/conn.h"
+#include "net/conn.h"
+#include "net/sock.h"
 #include "runtime/instr.h"
 #include "runtime/proto.h"
 #include "runtime/task.h"
@@ -26,8 +27,6 @@
 #define PS_HANDSHAKE_S 5.0
 #define PS_FRAME_IDLE_S 30.0
 #define PS_MAX_CONNS(workers) (4 * (workers) + 16)
-#define PS_GUARD_S 0.25
-#define PS_REFUSE_LOG_NS 1000000000ull
 
 typedef struct ps_server ps_server;
 
@@ -49,16 +48,10 @@ typedef struct ps_var {
     int timeout_sent;    /* sync: the --barrier-timeout WAITING went out for this step */
 } ps_var;
 
-/* A connection's handshake: AUTH_HELLO, then AUTH_PROOF (with a secret), then HELLO. */
-enum { PS_AUTH_WANT_HELLO, PS_AUTH_WANT_PROOF, PS_AUTH_DONE };
-
 typedef struct ps_client {
     ps_server *ps;
     net_conn *conn;
-    struct ps_client *prev, *next;   /* every connection, for the guard timer */
-    uint64_t born_ns;
-    int auth;            /* PS_AUTH_*: DONE from the start without a secret */
-    auth_hs hs;
+    struct ps_client *prev, *next;   /* every connection */
     uint64_t token;      /* the worker process's session token (HELLO; 0: none given) */
     int worker;          /* -1 until HELLO */
     float *grad;         /* receive buffer for pushes, sized for the largest local var;
@@ -81,8 +74,7 @@ struct ps_server {
     var_catalog cat;
     ps_var *vars;        /* indexed by catalogue index; only local ones are used */
     size_t max_count;
-    int lfd;
-    ev_io accept_w;
+    net_listener *listener;  /* the connection cap; counts refusals and failed handshakes */
     ev_signal sigint_w, sigterm_w;
     ev_timer stop_check;
     ev_timer wait_check; /* sync: tells workers held at the barrier whom they wait for */
@@ -102,10 +94,6 @@ struct ps_server {
     uint32_t device;     /* this task's CPU device (string id) */
     auth_key key;        /* the run's secret; key.set == 0: no handshake */
     ps_client *conns;    /* every open connection */
-    int n_conns, max_conns;
-    ev_timer guard;      /* handshake and read timeouts */
-    uint64_t refused, refused_logged, refused_log_ns;  /* connections over the cap */
-    uint64_t auth_failures;
     /* statistics */
     uint64_t applies, drops, pulls;
     uint64_t rejected;   /* gradients holding NaN or Inf, never applied */
@@ -130,8 +118,8 @@ void ps_answer_final_step(ps_server *ps);
 /* SSP: lets every waiting worker the gate now allows start its step. */
 void ps_ssp_release_waiters(ps_server *ps);
 /* PUSH: check_numerics, then the update rule (sync accumulators, async apply). */
-void ps_handle_push(ps_server *ps, ps_client *cl, const proto_header *h, const float *g);
+void ps_handle_push(ps_server *ps, ps_client *cl, const net_frame *h, const float *g);
 /* INIT: the chief's value, or (INIT_RESTORE) its restore of the session. */
-void ps_handle_init(ps_server *ps, ps_client *cl, const proto_header *h, const void *payload);
+void ps_handle_init(ps_server *ps, ps_client *cl, const net_frame *h, const void *payload);
 
 #endif

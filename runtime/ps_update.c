@@ -34,7 +34,7 @@ int64_t ps_var_version(const ps_server *ps, const ps_var *v)
 
 void ps_send_pull(ps_server *ps, ps_client *cl, ps_var *v)
 {
-    proto_header h = {.type = MSG_PULL_RESP, .var = (uint32_t)v->id, .arg0 = ps_var_version(ps, v),
+    net_frame h = {.type = MSG_PULL_RESP, .id = (uint32_t)v->id, .arg0 = ps_var_version(ps, v),
                       .arg1 = v->session};
     /* A snapshot: the variable may change before the frame is fully written. */
     net_conn_send(cl->conn, h, v->data, v->def->count * sizeof(float), 1);
@@ -46,7 +46,7 @@ void ps_send_pull(ps_server *ps, ps_client *cl, ps_var *v)
 void ps_send_pull_with_slot(ps_server *ps, ps_client *cl, ps_var *v)
 {
     ps_send_pull(ps, cl, v);
-    proto_header h = {.type = MSG_SLOT_RESP, .var = (uint32_t)v->id, .arg0 = ps_var_version(ps, v)};
+    net_frame h = {.type = MSG_SLOT_RESP, .id = (uint32_t)v->id, .arg0 = ps_var_version(ps, v)};
     net_conn_send(cl->conn, h, v->slot, v->def->count * sizeof(float), 1);
 }
 
@@ -78,14 +78,14 @@ void ps_answer_final_step(ps_server *ps)
     if (!ps->clients[w]) return;
     int64_t gs = ps_global_step(ps);
     if (gs < 0) gs = 0;
-    proto_header h = {.type = MSG_FINAL_STEP_RESP, .arg0 = gs};
+    net_frame h = {.type = MSG_FINAL_STEP_RESP, .arg0 = gs};
     net_conn_send(ps->clients[w]->conn, h, NULL, 0, 0);
 }
 
 static void send_ack(ps_client *cl, uint32_t var, int64_t version, int status, int64_t staleness)
 {
     if (!cl) return;
-    proto_header h = {.type = MSG_PUSH_ACK, .var = var, .arg0 = version,
+    net_frame h = {.type = MSG_PUSH_ACK, .id = var, .arg0 = version,
                       .arg1 = status | (staleness << 8)};
     net_conn_send(cl->conn, h, NULL, 0, 0);
 }
@@ -126,7 +126,7 @@ void ps_ssp_release_waiters(ps_server *ps)
     for (int i = 0; i < ps->n_ssp_waiting; i++) {
         ssp_waiter w = ps->ssp_waiting[i];
         if (ssp_gate_may_start(ps->gate, w.step)) {
-            proto_header h = {.type = MSG_SSP_GO, .arg0 = w.step, .arg1 = ssp_gate_min(ps->gate)};
+            net_frame h = {.type = MSG_SSP_GO, .arg0 = w.step, .arg1 = ssp_gate_min(ps->gate)};
             if (ps->clients[w.worker]) net_conn_send(ps->clients[w.worker]->conn, h, NULL, 0, 0);
         } else {
             ps->ssp_waiting[k++] = w;
@@ -138,13 +138,13 @@ void ps_ssp_release_waiters(ps_server *ps)
 /* A push computed from a session the chief has since restored (it read a version ahead
  * of the variable's): dropped, not an error — its worker has not yet noticed the lost ps,
  * or pulled before the restore reached us. */
-static void lost_session_push(ps_server *ps, ps_client *cl, const ps_var *v, const proto_header *h,
+static void lost_session_push(ps_server *ps, ps_client *cl, const ps_var *v, const net_frame *h,
                               int64_t cur)
 {
     if (v->def->trainable) ps->drops++;
     ps->lost_session_drops++;
     emit_update(ps, EVT_DROP, v, cl->worker, h->arg1, cur, 0);
-    send_ack(cl, h->var, cur, ACK_DROPPED, 0);
+    send_ack(cl, h->id, cur, ACK_DROPPED, 0);
 }
 
 /* Sync: tells c that a gradient it was told ACCUMULATED has been applied (or thrown
@@ -153,7 +153,7 @@ static void send_release(ps_client *c, uint32_t var, int64_t version)
 {
     if (!c || !c->owed[var]) return;
     c->owed[var] = 0;
-    proto_header rel = {.type = MSG_RELEASE, .var = var, .arg0 = version};
+    net_frame rel = {.type = MSG_RELEASE, .id = var, .arg0 = version};
     net_conn_send(c->conn, rel, NULL, 0, 0);
 }
 
@@ -176,7 +176,7 @@ static size_t first_nonfinite(const float *g, size_t n)
 
 /* A gradient holding NaN or Inf: refused (ACK_DROPPED), counted, logged with its sender
  * (at most once a second), an event — never applied. */
-static void reject_push(ps_server *ps, ps_client *cl, const ps_var *v, const proto_header *h, size_t bad,
+static void reject_push(ps_server *ps, ps_client *cl, const ps_var *v, const net_frame *h, size_t bad,
                         float x)
 {
     ps->rejected++;
@@ -200,12 +200,12 @@ static void reject_push(ps_server *ps, ps_client *cl, const ps_var *v, const pro
         e.str = rt_instr_str(ps->in, what);
         rt_instr_emit(ps->in, &e);
     }
-    send_ack(cl, h->var, cur, ACK_DROPPED, 0);
+    send_ack(cl, h->id, cur, ACK_DROPPED, 0);
 }
 
-void ps_handle_push(ps_server *ps, ps_client *cl, const proto_header *h, const float *g)
+void ps_handle_push(ps_server *ps, ps_client *cl, const net_frame *h, const float *g)
 {
-    ps_var *v = ps_local_var(ps, h->var);
+    ps_var *v = ps_local_var(ps, h->id);
     int64_t read = h->arg0;
     if (v->def->trainable) {
         size_t bad = first_nonfinite(g, v->def->count);
@@ -231,7 +231,7 @@ void ps_handle_push(ps_server *ps, ps_client *cl, const proto_header *h, const f
         if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
             if (v->def->trainable) ps->drops++;
             emit_update(ps, EVT_DROP, v, cl->worker, h->arg1, cur, cur - read);
-            send_ack(cl, h->var, cur, ACK_DROPPED, cur - read);
+            send_ack(cl, h->id, cur, ACK_DROPPED, cur - read);
             return;
         }
         v->clock[cl->worker] = h->arg1;
@@ -241,8 +241,8 @@ void ps_handle_push(ps_server *ps, ps_client *cl, const proto_header *h, const f
         }
         if (r != SYNC_READY) {
             /* Accepted; the worker learns when the step completes (RELEASE). */
-            send_ack(cl, h->var, cur, ACK_ACCUMULATED, 0);
-            cl->owed[h->var] = 1;
+            send_ack(cl, h->id, cur, ACK_ACCUMULATED, 0);
+            cl->owed[h->id] = 1;
             return;
         }
         int n = sync_acc_take(v->acc, v->mean, ps->released);
@@ -255,9 +255,9 @@ void ps_handle_push(ps_server *ps, ps_client *cl, const proto_header *h, const f
             emit_update(ps, EVT_APPLY, v, w, v->clock[w], now, 0);
             ps_client *c = ps->clients[w];
             if (c == cl) {
-                send_ack(c, h->var, now, ACK_APPLIED, 0);
+                send_ack(c, h->id, now, ACK_APPLIED, 0);
             } else {
-                send_release(c, h->var, now);
+                send_release(c, h->id, now);
             }
         }
         if (!v->def->trainable) global_step_advanced(ps, now);
@@ -275,7 +275,7 @@ void ps_handle_push(ps_server *ps, ps_client *cl, const proto_header *h, const f
         stale_stats_add(&ps->stale, staleness);
         emit_update(ps, EVT_APPLY, v, cl->worker, h->arg1, v->av.version, staleness);
     }
-    send_ack(cl, h->var, v->av.version, ACK_APPLIED, staleness);
+    send_ack(cl, h->id, v->av.version, ACK_APPLIED, staleness);
     if (!v->def->trainable) {
         global_step_advanced(ps, v->av.version);
         if (ps->gate) {
@@ -297,9 +297,9 @@ static void release_pending(ps_server *ps, ps_var *v, int64_t gs)
  * again), or with INIT_RESTORE its restore of the session after a ps was lost: the value
  * (staged in the client's buffer, so no pull sees it half written), the version and the
  * step's pending sync gradients start again from step arg0. */
-void ps_handle_init(ps_server *ps, ps_client *cl, const proto_header *h, const void *payload)
+void ps_handle_init(ps_server *ps, ps_client *cl, const net_frame *h, const void *payload)
 {
-    ps_var *v = ps_local_var(ps, h->var);
+    ps_var *v = ps_local_var(ps, h->id);
     int restore = (h->arg1 & INIT_RESTORE) != 0, taken = !v->initialised || restore;
     if (taken) {
         if (restore) {
@@ -329,6 +329,6 @@ void ps_handle_init(ps_server *ps, ps_client *cl, const proto_header *h, const v
         }
         v->n_waiting = 0;
     }
-    proto_header ok = {.type = MSG_INIT_OK, .var = h->var, .arg0 = taken};
+    net_frame ok = {.type = MSG_INIT_OK, .id = h->id, .arg0 = taken};
     net_conn_send(cl->conn, ok, NULL, 0, 0);
 }

@@ -26,7 +26,8 @@
 #include "cluster/vars.h"
 #include "common/dp.h"
 #include "runtime/ckpt.h"
-#include "runtime/conn.h"
+#include "net/conn.h"
+#include "net/sock.h"
 #include "runtime/data.h"
 #include "runtime/instr.h"
 #include "runtime/nn.h"
@@ -143,7 +144,7 @@ static int versions_at_step(const worker *wk)
  * the ps's final global step, not the last one the chief read. */
 static int final_pull(worker *wk)
 {
-    proto_header h = {.type = MSG_FINAL_STEP};
+    net_frame h = {.type = MSG_FINAL_STEP};
     wk_send(wk, wk->cat.v[wk->step_var].ps, h, NULL, 0);
     /* A worker that died before it joined is never done nor lost to the ps: the answer
      * may not come. Then the chief goes on from its own last read. */
@@ -295,10 +296,10 @@ static int chief_init(worker *wk, int restore, char *err)
         const var_def *d = &wk->cat.v[v];
         /* The restored optimizer slot goes first: the variable's INIT makes it live. */
         if (restored && d->trainable && wk->slots[d->base_index]) {
-            proto_header hs = {.type = MSG_INIT_SLOT, .var = (uint32_t)v, .arg1 = flags};
+            net_frame hs = {.type = MSG_INIT_SLOT, .id = (uint32_t)v, .arg1 = flags};
             wk_send(wk, d->ps, hs, d->count ? wk_var_slot(d, wk->slots) : NULL, d->count * sizeof(float));
         }
-        proto_header h = {.type = MSG_INIT, .var = (uint32_t)v, .arg0 = gs0, .arg1 = flags};
+        net_frame h = {.type = MSG_INIT, .id = (uint32_t)v, .arg0 = gs0, .arg1 = flags};
         wk_send(wk, d->ps, h, d->count ? wk_var_slot(d, wk->params) : NULL, d->count * sizeof(float));
     }
     wk->inits_taken = 0;
@@ -623,7 +624,7 @@ train:
     /* Tell every ps we are done, and let the frames leave before closing. */
     wk->finishing = 1;
     for (int i = 0; i < spec->n_ps; i++) {
-        proto_header h = {.type = MSG_DONE, .arg0 = wk->local};
+        net_frame h = {.type = MSG_DONE, .arg0 = wk->local};
         if (wk->ps[i].conn) net_conn_send(wk->ps[i].conn, h, NULL, 0, 0);
     }
     for (int spins = 0; spins < 1000; spins++) {

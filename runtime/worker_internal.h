@@ -15,7 +15,8 @@
 #include "events/event.h"
 #include "net/auth.h"
 #include "runtime/config.h"
-#include "runtime/conn.h"
+#include "net/conn.h"
+#include "net/sock.h"
 #include "runtime/device.h"
 #include "runtime/instr.h"
 #include "runtime/nn.h"
@@ -37,8 +38,6 @@ typedef struct wk_ps {
     int index;
     net_conn *conn;
     char name[64];
-    auth_hs hs;                 /* the handshake with this ps (worker_net.c) */
-    int authing;                /* AUTH_HELLO sent, AUTH_OK not yet checked */
 } wk_ps;
 
 typedef struct worker {
@@ -120,7 +119,7 @@ int wk_wait_all(worker *wk);
 /* wk_wait_all, giving up after seconds: DP_ETIMEDOUT then (the answers stay awaited). */
 int wk_wait_for(worker *wk, double seconds);
 /* Sends one frame to ps task `ps` and counts the answer it awaits. */
-void wk_send(worker *wk, int ps, proto_header h, const void *payload, size_t len);
+void wk_send(worker *wk, int ps, net_frame h, const void *payload, size_t len);
 /* Connects to every ps (retrying until --connect-timeout) and says HELLO. */
 int wk_connect_all(worker *wk, char *err);
 /* After a lost ps (WK_PS_LOST): closes every ps connection, reconnects (the lost one

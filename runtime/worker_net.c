@@ -17,7 +17,7 @@
 /* Sync: a ps says our step still waits for worker arg0 after arg1 ms. Logged once per
  * whole second; at --barrier-timeout the step is given up (wait loops return
  * DP_ETIMEDOUT). */
-static void on_waiting(worker *wk, const proto_header *h)
+static void on_waiting(worker *wk, const net_frame *h)
 {
     char who[64];
     spec_task_name(who, sizeof who, JOB_WORKER, (int)h->arg0);
@@ -46,19 +46,19 @@ static void on_waiting(worker *wk, const proto_header *h)
     }
 }
 
-static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err, int *reject)
+static void *on_header(net_conn *c, const net_frame *h, void *ctx, char *err, int *reject)
 {
     DP_UNUSED(c);
     wk_ps *p = ctx;
     worker *wk = p->wk;
     if (h->type != MSG_PULL_RESP && h->type != MSG_SLOT_RESP) return NULL;
     const char *what = proto_type_name(h->type);
-    if (h->var >= (uint32_t)wk->cat.n || wk->cat.v[h->var].ps != p->index) {
+    if (h->id >= (uint32_t)wk->cat.n || wk->cat.v[h->id].ps != p->index) {
         *reject = 1;
-        snprintf(err, DP_ERRLEN, "%s for variable id %u, which %s does not hold", what, h->var, p->name);
+        snprintf(err, DP_ERRLEN, "%s for variable id %u, which %s does not hold", what, h->id, p->name);
         return NULL;
     }
-    const var_def *d = &wk->cat.v[h->var];
+    const var_def *d = &wk->cat.v[h->id];
     if (h->type == MSG_SLOT_RESP && (!wk->slots[d->base_index] || !d->trainable)) {
         *reject = 1;
         snprintf(err, DP_ERRLEN, "SLOT_RESP of %s, which this worker did not ask for", d->name);
@@ -73,45 +73,17 @@ static void *on_header(net_conn *c, const proto_header *h, void *ctx, char *err,
     return wk_var_slot(d, h->type == MSG_SLOT_RESP ? wk->slots : wk->params);
 }
 
-static void wk_send_hello(worker *wk, int ps);
-
-static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ctx)
+static void on_frame(net_conn *c, const net_frame *h, void *payload, void *ctx)
 {
     wk_ps *p = ctx;
     worker *wk = p->wk;
     char msg[DP_ERRLEN + 64];
     switch (h->type) {
-    case MSG_AUTH_CHALLENGE: {
-        /* Our proof, then HELLO at once (the ps reads them in order and checks the
-         * proof first); AUTH_OK, the ps's own proof, is checked before HELLO_OK. */
-        if (!p->authing) break;
-        uint8_t proof[AUTH_PROOF_BYTES];
-        auth_hs_peer_nonce(&p->hs, payload);
-        auth_hs_prove(&p->hs, &wk->key, proof);
-        proto_header ph = {.type = MSG_AUTH_PROOF};
-        net_conn_send(c, ph, proof, sizeof proof, 1);
-        wk_send_hello(wk, p->index);
-        return;
-    }
-    case MSG_AUTH_OK:
-        if (!p->authing) break;
-        p->authing = 0;
-        if (auth_hs_verify(&p->hs, &wk->key, payload) != 0) {
-            snprintf(msg, sizeof msg, "%s failed to prove it knows the secret: not our ps (a different "
-                     "secret?)", p->name);
-            wk_fail(wk, msg);
-            net_conn_close(c, msg);
-            return;
-        }
-        auth_hs_clear(&p->hs);
-        wk->outstanding--;
-        return;
     case MSG_INIT_OK:
         if (h->arg0 == 1) wk->inits_taken++;
         wk->outstanding--;
         return;
     case MSG_HELLO_OK:
-        if (p->authing) break;   /* only after the ps proved itself */
         wk->outstanding--;
         return;
     case MSG_SSP_GO:
@@ -126,27 +98,27 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
         wk->outstanding--;
         return;
     case MSG_PULL_RESP:
-        wk->version[h->var] = h->arg0;
+        wk->version[h->id] = h->arg0;
         if (h->arg1 > wk->session) wk->session = h->arg1;
-        if ((int)h->var == wk->step_var) wk->gs = h->arg0;
+        if ((int)h->id == wk->step_var) wk->gs = h->arg0;
         wk->bytes_pulled += h->length;
-        wk_emit_transfer(wk, EVT_PULL_END, (int)h->var, (double)h->arg0);
+        wk_emit_transfer(wk, EVT_PULL_END, (int)h->id, (double)h->arg0);
         wk->outstanding--;
         return;
     case MSG_PUSH_ACK:
-        if (h->var >= (uint32_t)wk->cat.n) break;
-        if ((h->arg1 & 0xff) == ACK_DROPPED && wk->cat.v[h->var].trainable) wk->drops_seen++;
+        if (h->id >= (uint32_t)wk->cat.n) break;
+        if ((h->arg1 & 0xff) == ACK_DROPPED && wk->cat.v[h->id].trainable) wk->drops_seen++;
         if ((h->arg1 & 0xff) == ACK_ACCUMULATED) wk->releases_due++;
-        if ((int)h->var == wk->step_var) wk->gs_after = h->arg0;
-        wk_emit_transfer(wk, EVT_PUSH_END, (int)h->var, (double)(h->arg1 & 0xff));
+        if ((int)h->id == wk->step_var) wk->gs_after = h->arg0;
+        wk_emit_transfer(wk, EVT_PUSH_END, (int)h->id, (double)(h->arg1 & 0xff));
         wk->outstanding--;
         return;
     case MSG_WAITING:
         on_waiting(wk, h);
         return;
     case MSG_RELEASE:
-        if (h->var >= (uint32_t)wk->cat.n || wk->releases_due <= 0) break;
-        if ((int)h->var == wk->step_var) wk->gs_after = h->arg0;
+        if (h->id >= (uint32_t)wk->cat.n || wk->releases_due <= 0) break;
+        if ((int)h->id == wk->step_var) wk->gs_after = h->arg0;
         wk->releases_due--;
         return;
     case MSG_ERROR:
@@ -166,11 +138,18 @@ static void on_frame(net_conn *c, const proto_header *h, void *payload, void *ct
  * worker reconnects (wk_rejoin). A ps that reported an error has failed us already. */
 static void on_close(net_conn *c, const char *reason, void *ctx)
 {
-    DP_UNUSED(c);
     wk_ps *p = ctx;
     worker *wk = p->wk;
     p->conn = NULL;
     if (wk->finishing || wk->rejoining || wk->failed || wk->lost) return;
+    if (net_conn_close_kind(c) == NET_CLOSE_AUTH) {
+        /* Not our ps, or it does not take us: retrying cannot help. */
+        char msg[DP_ERRLEN + 64];
+        snprintf(msg, sizeof msg, "%s: %s", p->name, reason);
+        wk_fail(wk, msg);
+        ev_break(wk->loop, EVBREAK_ONE);
+        return;
+    }
     wk->lost = 1;
     wk->lost_ps = p->index;
     wk->lost_ns = dp_now_ns();
@@ -193,7 +172,18 @@ static int waiting_on(const worker *wk)
     return !wk->failed && !wk->lost && !wk->timed_out && !rt_stop_requested;
 }
 
-static const net_handler wk_handler = {on_header, on_frame, on_close};
+static void wk_send_hello(worker *wk, int ps);
+
+/* Connected and, with a secret, both sides proved it (net/conn.c): HELLO. */
+static void on_open(net_conn *c, void *ctx)
+{
+    DP_UNUSED(c);
+    wk_ps *p = ctx;
+    p->wk->outstanding--;
+    wk_send_hello(p->wk, p->index);
+}
+
+static const net_handler wk_handler = {on_open, on_header, on_frame, on_close};
 
 /* Runs the loop until every awaited answer has come, a connection fails, or a signal
  * asks us to stop. */
@@ -224,7 +214,7 @@ int wk_wait_for(worker *wk, double seconds)
     return wk->outstanding > 0 ? DP_ETIMEDOUT : DP_OK;
 }
 
-void wk_send(worker *wk, int ps, proto_header h, const void *payload, size_t len)
+void wk_send(worker *wk, int ps, net_frame h, const void *payload, size_t len)
 {
     if (!wk->ps[ps].conn) return;
     if (net_conn_send(wk->ps[ps].conn, h, payload, len, 0) == DP_OK) wk->outstanding++;
@@ -249,7 +239,7 @@ static void wk_send_hello(worker *wk, int ps)
 {
     uint8_t tok[PROTO_TOKEN_BYTES];
     for (int k = 0; k < PROTO_TOKEN_BYTES; k++) tok[k] = (uint8_t)(wk->token >> (8 * k));
-    proto_header h = {.type = MSG_HELLO, .var = (uint32_t)wk->index,
+    net_frame h = {.type = MSG_HELLO, .id = (uint32_t)wk->index,
                       .arg0 = (int64_t)rt_config_hash(wk->cfg), .arg1 = wk->local};
     if (!wk->ps[ps].conn) return;
     if (net_conn_send(wk->ps[ps].conn, h, tok, sizeof tok, 1) == DP_OK) wk->outstanding++;
@@ -273,7 +263,10 @@ int wk_connect_all(worker *wk, char *err)
             char why[DP_ERRLEN];
             int fd = net_connect(a->host, a->port, why);
             if (fd >= 0) {
-                p->conn = net_conn_new(wk->loop, fd, &wk_handler, p, p->name);
+                net_conn_opts o = {.proto = &proto_ps, .role = NET_CLIENT, .key = &wk->key,
+                                   .auth_context = AUTH_CTX_PS, .name = wk->name, .what = "worker"};
+                p->conn = net_conn_new(wk->loop, fd, &o, &wk_handler, p, p->name);
+                wk->outstanding++;   /* open: on_open sends HELLO */
                 break;
             }
             if (fd == DP_EINVAL) return dp_fail(err, fd, "%s: %s", p->name, why);
@@ -294,16 +287,6 @@ int wk_connect_all(worker *wk, char *err)
             struct timespec ts = {0, (long)(backoff * 1e9)};
             nanosleep(&ts, NULL);
             backoff = backoff * 2 > 1.0 ? 1.0 : backoff * 2;
-        }
-        if (wk->key.set) {
-            /* The handshake first (net/auth.h): HELLO follows our proof. */
-            uint8_t nonce[AUTH_NONCE_BYTES];
-            auth_hs_start(&p->hs, AUTH_CLIENT, AUTH_CTX_PS, nonce);
-            p->authing = 1;
-            proto_header ah = {.type = MSG_AUTH_HELLO};
-            if (net_conn_send(p->conn, ah, nonce, sizeof nonce, 1) == DP_OK) wk->outstanding++;
-        } else {
-            wk_send_hello(wk, i);
         }
     }
     int rc = wk_wait_all(wk);
@@ -346,7 +329,7 @@ int wk_pull_all(worker *wk, int with_slots)
     for (int v = 0; v < wk->cat.n; v++) {
         const var_def *d = &wk->cat.v[v];
         int slot = with_slots && d->trainable && wk->slots[d->base_index];
-        proto_header h = {.type = MSG_PULL, .var = (uint32_t)v, .arg0 = wk->local,
+        net_frame h = {.type = MSG_PULL, .id = (uint32_t)v, .arg0 = wk->local,
                           .arg1 = (slot ? PULL_WITH_SLOT : 0) | wk->need_session << PROTO_SESSION_SHIFT};
         wk_emit_transfer(wk, EVT_PULL_BEGIN, v, 0);
         int before = wk->outstanding;
@@ -370,7 +353,7 @@ static void send_pushes(worker *wk, int first, int last, int64_t clock)
         const var_def *d = &wk->cat.v[v];
         /* Sync gradients carry the global step they were computed from (TensorFlow's
          * local_step); async ones the version of the variable they read. */
-        proto_header h = {.type = MSG_PUSH, .var = (uint32_t)v, .arg0 = sync ? wk->gs : wk->version[v],
+        net_frame h = {.type = MSG_PUSH, .id = (uint32_t)v, .arg0 = sync ? wk->gs : wk->version[v],
                           .arg1 = clock};
         /* Borrowed: the gradient buffers stay untouched until every ack is in. */
         size_t len = d->count * sizeof(float);
@@ -449,7 +432,7 @@ int wk_push_all(worker *wk, int64_t clock)
 int wk_ssp_wait(worker *wk)
 {
     int step_ps = wk->cat.v[wk->step_var].ps;
-    proto_header h = {.type = MSG_SSP_WAIT, .arg0 = wk->local};
+    net_frame h = {.type = MSG_SSP_WAIT, .arg0 = wk->local};
     int64_t t0 = rt_instr_now(wk->in);
     uint64_t w0 = dp_now_ns();
     wk_send(wk, step_ps, h, NULL, 0);

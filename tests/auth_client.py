@@ -5,11 +5,13 @@ proof it makes being accepted shows the two agree. Subcommands print one line ea
 NAME -> what the peer answered."""
 import hashlib, hmac, os, socket, struct, sys, time
 
-PS_MAGIC, HUB_MAGIC = 0x52575044, 0x56455044
-HELLO, PUSH, ERROR = 1, 7, 12
-AUTH_HELLO, AUTH_CHALLENGE, AUTH_PROOF, AUTH_OK = 19, 20, 21, 22
-HUB_HELLO_TASK, HUB_HELLO_SUB, HUB_ERROR = 1, 2, 11
-HUB_AUTH_HELLO, HUB_AUTH_CHALLENGE, HUB_AUTH_PROOF, HUB_AUTH_OK = 14, 15, 16, 17
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ps_wire import (hdr, unhdr, PROTO_PS, PROTO_STREAM, ERROR, AUTH_HELLO, AUTH_CHALLENGE,
+                     AUTH_PROOF, AUTH_OK, HELLO, PUSH)
+
+# The event stream's own types (events/wire.h), after the shared ones.
+HUB_HELLO_TASK, HUB_HELLO_SUB = 16, 17
+HUB_NAMES = {ERROR: "ERROR", AUTH_OK: "AUTH_OK", 18: "probe", 23: "welcome"}
 CTX_PS, CTX_HUB = b"downpour ps/worker v1", b"downpour hub v1"
 
 
@@ -36,11 +38,11 @@ def conn(port):
 
 def ps_frame(typ, payload=b"", var=0, a0=0, a1=0, length=None):
     n = len(payload) if length is None else length
-    return struct.pack("<IHHIIqq", PS_MAGIC, 1, typ, n, var, a0, a1) + payload
+    return hdr(typ, n, var, a0, a1, proto=PROTO_PS) + payload
 
 
 def hub_frame(typ, payload=b""):
-    return struct.pack("<IHHI", HUB_MAGIC, 1, typ, len(payload)) + payload
+    return hdr(typ, len(payload), proto=PROTO_STREAM) + payload
 
 
 def recv_exact(s, n):
@@ -54,15 +56,11 @@ def recv_exact(s, n):
 
 
 def ps_read(s):
-    h = recv_exact(s, 32)
-    _, _, typ, n, var, a0, a1 = struct.unpack("<IHHIIqq", h)
+    typ, n, _, _, _ = unhdr(recv_exact(s, 32))
     return typ, recv_exact(s, n)
 
 
-def hub_read(s):
-    h = recv_exact(s, 12)
-    _, _, typ, n = struct.unpack("<IHHI", h)
-    return typ, recv_exact(s, n)
+hub_read = ps_read   # one frame format
 
 
 def rest(s, timeout=3):
@@ -213,15 +211,15 @@ def hub_cases(port, secret):
                         ("hub-token-sub", hub_frame(HUB_HELLO_SUB, b"\0\0\0\0"))):
         s = conn(port)
         nc = os.urandom(32)
-        s.sendall(hub_frame(HUB_AUTH_HELLO, nc))
+        s.sendall(hub_frame(AUTH_HELLO, nc))
         typ, ns = hub_read(s)
-        s.sendall(hub_frame(HUB_AUTH_PROOF, proof(tkey, b"C", CTX_HUB, nc, ns)) + hello)
+        s.sendall(hub_frame(AUTH_PROOF, proof(tkey, b"C", CTX_HUB, nc, ns)) + hello)
         typ, p = hub_read(s)
-        ok = typ == HUB_AUTH_OK and hmac.compare_digest(p, proof(tkey, b"S", CTX_HUB, nc, ns))
+        ok = typ == AUTH_OK and hmac.compare_digest(p, proof(tkey, b"S", CTX_HUB, nc, ns))
         s.settimeout(1)
         try:
             typ, p = hub_read(s)
-            after = "%d %s" % (typ, text(p))
+            after = "%s %s" % (HUB_NAMES.get(typ, str(typ)), text(p))
         except (EOFError, socket.timeout) as e:
             after = "closed"
         print(name, "-> hub proof %s; then %s" % ("verified" if ok else "WRONG", after))

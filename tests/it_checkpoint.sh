@@ -123,9 +123,8 @@ PS=$!
 python3 - "$P" "$TMP/ps.err" >"$TMP/py.out" 2>&1 <<'PY'
 import re, socket, struct, sys, time
 port = int(sys.argv[1])
-HELLO, PULL, ERROR, INIT_SLOT = 1, 5, 12, 14
 sys.path.insert(0, "tests")
-from ps_wire import hdr, conn as ps_wire_conn
+from ps_wire import hdr, conn as ps_wire_conn, HELLO, PULL, INIT, PUSH, INIT_SLOT
 conn = lambda: ps_wire_conn(port)
 def talk(s, data):
     s.sendall(data)
@@ -150,8 +149,8 @@ cases = {
     "slot of wrong size": hdr(INIT_SLOT, length=8, var=1),
     "slot of global_step": hdr(INIT_SLOT, length=0, var=0),
     "slot pull before init": hdr(PULL, var=1, a1=1),
-    "empty init of an unknown variable": hdr(3, var=99),
-    "empty push of an unknown variable": hdr(7, var=99),
+    "empty init of an unknown variable": hdr(INIT, var=99),
+    "empty push of an unknown variable": hdr(PUSH, var=99),
 }
 for name, data in cases.items():
     s = conn()

@@ -20,9 +20,8 @@ PS=$!
 python3 - "$P" "$TMP/ps.err" >"$TMP/py.out" 2>&1 <<'PY' &
 import math, re, socket, struct, sys, time
 port, pslog = int(sys.argv[1]), sys.argv[2]
-HELLO, PULL, PULL_RESP, PUSH, PUSH_ACK = 1, 5, 6, 7, 8
 sys.path.insert(0, "tests")
-from ps_wire import hdr, conn as ps_wire_conn
+from ps_wire import hdr, unhdr, conn as ps_wire_conn, HELLO, HELLO_OK, PULL, PULL_RESP, PUSH, PUSH_ACK
 conn = lambda: ps_wire_conn(port)
 def frame(s):
     h = b""
@@ -30,7 +29,7 @@ def frame(s):
         got = s.recv(32 - len(h))
         if not got: raise SystemExit("closed")
         h += got
-    _, _, typ, length, var, a0, a1 = struct.unpack("<IHHIIqq", h)
+    typ, length, var, a0, a1 = unhdr(h)
     body = b""
     while len(body) < length:
         body += s.recv(length - len(body))
@@ -47,7 +46,7 @@ for _ in range(50):
 h = int(m.group(1), 16); h = h - (1 << 64) if h >= 1 << 63 else h
 s = conn(); s.settimeout(30)
 s.sendall(hdr(HELLO, var=1, a0=h))
-assert frame(s)[0] == 2, "no HELLO_OK"
+assert frame(s)[0] == HELLO_OK, "no HELLO_OK"
 s.sendall(hdr(PULL, var=2))                      # softmax/biases: waits for the chief's INIT
 typ, var, ver, _, body = frame(s)
 assert typ == PULL_RESP and len(body) == 40, (typ, len(body))

@@ -15,16 +15,17 @@ python3 - "$P" >"$TMP/py.out" 2>&1 <<'PY'
 import socket, struct, sys, time
 port = int(sys.argv[1])
 sys.path.insert(0, "tests")
-from ps_wire import hdr, conn as ps_wire_conn
+from ps_wire import hdr, conn as ps_wire_conn, HELLO, PULL, PUSH, PROTO_STREAM
 conn = lambda: ps_wire_conn(port)
 cases = {
     "bad magic": hdr(magic=0xdeadbeef),
     "version": hdr(ver=2),
     "unknown type": hdr(typ=99),
-    "oversized": hdr(typ=7, length=0x7ffffff0),
-    "truncated": hdr(typ=7, length=400)[:20],
-    "hash": hdr(typ=1, var=0, a0=12345, a1=1),
-    "before hello": hdr(typ=5, var=1),
+    "another protocol": hdr(typ=17, proto=PROTO_STREAM),
+    "oversized": hdr(typ=PUSH, length=0x7ffffff0),
+    "truncated": hdr(typ=PUSH, length=400)[:20],
+    "hash": hdr(typ=HELLO, var=0, a0=12345, a1=1),
+    "before hello": hdr(typ=PULL, var=1),
 }
 for name, data in cases.items():
     s = conn()
@@ -44,8 +45,9 @@ $DOWNPOUR task --job_name=worker --task_index=0 $HOSTS --steps 30 $SYN >"$TMP/w.
 check "worker trains to the end after the bad peers" test $? -eq 0
 wait $PS
 check "ps exits cleanly after its worker is done" test $? -eq 0
-for reason in "bad frame: bad magic 0xdeadbeef" "bad frame: protocol version 2, expected 1" \
-              "bad frame: unknown message type 99" "exceeds limit 67108864" "truncated frame" \
+for reason in "bad frame: bad magic 0xdeadbeef" "bad frame: frame format version 2" \
+              "bad frame: unknown ps/worker frame type 99" "a frame of protocol 2 on a connection of the ps/worker" \
+              "PUSH carries 2147483632 payload bytes (outside its bound)" "truncated frame" \
               "runs with different training flags" "PULL before HELLO"; do
     if grep -q -- "$reason" "$TMP/ps.err" "$TMP/py.out"; then ok "dropped with reason: $reason"
     else bad "dropped with reason: $reason"; cat "$TMP/ps.err" "$TMP/py.out"; fi

@@ -24,6 +24,7 @@
 #include "events/event.h"
 #include "events/stream.h"
 #include "events/wire.h"
+#include "net/frame.h"
 #include "hub/hub.h"
 #include "tests/check.h"
 
@@ -58,12 +59,9 @@ static int stalled_viewer(int port)
         close(fd);
         return -1;
     }
-    uint8_t hello[EVT_WIRE_HEADER + 4];
-    evt_put_u32(hello, EVT_WIRE_MAGIC);
-    evt_put_u16(hello + 4, EVT_WIRE_VERSION);
-    evt_put_u16(hello + 6, EVT_F_HELLO_SUB);
-    evt_put_u32(hello + 8, 4);
-    evt_put_u32(hello + 12, 0);
+    uint8_t hello[NET_HEADER + 4] = {0};
+    net_frame f = {.proto = NET_PROTO_STREAM, .type = EVT_F_HELLO_SUB, .length = 4};
+    net_frame_encode(&f, hello);
     if (send(fd, hello, sizeof hello, MSG_NOSIGNAL) != (ssize_t)sizeof hello) {
         close(fd);
         return -1;

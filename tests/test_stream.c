@@ -27,6 +27,7 @@
 #include "events/stream.h"
 #include "events/trace.h"
 #include "events/wire.h"
+#include "net/frame.h"
 #include "tests/check.h"
 
 #define NVARS 4
@@ -189,12 +190,18 @@ static int hub_drops(int port, const uint8_t *bytes, size_t n)
     return r == 0 || (r < 0 && errno == ECONNRESET);
 }
 
+/* A frame header as bytes (net/frame.h's layout written out: magic, version 1, the
+ * stream protocol, type, length, id / arg0 / arg1 zero). */
+#define HDR 32
+#define MAGIC 0x464e5044u
 static void header(uint8_t *p, uint32_t magic, uint16_t type, uint32_t len)
 {
-    evt_put_u32(p, magic);
-    evt_put_u16(p + 4, EVT_WIRE_VERSION);
-    evt_put_u16(p + 6, type);
-    evt_put_u32(p + 8, len);
+    memset(p, 0, HDR);
+    dp_put_u32(p, magic);
+    p[4] = 1;
+    p[5] = NET_PROTO_STREAM;
+    dp_put_u16(p + 6, type);
+    dp_put_u32(p + 8, len);
 }
 
 static int free_port(void)
@@ -278,18 +285,18 @@ static void test_hub(const char *trace_path)
     }
 
     /* Bad frames, mid-run: each drops only its own connection. */
-    uint8_t bad[64];
+    uint8_t bad[128];
     header(bad, 0x12345678, EVT_F_HELLO_TASK, 12);
-    CHECK(hub_drops(evt_hub_port(hub), bad, 24));
-    header(bad, EVT_WIRE_MAGIC, EVT_F_EVENTS, 64u << 20);
-    CHECK(hub_drops(evt_hub_port(hub), bad, 12));
-    header(bad, EVT_WIRE_MAGIC, 99, 0);
-    CHECK(hub_drops(evt_hub_port(hub), bad, 12));
-    header(bad, EVT_WIRE_MAGIC, EVT_F_HELLO_SUB, 4);
-    memset(bad + 12, 0, 4);
-    header(bad + 16, EVT_WIRE_MAGIC, EVT_F_EVENTS, 5);   /* subscribers may not send events */
-    memset(bad + 28, 0xff, 5);
-    CHECK(hub_drops(evt_hub_port(hub), bad, 33));
+    CHECK(hub_drops(evt_hub_port(hub), bad, HDR + 12));
+    header(bad, MAGIC, EVT_F_EVENTS, 64u << 20);
+    CHECK(hub_drops(evt_hub_port(hub), bad, HDR));
+    header(bad, MAGIC, 99, 0);
+    CHECK(hub_drops(evt_hub_port(hub), bad, HDR));
+    header(bad, MAGIC, EVT_F_HELLO_SUB, 4);
+    memset(bad + HDR, 0, 4);
+    header(bad + HDR + 4, MAGIC, EVT_F_EVENTS, 5);   /* subscribers may not send events */
+    memset(bad + 2 * HDR + 4, 0xff, 5);
+    CHECK(hub_drops(evt_hub_port(hub), bad, 2 * HDR + 9));
 
     /* A subscriber attaching mid-run, and one that never reads. */
     sleep_ms(200);
@@ -690,16 +697,16 @@ static void test_bad_delivery(void)
     if (!h) return;
     CHECK(evt_hub_start_thread(h, err) == 0);
     int port = evt_hub_port(h);
-    uint8_t b[64];
-    header(b, EVT_WIRE_MAGIC, EVT_F_HELLO_TASK, 12);
-    evt_put_u32(b + 12, EVT_JOB_WORKER);
-    evt_put_u32(b + 16, 0);
-    evt_put_u32(b + 20, 1);
-    header(b + 24, EVT_WIRE_MAGIC, EVT_F_RESUME, 20);
-    memset(b + 36, 0, 20);
-    CHECK(hub_drops(port, b, 56));                      /* resume before clock sync */
-    header(b + 24, EVT_WIRE_MAGIC, EVT_F_RESUME, 3);
-    CHECK(hub_drops(port, b, 24 + 15));                 /* resume of the wrong length */
+    uint8_t b[128];
+    header(b, MAGIC, EVT_F_HELLO_TASK, 12);
+    dp_put_u32(b + HDR, EVT_JOB_WORKER);
+    dp_put_u32(b + HDR + 4, 0);
+    dp_put_u32(b + HDR + 8, 1);
+    header(b + HDR + 12, MAGIC, EVT_F_RESUME, 20);
+    memset(b + 2 * HDR + 12, 0, 20);
+    CHECK(hub_drops(port, b, 2 * HDR + 32));            /* resume before clock sync */
+    header(b + HDR + 12, MAGIC, EVT_F_RESUME, 3);
+    CHECK(hub_drops(port, b, 2 * HDR + 15));            /* resume of the wrong length */
     CHECK(evt_hub_join(h, err) == 0);
     evt_hub_free(h);
 
@@ -718,43 +725,43 @@ static void test_bad_delivery(void)
     int fd = accept(lfd, NULL, NULL);
     struct timeval tv = { 2, 0 };
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    evt_buf in = { 0 };
+    net_buf in = { 0 };
     int state = 0, closed = 0;
     uint64_t t = dp_now_ns();
     while (ms_since(t) < 3000 && !closed) {
-        uint8_t *dst = evt_buf_reserve(&in, 4096);
+        uint8_t *dst = net_buf_reserve(&in, 4096);
         ssize_t n = recv(fd, dst, 4096, 0);
         if (n <= 0) {
             closed = n == 0 || errno == ECONNRESET;
             break;
         }
         in.len += (size_t)n;
-        evt_wire_header fh;
+        net_frame fh;
         const uint8_t *p;
-        while (evt_frame_next(&in, &fh, &p, err) == 1) {
-            uint8_t out[40];
+        while (net_frame_next(&in, &evt_wire_proto, &fh, &p, err) == 1) {
+            uint8_t out[HDR + 16];
             if (fh.type == EVT_F_HELLO_TASK && state == 0) {
-                header(out, EVT_WIRE_MAGIC, EVT_F_PROBE, 16);
-                evt_put_u64(out + 12, 1);
-                evt_put_u64(out + 20, dp_now_ns());
-                send(fd, out, 28, MSG_NOSIGNAL);
+                header(out, MAGIC, EVT_F_PROBE, 16);
+                dp_put_u64(out + HDR, 1);
+                dp_put_u64(out + HDR + 8, dp_now_ns());
+                send(fd, out, HDR + 16, MSG_NOSIGNAL);
                 state = 1;
             } else if (fh.type == EVT_F_PROBE_REPLY && state == 1) {
-                header(out, EVT_WIRE_MAGIC, EVT_F_READY, 16);
-                memset(out + 12, 0, 16);
-                send(fd, out, 28, MSG_NOSIGNAL);
-                uint8_t ack[20];
-                header(ack, EVT_WIRE_MAGIC, EVT_F_ACK, 8);
-                evt_put_u64(ack + 12, 1000000);   /* only 3 were sent */
-                send(fd, ack, 20, MSG_NOSIGNAL);
+                header(out, MAGIC, EVT_F_READY, 16);
+                memset(out + HDR, 0, 16);
+                send(fd, out, HDR + 16, MSG_NOSIGNAL);
+                uint8_t ack[HDR + 8];
+                header(ack, MAGIC, EVT_F_ACK, 8);
+                dp_put_u64(ack + HDR, 1000000);   /* only 3 were sent */
+                send(fd, ack, HDR + 8, MSG_NOSIGNAL);
                 state = 2;
             }
-            evt_buf_consume(&in, EVT_WIRE_HEADER + fh.length);
+            net_buf_consume(&in, NET_HEADER + fh.length);
         }
     }
     CHECK_MSG(state == 2 && closed, "state %d closed %d", state, closed);
     CHECK(evt_emitter_unacked(em) == 3);   /* nothing forgotten on a bogus ack */
-    evt_buf_release(&in);
+    net_buf_release(&in);
     close(fd);
     close(lfd);
     evt_emitter_free(em);
@@ -772,16 +779,16 @@ static int count_string(void *ctx, uint32_t id, const char *s, size_t len)
 static void test_wire(void)
 {
     char err[DP_ERRLEN];
-    evt_buf b = { 0 };
+    net_buf b = { 0 };
     uint8_t junk[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
-    evt_frame_put(&b, EVT_F_DROPPED, junk, 8);
-    evt_wire_header h;
+    evt_wire_put(&b, EVT_F_DROPPED, junk, 8);
+    net_frame h;
     const uint8_t *p;
-    CHECK(evt_frame_next(&b, &h, &p, err) == 1);
+    CHECK(net_frame_next(&b, &evt_wire_proto, &h, &p, err) == 1);
     CHECK(h.type == EVT_F_DROPPED && h.length == 8 && !memcmp(p, junk, 8));
     b.len -= 1;
-    CHECK(evt_frame_next(&b, &h, &p, err) == 0);   /* incomplete: wait */
-    evt_buf_release(&b);
+    CHECK(net_frame_next(&b, &evt_wire_proto, &h, &p, err) == 0);   /* incomplete: wait */
+    net_buf_release(&b);
 
     /* Events payload: bounded count, leftovers, unknown kinds. */
     evt_record recs[3], *out = NULL;
@@ -792,34 +799,26 @@ static void test_wire(void)
         recs[i].value = i * 0.5;
     }
     evt_wire_put_events(&b, recs, 3);
-    CHECK(evt_frame_next(&b, &h, &p, err) == 1);
+    CHECK(net_frame_next(&b, &evt_wire_proto, &h, &p, err) == 1);
     CHECK(evt_wire_get_events(p, h.length, &out, &n, &cap, err) == 3);
     CHECK(n == 3 && out[2].t == 2005 && out[2].task == 2 && out[1].value == 0.5);
     uint8_t big[8];
-    evt_put_u32(big, 0xffffffffu);
+    dp_put_u32(big, 0xffffffffu);
     CHECK(evt_wire_get_events(big, 8, &out, &n, &cap, err) == DP_EPROTO);
     CHECK(evt_wire_get_events(p, h.length - 1, &out, &n, &cap, err) == DP_EPROTO);
     free(out);
-    evt_buf_release(&b);
+    net_buf_release(&b);
 
     uint8_t s[20];
-    evt_put_u32(s, 1);
-    evt_put_u32(s + 4, 100);   /* past the end */
+    dp_put_u32(s, 1);
+    dp_put_u32(s + 4, 100);   /* past the end */
     size_t total = 0;
     CHECK(evt_wire_each_string(s, 20, count_string, &total, err) == DP_EPROTO);
-    evt_put_u32(s + 4, 3);
+    dp_put_u32(s + 4, 3);
     memcpy(s + 8, "a\0b", 3);
     CHECK(evt_wire_each_string(s, 11, count_string, &total, err) == DP_EPROTO);
     memcpy(s + 8, "abc", 3);
     CHECK(evt_wire_each_string(s, 11, count_string, &total, err) == 0 && total == 3);
-
-    struct sockaddr_storage ss;
-    socklen_t len;
-    CHECK(evt_wire_parse_addr("127.0.0.1:7411", 0, &ss, &len, err) == 0);
-    CHECK(evt_wire_parse_addr(":0", 1, &ss, &len, err) == 0);
-    CHECK(evt_wire_parse_addr("127.0.0.1:0", 0, &ss, &len, err) == DP_EINVAL);
-    CHECK(evt_wire_parse_addr("127.0.0.1", 0, &ss, &len, err) == DP_EINVAL);
-    CHECK(evt_wire_parse_addr("[::1]:80", 0, &ss, &len, err) == 0);
 }
 
 int main(void)

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "common/dp.h"
-#include "events/wire.h"
+#include "net/sock.h"
 #include "web/internal.h"
 
 enum { REQ_OTHER = 0, REQ_STREAM };
@@ -359,7 +359,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         rq = xcalloc(1, sizeof *rq);
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        if (ci && ci->client_addr) evt_wire_addr_text(ci->client_addr, rq->peer, sizeof rq->peer);
+        if (ci && ci->client_addr) net_addr_text(ci->client_addr, rq->peer, sizeof rq->peer);
         *con_cls = rq;
         if (post) return MHD_YES;     /* a POST's body comes in later calls */
     }
@@ -463,25 +463,11 @@ static int is_wildcard(const struct sockaddr_storage *ss)
 int web_http_start(web_server *w, const char *listen_addr, char *err)
 {
     struct sockaddr_storage ss;
-    socklen_t sslen;
-    int fd = -1, rc = evt_wire_parse_addr(listen_addr, 1, &ss, &sslen, err);
-    if (rc) goto fail;
+    int fd = net_listen_addr(listen_addr, "web", &ss, err), rc = fd;
+    if (fd < 0) goto fail;
     rc = DP_EIO;
-    if ((fd = evt_wire_socket(ss.ss_family, err)) < 0) goto fail;
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, (struct sockaddr *)&ss, sslen) < 0) {
-        dp_fail(err, DP_EIO, "web: bind %s: %s", listen_addr, strerror(errno));
-        goto fail;
-    }
-    if (listen(fd, 128) < 0) {
-        dp_fail(err, DP_EIO, "web: listen %s: %s", listen_addr, strerror(errno));
-        goto fail;
-    }
-    sslen = sizeof ss;
-    getsockname(fd, (struct sockaddr *)&ss, &sslen);
     char addr[96];
-    evt_wire_addr_text((struct sockaddr *)&ss, addr, sizeof addr);
+    net_addr_text((struct sockaddr *)&ss, addr, sizeof addr);
     snprintf(w->url, sizeof w->url, "http://%s/", addr);
     w->loopback = is_loopback(&ss);
     if (is_wildcard(&ss)) {

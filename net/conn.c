@@ -1,0 +1,791 @@
+#define _GNU_SOURCE
+/* conn.c — connections and listeners (conn.h). Invariants: write watcher active iff the
+ * queue has unwritten bytes; nothing of the owner's is queued before the connection is
+ * open (the handshake's frames are the only ones then); a closing connection reads no
+ * more frames and is freed only outside its own callbacks. */
+#include "net/conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "common/dp.h"
+#include "net/sock.h"
+
+#define SEG_COALESCE (64u << 10)   /* small frames share one owned segment up to this */
+#define SEG_MIN 4096
+#define IOV_MAX_USED 64
+
+/* An output segment: owned bytes (own != NULL, capacity cap) or a borrowed payload. */
+typedef struct out_seg {
+    struct out_seg *next;
+    uint8_t *own;
+    const uint8_t *p;
+    size_t len, off, cap;
+} out_seg;
+
+enum hs_state {
+    HS_OPEN = 0,        /* open: the owner's frames flow */
+    HS_CONNECTING,      /* non-blocking connect in progress */
+    HS_C_CHALLENGE,     /* client: AUTH_HELLO sent, waiting for AUTH_CHALLENGE */
+    HS_C_OK,            /* client: AUTH_PROOF sent, waiting for AUTH_OK */
+    HS_S_HELLO,         /* server: waiting for AUTH_HELLO */
+    HS_S_PROOF          /* server: challenge sent, waiting for AUTH_PROOF */
+};
+
+struct net_listener {
+    ev_io w;
+    struct ev_loop *loop;
+    int fd, max_conns, open, owner_gone;
+    char name[64];
+    net_accept_fn on_accept;
+    void *ctx;
+    uint64_t refused, refused_logged, refused_log_ns, auth_failures;
+};
+
+struct net_conn {
+    ev_io rio, wio;
+    ev_timer reap;       /* frees a conn closed from outside its own callbacks */
+    ev_timer defer;      /* on_open without a handshake */
+    ev_timer guard;      /* hello_s / frame_s */
+    struct ev_loop *loop;
+    int fd;
+    net_conn_opts o;
+    auth_key key, alt_key;
+    auth_hs hs;
+    int hs_state, alt_auth, hello_done, reading;
+    int open_pending;           /* open without a handshake; on_open not yet called */
+    const net_handler *h;
+    void *ctx;
+    char peer[96];
+    uint64_t born_ns;
+    /* reading */
+    uint8_t hbuf[NET_HEADER];
+    size_t hgot;
+    net_frame cur;
+    int in_payload, internal;   /* internal: the frame is the handshake's, not the owner's */
+    uint8_t *dst;
+    size_t pgot;
+    uint8_t *own;
+    size_t own_cap;
+    uint64_t last_read_ns;
+    /* writing */
+    out_seg *head, *tail;
+    net_buf stage;
+    size_t pending;             /* queued, unwritten (stage not included) */
+    /* lifecycle */
+    int in_cb, closing, close_after_flush, kind;
+    char reason[DP_ERRLEN];
+    uint64_t bytes_in, bytes_out;
+};
+
+/* ---- lifecycle -------------------------------------------------------------------- */
+
+static void seg_free(out_seg *s)
+{
+    free(s->own);
+    free(s);
+}
+
+static void conn_finish(net_conn *c)
+{
+    ev_io_stop(c->loop, &c->rio);
+    ev_io_stop(c->loop, &c->wio);
+    ev_timer_stop(c->loop, &c->reap);
+    ev_timer_stop(c->loop, &c->defer);
+    ev_timer_stop(c->loop, &c->guard);
+    close(c->fd);
+    if (c->h->on_close) c->h->on_close(c, c->reason, c->ctx);
+    for (out_seg *s = c->head, *n; s; s = n) {
+        n = s->next;
+        seg_free(s);
+    }
+    net_listener *l = c->o.listener;
+    if (l) {
+        l->open--;
+        if (l->owner_gone && !l->open) free(l);
+    }
+    net_buf_release(&c->stage);
+    auth_hs_clear(&c->hs);
+    auth_key_clear(&c->key);
+    auth_key_clear(&c->alt_key);
+    free(c->own);
+    free(c);
+}
+
+static void close_as(net_conn *c, int kind, const char *reason)
+{
+    if (!c->closing) {
+        c->closing = 1;
+        if (!c->kind) c->kind = kind;
+        snprintf(c->reason, sizeof c->reason, "%s", reason ? reason : "closed");
+        ev_io_stop(c->loop, &c->rio);
+        ev_io_stop(c->loop, &c->wio);
+    }
+    if (!c->in_cb) conn_finish(c);
+}
+
+void net_conn_close(net_conn *c, const char *reason) { close_as(c, NET_CLOSE_LOCAL, reason); }
+
+/* ---- writing ---------------------------------------------------------------------- */
+
+/* Writes as much of the queue as the socket takes. Returns 0, or -1 after closing. */
+static int flush_out(net_conn *c)
+{
+    if (c->hs_state == HS_CONNECTING) return 0;
+    while (c->head) {
+        struct iovec iov[IOV_MAX_USED];
+        int n = 0;
+        for (out_seg *s = c->head; s && n < IOV_MAX_USED; s = s->next) {
+            iov[n].iov_base = (void *)(s->p + s->off);
+            iov[n++].iov_len = s->len - s->off;
+        }
+        ssize_t w = writev(c->fd, iov, n);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            if (errno == EINTR) continue;
+            char why[128];
+            snprintf(why, sizeof why, "write failed: %s", strerror(errno));
+            close_as(c, NET_CLOSE_PEER, why);
+            return -1;
+        }
+        size_t left = (size_t)w;
+        c->pending -= left;
+        c->bytes_out += left;
+        while (left && c->head) {
+            out_seg *s = c->head;
+            size_t rest = s->len - s->off;
+            if (left < rest) {
+                s->off += left;
+                break;
+            }
+            left -= rest;
+            c->head = s->next;
+            if (!c->head) c->tail = NULL;
+            seg_free(s);
+        }
+    }
+    if (c->head) {
+        if (!ev_is_active(&c->wio)) ev_io_start(c->loop, &c->wio);
+    } else {
+        if (ev_is_active(&c->wio)) ev_io_stop(c->loop, &c->wio);
+        if (c->close_after_flush) {
+            close_as(c, NET_CLOSE_LOCAL, c->reason[0] ? c->reason : "closed after an error");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Tries a write now: most frames leave without waiting for the loop. The caller may be
+ * inside another connection's callback and still hold this one, so a failure here
+ * frees the connection later, from the reap timer. */
+static void kick(net_conn *c)
+{
+    int was = c->in_cb;
+    c->in_cb = 1;
+    flush_out(c);
+    c->in_cb = was;
+    if (!was && c->closing) ev_timer_start(c->loop, &c->reap);
+}
+
+static void queue_copy(net_conn *c, const void *p, size_t n)
+{
+    if (!n) return;
+    out_seg *t = c->tail;
+    if (!t || !t->own || t->cap - t->len < n || t->len + n > SEG_COALESCE) {
+        t = xcalloc(1, sizeof *t);
+        t->cap = n > SEG_MIN ? n : SEG_MIN;
+        t->own = xmalloc(t->cap);
+        t->p = t->own;
+        if (c->tail) c->tail->next = t;
+        else c->head = t;
+        c->tail = t;
+    }
+    memcpy(t->own + t->len, p, n);
+    t->len += n;
+    c->pending += n;
+}
+
+static void queue_seg(net_conn *c, uint8_t *own, const uint8_t *p, size_t n)
+{
+    out_seg *s = xcalloc(1, sizeof *s);
+    s->own = own;
+    s->p = p;
+    s->len = n;
+    if (c->tail) c->tail->next = s;
+    else c->head = s;
+    c->tail = s;
+    c->pending += n;
+}
+
+/* Queues the staged frames (in order). */
+static void take_stage(net_conn *c)
+{
+    size_t n = net_buf_pending(&c->stage);
+    if (!n) return;
+    if (n <= SEG_MIN) {
+        queue_copy(c, c->stage.data + c->stage.off, n);
+        net_buf_clear(&c->stage);
+        return;
+    }
+    queue_seg(c, c->stage.data, c->stage.data + c->stage.off, n);
+    memset(&c->stage, 0, sizeof c->stage);
+}
+
+/* A frame of the connection's own (handshake, error): queued and written regardless of
+ * the open state and the cap. */
+static void send_internal(net_conn *c, int type, const void *p, size_t n)
+{
+    uint8_t hb[NET_HEADER];
+    net_frame f = {.proto = c->o.proto->id, .type = (uint16_t)type, .length = (uint32_t)n};
+    net_frame_encode(&f, hb);
+    take_stage(c);
+    queue_copy(c, hb, sizeof hb);
+    queue_copy(c, p, n);
+    kick(c);
+}
+
+int net_conn_send(net_conn *c, net_frame h, const void *payload, size_t len, int copy)
+{
+    if (c->closing || c->close_after_flush || c->hs_state != HS_OPEN) return DP_ECLOSED;
+    if (c->o.out_cap && net_conn_pending(c) + NET_HEADER + len > c->o.out_cap) return DP_EFULL;
+    dp_assert("net: payload over the frame bound", len <= NET_MAX_PAYLOAD);
+    uint8_t hb[NET_HEADER];
+    h.proto = c->o.proto->id;
+    h.length = (uint32_t)len;
+    net_frame_encode(&h, hb);
+    take_stage(c);
+    queue_copy(c, hb, sizeof hb);
+    if (len && (copy || len <= SEG_MIN)) queue_copy(c, payload, len);
+    else if (len) queue_seg(c, NULL, payload, len);
+    kick(c);
+    return DP_OK;
+}
+
+net_buf *net_conn_stage(net_conn *c) { return &c->stage; }
+
+int net_conn_flush(net_conn *c)
+{
+    if (c->closing || c->close_after_flush || c->hs_state != HS_OPEN) {
+        net_buf_clear(&c->stage);
+        return DP_ECLOSED;
+    }
+    if (c->o.out_cap && net_conn_pending(c) > c->o.out_cap) {
+        net_buf_clear(&c->stage);
+        return DP_EFULL;
+    }
+    take_stage(c);
+    kick(c);
+    return DP_OK;
+}
+
+void net_conn_send_error(net_conn *c, const char *text)
+{
+    if (c->closing || c->close_after_flush) return;
+    size_t len = strlen(text);
+    if (len > NET_MAX_TEXT) len = NET_MAX_TEXT;
+    snprintf(c->reason, sizeof c->reason, "%s", text);
+    if (!c->kind) c->kind = NET_CLOSE_LOCAL;
+    net_buf_clear(&c->stage);
+    send_internal(c, NET_T_ERROR, text, len);
+    if (c->closing) return;
+    c->close_after_flush = 1;
+    ev_io_stop(c->loop, &c->rio);
+    ev_timer_stop(c->loop, &c->guard);
+    if (!c->head) close_as(c, c->kind, text);
+}
+
+/* ---- the handshake ------------------------------------------------------------------ */
+
+static void become_open(net_conn *c)
+{
+    c->hs_state = HS_OPEN;
+    c->open_pending = 0;
+    if (c->o.role == NET_CLIENT) c->hello_done = 1;
+    if (c->h->on_open) c->h->on_open(c, c->ctx);
+}
+
+/* A failed handshake: why in our log with the peer's address; the peer is told only
+ * `told` (nothing about what was expected) and dropped. */
+static void auth_failed(net_conn *c, const char *why, const char *told)
+{
+    if (c->o.listener) c->o.listener->auth_failures++;
+    dp_log(DP_LOG_WARN, c->o.name, "authentication failed from %s: %s", c->peer, why);
+    c->kind = NET_CLOSE_AUTH;
+    if (c->o.role == NET_SERVER) net_conn_send_error(c, told ? told : "authentication failed");
+    else close_as(c, NET_CLOSE_AUTH, why);
+}
+
+static int is_auth_type(int t) { return t >= NET_T_AUTH_HELLO && t <= NET_T_AUTH_OK; }
+
+/* A frame while the handshake runs, or a handshake frame after it. Returns 1 when it
+ * was handled here (the owner does not see it). */
+static int handshake_frame(net_conn *c, const net_frame *f, const uint8_t *p)
+{
+    char msg[DP_ERRLEN];
+    if (c->hs_state == HS_OPEN) {
+        if (!is_auth_type(f->type)) return 0;
+        if (!c->key.set && c->o.role == NET_SERVER) {
+            snprintf(msg, sizeof msg, "this %s has no secret: give the %s and its clients the same secret "
+                     "($DOWNPOUR_SECRET or --secret-file), or none", c->o.what, c->o.what);
+            dp_log(DP_LOG_WARN, c->o.name, "refused %s: it sent %s, but this %s has no secret", c->peer,
+                   net_type_name(c->o.proto, f->type), c->o.what);
+            c->kind = NET_CLOSE_AUTH;
+            net_conn_send_error(c, msg);
+            return 1;
+        }
+        auth_failed(c, "a handshake frame after the handshake", NULL);
+        return 1;
+    }
+    if (f->type == NET_T_ERROR && c->o.role == NET_CLIENT) {
+        int n = f->length > 300 ? 300 : (int)f->length;
+        snprintf(msg, sizeof msg, "refused during the handshake: %.*s", n, (const char *)p);
+        close_as(c, NET_CLOSE_AUTH, msg);
+        return 1;
+    }
+    uint8_t mine[AUTH_NONCE_BYTES];
+    switch (c->hs_state) {
+    case HS_S_HELLO:
+        if (f->type != NET_T_AUTH_HELLO) {
+            char why[160];
+            snprintf(msg, sizeof msg, "authentication required: this %s has a secret ($DOWNPOUR_SECRET or "
+                     "--secret-file%s)", c->o.what, c->alt_key.set ? "; a viewer may use the viewer token" : "");
+            snprintf(why, sizeof why, "%s of %u bytes before the handshake (the peer has no secret?)",
+                     net_type_name(c->o.proto, f->type), f->length);
+            auth_failed(c, why, msg);
+            return 1;
+        }
+        auth_hs_start(&c->hs, AUTH_SERVER, c->o.auth_context, mine);
+        auth_hs_peer_nonce(&c->hs, p);
+        c->hs_state = HS_S_PROOF;
+        send_internal(c, NET_T_AUTH_CHALLENGE, mine, sizeof mine);
+        return 1;
+    case HS_S_PROOF: {
+        if (f->type != NET_T_AUTH_PROOF) {
+            auth_failed(c, "no proof after the challenge", NULL);
+            return 1;
+        }
+        const auth_key *k = &c->key;
+        if (auth_hs_verify(&c->hs, k, p) != 0) {
+            k = &c->alt_key;
+            if (!k->set || auth_hs_verify(&c->hs, k, p) != 0) {
+                auth_failed(c, "wrong proof (a different secret, or a replayed handshake)", NULL);
+                return 1;
+            }
+            c->alt_auth = 1;
+        }
+        auth_hs_prove(&c->hs, k, mine);
+        auth_hs_clear(&c->hs);
+        send_internal(c, NET_T_AUTH_OK, mine, sizeof mine);
+        if (!c->closing) become_open(c);
+        return 1;
+    }
+    case HS_C_CHALLENGE:
+        if (f->type != NET_T_AUTH_CHALLENGE) break;
+        auth_hs_peer_nonce(&c->hs, p);
+        auth_hs_prove(&c->hs, &c->key, mine);
+        c->hs_state = HS_C_OK;
+        send_internal(c, NET_T_AUTH_PROOF, mine, sizeof mine);
+        return 1;
+    case HS_C_OK:
+        if (f->type != NET_T_AUTH_OK) break;
+        if (auth_hs_verify(&c->hs, &c->key, p) != 0) {
+            snprintf(msg, sizeof msg, "%s failed to prove it knows the secret (a different secret?)", c->peer);
+            auth_failed(c, msg, NULL);
+            return 1;
+        }
+        auth_hs_clear(&c->hs);
+        become_open(c);
+        return 1;
+    default:
+        break;
+    }
+    snprintf(msg, sizeof msg, "%s frame before the peer proved it knows the secret",
+             net_type_name(c->o.proto, f->type));
+    auth_failed(c, msg, NULL);
+    return 1;
+}
+
+/* With a key, the handshake's first step; without, open at once (on_open now when in a
+ * callback, else at the next loop turn, or before the first frame is delivered). */
+static void start_handshake(net_conn *c, int in_cb)
+{
+    if (!c->key.set) {
+        c->hs_state = HS_OPEN;
+        if (c->o.role == NET_CLIENT) c->hello_done = 1;
+        if (in_cb) {
+            become_open(c);
+        } else {
+            c->open_pending = 1;
+            ev_timer_start(c->loop, &c->defer);
+        }
+        return;
+    }
+    if (c->o.role == NET_SERVER) {
+        c->hs_state = HS_S_HELLO;
+        return;
+    }
+    uint8_t nonce[AUTH_NONCE_BYTES];
+    auth_hs_start(&c->hs, AUTH_CLIENT, c->o.auth_context, nonce);
+    c->hs_state = HS_C_CHALLENGE;
+    send_internal(c, NET_T_AUTH_HELLO, nonce, sizeof nonce);
+}
+
+/* ---- reading ------------------------------------------------------------------------ */
+
+static void bad_frame(net_conn *c, const char *what)
+{
+    char why[DP_ERRLEN + 32];
+    snprintf(why, sizeof why, "bad frame: %s", what);
+    close_as(c, NET_CLOSE_PROTO, why);
+}
+
+static void deliver(net_conn *c, void *payload)
+{
+    if (c->open_pending) {
+        become_open(c);
+        if (c->closing) return;
+    }
+    if (c->internal) {
+        c->internal = 0;
+        handshake_frame(c, &c->cur, payload);
+        return;
+    }
+    c->h->on_frame(c, &c->cur, payload, c->ctx);
+}
+
+/* After a whole header: validates it and says where its payload goes. Returns 0 to go
+ * on, -1 after closing. */
+static int got_header(net_conn *c)
+{
+    char err[DP_ERRLEN];
+    if (net_frame_decode(c->hbuf, c->o.proto, &c->cur, err) != DP_OK) {
+        bad_frame(c, err);
+        return -1;
+    }
+    const net_frame *f = &c->cur;
+    c->internal = c->hs_state != HS_OPEN || is_auth_type(f->type);
+    /* The handshake reads only its own small frames (and a refusal's text): anything
+     * else is decided on the header, its payload never read. */
+    int wanted = c->hs_state != HS_OPEN && (is_auth_type(f->type) || (f->type == NET_T_ERROR && c->o.role == NET_CLIENT));
+    if (c->internal && !wanted) {
+        handshake_frame(c, f, NULL);
+        c->internal = 0;
+        return c->closing || c->close_after_flush ? -1 : 0;
+    }
+    if (!c->internal && c->o.role == NET_SERVER && !c->hello_done && c->o.pre_hello_max &&
+        f->length > c->o.pre_hello_max) {
+        snprintf(err, sizeof err, "%s of %u bytes before HELLO", net_type_name(c->o.proto, f->type), f->length);
+        bad_frame(c, err);
+        return -1;
+    }
+    void *dst = NULL;
+    if (f->length && !c->internal && c->h->on_header) {
+        int reject = 0;
+        err[0] = 0;
+        dst = c->h->on_header(c, f, c->ctx, err, &reject);
+        if (reject) {
+            bad_frame(c, err[0] ? err : "refused by the handler");
+            return -1;
+        }
+    }
+    if (!f->length) {
+        deliver(c, NULL);
+        return 0;
+    }
+    if (!dst) {
+        if (c->own_cap < f->length) {
+            free(c->own);
+            c->own_cap = f->length;
+            c->own = xmalloc(c->own_cap);
+        }
+        dst = c->own;
+    }
+    c->dst = dst;
+    c->pgot = 0;
+    c->in_payload = 1;
+    return 0;
+}
+
+/* Reads frames until EAGAIN or the budget. */
+static void read_frames(net_conn *c)
+{
+    size_t budget = 0;
+    while (!c->closing && !c->close_after_flush && c->reading && budget < NET_READ_BUDGET) {
+        ssize_t r;
+        if (!c->in_payload) r = read(c->fd, c->hbuf + c->hgot, NET_HEADER - c->hgot);
+        else r = read(c->fd, c->dst + c->pgot, c->cur.length - c->pgot);
+        if (r == 0) {
+            close_as(c, NET_CLOSE_PEER, (c->hgot || c->in_payload) ? "peer closed mid-frame (truncated frame)"
+                                                                  : "peer closed the connection");
+            return;
+        }
+        if (r < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+            if (errno == EINTR) continue;
+            char err[128];
+            snprintf(err, sizeof err, "read failed: %s", strerror(errno));
+            close_as(c, NET_CLOSE_PEER, err);
+            return;
+        }
+        budget += (size_t)r;
+        c->last_read_ns = dp_now_ns();
+        if (!c->in_payload) {
+            c->hgot += (size_t)r;
+            if (c->hgot < NET_HEADER) continue;
+            c->hgot = 0;
+            if (got_header(c)) return;
+        } else {
+            c->pgot += (size_t)r;
+            c->bytes_in += (uint64_t)r;
+            if (c->pgot < c->cur.length) continue;
+            c->in_payload = 0;
+            deliver(c, c->dst);
+        }
+    }
+}
+
+/* ---- watchers --------------------------------------------------------------------- */
+
+static void on_reap(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    conn_finish(dp_container_of(w, net_conn, reap));
+}
+
+#define ENTER(c) ((c)->in_cb = 1)
+#define LEAVE(c)                     \
+    do {                             \
+        (c)->in_cb = 0;              \
+        if ((c)->closing) conn_finish(c); \
+    } while (0)
+
+static void on_defer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    net_conn *c = dp_container_of(w, net_conn, defer);
+    ENTER(c);
+    if (c->open_pending && !c->closing) become_open(c);
+    LEAVE(c);
+}
+
+static void on_guard(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    net_conn *c = dp_container_of(w, net_conn, guard);
+    uint64_t now = dp_now_ns();
+    char why[128];
+    ENTER(c);
+    if (c->o.hello_s > 0 && !c->hello_done && now - c->born_ns > (uint64_t)(c->o.hello_s * 1e9)) {
+        if (c->o.role == NET_SERVER)
+            snprintf(why, sizeof why, "no %sHELLO within %g s", c->key.set ? "authenticated " : "", c->o.hello_s);
+        else
+            snprintf(why, sizeof why, "%s within %g s", c->hs_state == HS_CONNECTING ? "no connection" : "no handshake",
+                     c->o.hello_s);
+        close_as(c, NET_CLOSE_TIMEOUT, why);
+    } else if (c->hello_done && c->o.frame_s <= 0) {
+        ev_timer_stop(c->loop, &c->guard);
+    } else if (c->o.frame_s > 0 && (c->hgot || c->in_payload) && now > c->last_read_ns &&
+               now - c->last_read_ns > (uint64_t)(c->o.frame_s * 1e9)) {
+        snprintf(why, sizeof why, "a frame stalled: no byte for %g s", c->o.frame_s);
+        close_as(c, NET_CLOSE_TIMEOUT, why);
+    }
+    LEAVE(c);
+}
+
+static void on_write(struct ev_loop *loop, ev_io *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    net_conn *c = dp_container_of(w, net_conn, wio);
+    ENTER(c);
+    if (c->hs_state == HS_CONNECTING) {
+        int soerr = 0;
+        socklen_t len = sizeof soerr;
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+        if (soerr) {
+            char why[128];
+            snprintf(why, sizeof why, "connect: %s", strerror(soerr));
+            close_as(c, NET_CLOSE_PEER, why);
+        } else {
+            ev_io_stop(c->loop, &c->wio);
+            if (c->reading) ev_io_start(c->loop, &c->rio);
+            c->hs_state = HS_OPEN;   /* so that flush_out writes what the handshake queues */
+            start_handshake(c, 1);
+        }
+    }
+    if (!c->closing) flush_out(c);
+    LEAVE(c);
+}
+
+static void on_read(struct ev_loop *loop, ev_io *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    net_conn *c = dp_container_of(w, net_conn, rio);
+    ENTER(c);
+    read_frames(c);
+    LEAVE(c);
+}
+
+static net_conn *conn_alloc(struct ev_loop *loop, int fd, const net_conn_opts *opts,
+                            const net_handler *handler, void *ctx, const char *peer_name)
+{
+    net_conn *c = xcalloc(1, sizeof *c);
+    c->loop = loop;
+    c->fd = fd;
+    c->o = *opts;
+    if (!c->o.name) c->o.name = "net";
+    if (!c->o.what) c->o.what = "peer";
+    if (!c->o.auth_context) c->o.auth_context = "downpour";
+    if (opts->key && opts->key->set) c->key = *opts->key;
+    if (opts->alt_key && opts->alt_key->set) c->alt_key = *opts->alt_key;
+    c->o.key = c->o.alt_key = NULL;
+    c->h = handler;
+    c->ctx = ctx;
+    c->reading = 1;
+    snprintf(c->peer, sizeof c->peer, "%s", peer_name ? peer_name : "?");
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ev_io_init(&c->rio, on_read, fd, EV_READ);
+    ev_io_init(&c->wio, on_write, fd, EV_WRITE);
+    ev_timer_init(&c->reap, on_reap, 0., 0.);
+    ev_timer_init(&c->defer, on_defer, 0., 0.);
+    double g = 1.0;
+    if (c->o.hello_s > 0 && c->o.hello_s / 4 < g) g = c->o.hello_s / 4;
+    if (c->o.frame_s > 0 && c->o.frame_s / 4 < g) g = c->o.frame_s / 4;
+    if (g < 0.01) g = 0.01;
+    ev_timer_init(&c->guard, on_guard, g, g);
+    if (c->o.hello_s > 0 || c->o.frame_s > 0) ev_timer_start(loop, &c->guard);
+    c->born_ns = c->last_read_ns = dp_now_ns();
+    if (c->o.listener) c->o.listener->open++;
+    return c;
+}
+
+net_conn *net_conn_new(struct ev_loop *loop, int fd, const net_conn_opts *opts,
+                       const net_handler *handler, void *ctx, const char *peer_name)
+{
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    net_conn *c = conn_alloc(loop, fd, opts, handler, ctx, peer_name);
+    ev_io_start(loop, &c->rio);
+    start_handshake(c, 0);
+    return c;
+}
+
+net_conn *net_conn_connect(struct ev_loop *loop, const struct sockaddr_storage *ss, socklen_t len,
+                           const net_conn_opts *opts, const net_handler *handler, void *ctx,
+                           const char *peer_name, char *err)
+{
+    int fd = net_socket(ss->ss_family, err);
+    if (fd < 0) return NULL;
+    net_conn *c = conn_alloc(loop, fd, opts, handler, ctx, peer_name);
+    c->hs_state = HS_CONNECTING;
+    if (connect(fd, (const struct sockaddr *)ss, len) < 0 && errno != EINPROGRESS) {
+        char why[128];
+        snprintf(why, sizeof why, "connect: %s", strerror(errno));
+        c->closing = 1;
+        c->kind = NET_CLOSE_PEER;
+        snprintf(c->reason, sizeof c->reason, "%s", why);
+        ev_timer_start(loop, &c->reap);   /* on_close from the loop, as for any failure */
+        return c;
+    }
+    ev_io_start(loop, &c->wio);   /* completion (or failure) shows as writable */
+    return c;
+}
+
+void net_conn_hello_done(net_conn *c) { c->hello_done = 1; }
+void net_conn_set_out_cap(net_conn *c, size_t cap) { c->o.out_cap = cap; }
+
+void net_conn_set_reading(net_conn *c, int on)
+{
+    c->reading = on;
+    if (c->closing || c->close_after_flush || c->hs_state == HS_CONNECTING) return;
+    if (on) ev_io_start(c->loop, &c->rio);
+    else ev_io_stop(c->loop, &c->rio);
+}
+
+int net_conn_is_open(const net_conn *c) { return c->hs_state == HS_OPEN && !c->closing && !c->close_after_flush; }
+int net_conn_close_kind(const net_conn *c) { return c->kind; }
+int net_conn_alt_auth(const net_conn *c) { return c->alt_auth; }
+int net_conn_fd(const net_conn *c) { return c->fd; }
+size_t net_conn_pending(const net_conn *c) { return c->pending + net_buf_pending(&c->stage); }
+const char *net_conn_peer(const net_conn *c) { return c->peer; }
+void *net_conn_ctx(const net_conn *c) { return c->ctx; }
+void net_conn_set_ctx(net_conn *c, void *ctx) { c->ctx = ctx; }
+uint64_t net_conn_bytes_in(const net_conn *c) { return c->bytes_in; }
+uint64_t net_conn_bytes_out(const net_conn *c) { return c->bytes_out; }
+
+/* ---- listeners ---------------------------------------------------------------------- */
+
+static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
+{
+    DP_UNUSED(loop);
+    DP_UNUSED(revents);
+    net_listener *l = dp_container_of(w, net_listener, w);
+    for (;;) {
+        char peer[96];
+        int fd = net_accept(l->fd, peer, sizeof peer);
+        if (fd == -1) return;
+        if (fd < 0) {
+            dp_log(DP_LOG_WARN, l->name, "accept: %s", strerror(errno));
+            return;
+        }
+        if (l->max_conns > 0 && l->open >= l->max_conns) {
+            close(fd);
+            l->refused++;
+            uint64_t now = dp_now_ns();
+            if (now - l->refused_log_ns < 1000000000ull) continue;
+            uint64_t n = l->refused - l->refused_logged;
+            dp_log(DP_LOG_WARN, l->name, "refused %llu connection%s over the cap of %d (latest from %s)",
+                   (unsigned long long)n, n == 1 ? "" : "s", l->max_conns, peer);
+            l->refused_logged = l->refused;
+            l->refused_log_ns = now;
+            continue;
+        }
+        l->on_accept(l, fd, peer, l->ctx);
+    }
+}
+
+net_listener *net_listener_new(struct ev_loop *loop, int lfd, int max_conns, const char *name,
+                               net_accept_fn fn, void *ctx)
+{
+    net_listener *l = xcalloc(1, sizeof *l);
+    l->loop = loop;
+    l->fd = lfd;
+    l->max_conns = max_conns;
+    snprintf(l->name, sizeof l->name, "%s", name ? name : "net");
+    l->on_accept = fn;
+    l->ctx = ctx;
+    fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
+    ev_io_init(&l->w, on_accept, lfd, EV_READ);
+    ev_io_start(loop, &l->w);
+    return l;
+}
+
+void net_listener_free(net_listener *l)
+{
+    if (!l) return;
+    ev_io_stop(l->loop, &l->w);
+    if (l->fd >= 0) close(l->fd);
+    l->fd = -1;
+    l->owner_gone = 1;
+    if (!l->open) free(l);
+}
+
+int net_listener_open_conns(const net_listener *l) { return l->open; }
+int net_listener_max_conns(const net_listener *l) { return l->max_conns; }
+uint64_t net_listener_refused(const net_listener *l) { return l->refused; }
+uint64_t net_listener_auth_failures(const net_listener *l) { return l->auth_failures; }
