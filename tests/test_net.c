@@ -235,11 +235,15 @@ static void test_writing(struct ev_loop *loop)
     net_frame_put(net_conn_stage(c), &f3, "staged", 6);
     net_frame f4 = {.proto = 9, .type = T_PING, .id = 4};
     net_frame_put(net_conn_stage(c), &f4, NULL, 0);
-    CHECK(net_conn_flush(c) == DP_OK);
+    CHECK(net_conn_pending(c) >= 2 * NET_HEADER + 6);   /* staged bytes count */
+    /* A send after staged frames goes after them. */
     CHECK(net_conn_send(c, (net_frame){.type = T_PING, .id = 5, .arg1 = -7}, NULL, 0, 0) == DP_OK);
+    net_frame f6 = {.proto = 9, .type = T_PING, .id = 6};
+    net_frame_put(net_conn_stage(c), &f6, NULL, 0);
+    CHECK(net_conn_flush(c) == DP_OK);
     net_buf in = {0};
     size_t n = drain(sv[1], &in, loop);
-    CHECK_MSG(n == 5 * NET_HEADER + 5 + sizeof big + 6, "%zu bytes", n);
+    CHECK_MSG(n == 6 * NET_HEADER + 5 + sizeof big + 6, "%zu bytes", n);
     CHECK(net_conn_pending(c) == 0);
     net_frame g;
     const uint8_t *p;
@@ -254,7 +258,7 @@ static void test_writing(struct ev_loop *loop)
         net_buf_consume(&in, NET_HEADER + g.length);
         want_id++;
     }
-    CHECK(rc == 0 && want_id == 6 && net_buf_pending(&in) == 0);
+    CHECK(rc == 0 && want_id == 7 && net_buf_pending(&in) == 0);
 
     /* The byte cap: a peer that reads nothing fills the socket, then the queue; a send
      * past the cap fails and queues nothing; a staged batch past it is discarded. */
@@ -363,6 +367,38 @@ static void test_handshake(struct ev_loop *loop)
     CHECK(write(sv[1], record[1], sizeof record[1]) == (ssize_t)sizeof record[1]);
     pump(loop, 6);
     CHECK(!s6.opened && s6.closed && s6.kind == NET_CLOSE_AUTH);
+    close(sv[1]);
+
+    /* A server that answers with a wrong proof: the client does not open. */
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    peer c7 = {0};
+    net_conn_opts co = client_opts(&k1);
+    net_conn_new(loop, sv[0], &co, &handler, &c7, "fake-server");
+    pump(loop, 4);
+    CHECK(recv(sv[1], frame, sizeof frame, MSG_DONTWAIT) == (ssize_t)sizeof frame && frame[6] == NET_T_AUTH_HELLO);
+    header_bytes(frame, 9, NET_T_AUTH_CHALLENGE, 32, 0, 0);
+    memset(frame + NET_HEADER, 7, 32);
+    CHECK(write(sv[1], frame, sizeof frame) == (ssize_t)sizeof frame);
+    pump(loop, 4);
+    CHECK(recv(sv[1], frame, sizeof frame, MSG_DONTWAIT) == (ssize_t)sizeof frame && frame[6] == NET_T_AUTH_PROOF);
+    header_bytes(frame, 9, NET_T_AUTH_OK, 32, 0, 0);
+    memset(frame + NET_HEADER, 9, 32);   /* not the proof of k1 */
+    CHECK(write(sv[1], frame, sizeof frame) == (ssize_t)sizeof frame);
+    pump(loop, 4);
+    CHECK(!c7.opened && c7.closed && c7.kind == NET_CLOSE_AUTH);
+    CHECK_MSG(strstr(c7.reason, "failed to prove it knows the secret") != NULL, "%s", c7.reason);
+    close(sv[1]);
+
+    /* Before the handshake, a tensor header is refused at once: its payload is never
+     * waited for nor read. */
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    peer s8 = {0};
+    net_conn_new(loop, sv[0], &so, &handler, &s8, "pre-handshake push");
+    header_bytes(frame, 9, T_TENSOR, 1u << 20, 0, 0);
+    CHECK(write(sv[1], frame, NET_HEADER) == NET_HEADER);
+    pump(loop, 4);
+    CHECK(s8.closed && s8.kind == NET_CLOSE_AUTH && s8.got == 0);
+    CHECK_MSG(strstr(s8.reason, "authentication required") != NULL, "%s", s8.reason);
     close(sv[1]);
     auth_hs_clear(&hs);
     auth_key_clear(&k1);
