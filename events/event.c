@@ -201,31 +201,11 @@ enum {
     F_VALUE2 = 1 << 12, F_ALL = (1 << 13) - 1
 };
 
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-static uint64_t zigzag(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzigzag(uint64_t v)
-{
-    return (int64_t)((v >> 1) ^ (~(v & 1) + 1));
-}
-
 static uint8_t *put_double(uint8_t *p, double d)
 {
     uint64_t u;
     memcpy(&u, &d, sizeof u);
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(u >> (8 * i));
+    dp_put_u64(p, u);
     return p + 8;
 }
 
@@ -254,47 +234,30 @@ size_t evt_encode(const evt_record *e, int64_t prev_t, uint8_t *buf)
     if (double_present(e->value2)) mask |= F_VALUE2;
 
     uint8_t *p = buf;
-    p = put_varint(p, e->kind);
-    p = put_varint(p, mask);
+    p = evt_varint_put(p, e->kind);
+    p = evt_varint_put(p, mask);
     /* Wrapping subtraction: any (t, prev_t) pair round-trips, even at the int64 ends. */
-    p = put_varint(p, zigzag((int64_t)((uint64_t)e->t - (uint64_t)prev_t)));
-    if (mask & F_JOB) p = put_varint(p, e->job);
-    if (mask & F_PEER_JOB) p = put_varint(p, e->peer_job);
-    if (mask & F_TASK) p = put_varint(p, zigzag(e->task));
-    if (mask & F_PEER) p = put_varint(p, zigzag(e->peer));
-    if (mask & F_DEVICE) p = put_varint(p, e->device);
-    if (mask & F_VAR) p = put_varint(p, e->var);
-    if (mask & F_STR) p = put_varint(p, e->str);
-    if (mask & F_STEP) p = put_varint(p, zigzag(e->step));
-    if (mask & F_BYTES) p = put_varint(p, zigzag(e->bytes));
-    if (mask & F_DUR) p = put_varint(p, zigzag(e->dur));
-    if (mask & F_ID) p = put_varint(p, e->id);
+    p = evt_varint_put(p, evt_zigzag((int64_t)((uint64_t)e->t - (uint64_t)prev_t)));
+    if (mask & F_JOB) p = evt_varint_put(p, e->job);
+    if (mask & F_PEER_JOB) p = evt_varint_put(p, e->peer_job);
+    if (mask & F_TASK) p = evt_varint_put(p, evt_zigzag(e->task));
+    if (mask & F_PEER) p = evt_varint_put(p, evt_zigzag(e->peer));
+    if (mask & F_DEVICE) p = evt_varint_put(p, e->device);
+    if (mask & F_VAR) p = evt_varint_put(p, e->var);
+    if (mask & F_STR) p = evt_varint_put(p, e->str);
+    if (mask & F_STEP) p = evt_varint_put(p, evt_zigzag(e->step));
+    if (mask & F_BYTES) p = evt_varint_put(p, evt_zigzag(e->bytes));
+    if (mask & F_DUR) p = evt_varint_put(p, evt_zigzag(e->dur));
+    if (mask & F_ID) p = evt_varint_put(p, e->id);
     if (mask & F_VALUE) p = put_double(p, e->value);
     if (mask & F_VALUE2) p = put_double(p, e->value2);
     return (size_t)(p - buf);
 }
 
-/* Reads a varint at *pos; fails on truncation or on more than 64 bits. */
-static int get_varint(const uint8_t *buf, size_t len, size_t *pos, uint64_t *out)
-{
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*pos >= len) return DP_ECORRUPT;
-        uint8_t b = buf[(*pos)++];
-        if (shift == 63 && b > 1) return DP_ECORRUPT;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *out = v;
-            return DP_OK;
-        }
-    }
-    return DP_ECORRUPT;
-}
-
 static int get_u32(const uint8_t *buf, size_t len, size_t *pos, uint32_t *out)
 {
     uint64_t v;
-    if (get_varint(buf, len, pos, &v) || v > UINT32_MAX) return DP_ECORRUPT;
+    if (evt_varint_get(buf, len, pos, &v) || v > UINT32_MAX) return DP_ECORRUPT;
     *out = (uint32_t)v;
     return DP_OK;
 }
@@ -302,8 +265,8 @@ static int get_u32(const uint8_t *buf, size_t len, size_t *pos, uint32_t *out)
 static int get_i32(const uint8_t *buf, size_t len, size_t *pos, int32_t *out)
 {
     uint64_t v;
-    if (get_varint(buf, len, pos, &v)) return DP_ECORRUPT;
-    int64_t s = unzigzag(v);
+    if (evt_varint_get(buf, len, pos, &v)) return DP_ECORRUPT;
+    int64_t s = evt_unzigzag(v);
     if (s < INT32_MIN || s > INT32_MAX) return DP_ECORRUPT;
     *out = (int32_t)s;
     return DP_OK;
@@ -312,15 +275,15 @@ static int get_i32(const uint8_t *buf, size_t len, size_t *pos, int32_t *out)
 static int get_i64(const uint8_t *buf, size_t len, size_t *pos, int64_t *out)
 {
     uint64_t v;
-    if (get_varint(buf, len, pos, &v)) return DP_ECORRUPT;
-    *out = unzigzag(v);
+    if (evt_varint_get(buf, len, pos, &v)) return DP_ECORRUPT;
+    *out = evt_unzigzag(v);
     return DP_OK;
 }
 
 static int get_u8(const uint8_t *buf, size_t len, size_t *pos, uint8_t *out)
 {
     uint64_t v;
-    if (get_varint(buf, len, pos, &v) || v > UINT8_MAX) return DP_ECORRUPT;
+    if (evt_varint_get(buf, len, pos, &v) || v > UINT8_MAX) return DP_ECORRUPT;
     *out = (uint8_t)v;
     return DP_OK;
 }
@@ -341,12 +304,12 @@ int evt_decode(const uint8_t *buf, size_t len, int64_t prev_t, evt_record *e)
     uint64_t kind, mask, dt;
     evt_record r;
     if (!buf && len) return DP_EINVAL;
-    if (get_varint(buf, len, &pos, &kind) || kind == 0 || kind >= EVT_KIND_COUNT)
+    if (evt_varint_get(buf, len, &pos, &kind) || kind == 0 || kind >= EVT_KIND_COUNT)
         return DP_ECORRUPT;
-    if (get_varint(buf, len, &pos, &mask) || (mask & ~(uint64_t)F_ALL)) return DP_ECORRUPT;
-    if (get_varint(buf, len, &pos, &dt)) return DP_ECORRUPT;
+    if (evt_varint_get(buf, len, &pos, &mask) || (mask & ~(uint64_t)F_ALL)) return DP_ECORRUPT;
+    if (evt_varint_get(buf, len, &pos, &dt)) return DP_ECORRUPT;
     evt_init(&r, (evt_kind)kind, 0, 0);
-    r.t = (int64_t)((uint64_t)prev_t + (uint64_t)unzigzag(dt));
+    r.t = (int64_t)((uint64_t)prev_t + (uint64_t)evt_unzigzag(dt));
     int rc = 0;
     if (mask & F_JOB) rc |= get_u8(buf, len, &pos, &r.job);
     if (!rc && (mask & F_PEER_JOB)) rc |= get_u8(buf, len, &pos, &r.peer_job);
@@ -358,7 +321,7 @@ int evt_decode(const uint8_t *buf, size_t len, int64_t prev_t, evt_record *e)
     if (!rc && (mask & F_STEP)) rc |= get_i64(buf, len, &pos, &r.step);
     if (!rc && (mask & F_BYTES)) rc |= get_i64(buf, len, &pos, &r.bytes);
     if (!rc && (mask & F_DUR)) rc |= get_i64(buf, len, &pos, &r.dur);
-    if (!rc && (mask & F_ID)) rc |= get_varint(buf, len, &pos, &r.id);
+    if (!rc && (mask & F_ID)) rc |= evt_varint_get(buf, len, &pos, &r.id);
     if (!rc && (mask & F_VALUE)) rc |= get_double(buf, len, &pos, &r.value);
     if (!rc && (mask & F_VALUE2)) rc |= get_double(buf, len, &pos, &r.value2);
     if (rc) return DP_ECORRUPT;

@@ -115,4 +115,35 @@ uint32_t evt_strtab_count(const evt_strtab *t);
 size_t evt_encode(const evt_record *e, int64_t prev_t, uint8_t *buf);
 int evt_decode(const uint8_t *buf, size_t len, int64_t prev_t, evt_record *e);
 
+/* The varint (LEB128) and zig-zag codec of records and trace files alike: the one
+ * copy. evt_varint_put writes at most 10 bytes at p and returns the end;
+ * evt_varint_get reads at *pos, never past len, and fails (DP_ECORRUPT) on truncation
+ * or more than 64 bits. */
+static inline uint8_t *evt_varint_put(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+static inline int evt_varint_get(const uint8_t *buf, size_t len, size_t *pos, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (*pos >= len) return -7;   /* DP_ECORRUPT */
+        uint8_t b = buf[(*pos)++];
+        if (shift == 63 && b > 1) return -7;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return 0;
+        }
+    }
+    return -7;
+}
+static inline uint64_t evt_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline int64_t evt_unzigzag(uint64_t v) { return (int64_t)((v >> 1) ^ (~(v & 1) + 1)); }
+
 #endif

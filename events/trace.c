@@ -49,10 +49,10 @@ trace_writer *trace_writer_open(const char *path, const char *metadata_json, cha
     }
     uint8_t hdr[HDR_FIXED], tail[4];
     memcpy(hdr, HDR_MAGIC, 8);
-    put32(hdr + 8, TRACE_VERSION);
-    put32(hdr + 12, (uint32_t)mlen);
+    dp_put_u32(hdr + 8, TRACE_VERSION);
+    dp_put_u32(hdr + 12, (uint32_t)mlen);
     uint32_t c = (uint32_t)crc32(crc(hdr, sizeof hdr), (const Bytef *)meta, (uInt)mlen);
-    put32(tail, c);
+    dp_put_u32(tail, c);
     if (fwrite(hdr, 1, sizeof hdr, f) != sizeof hdr || fwrite(meta, 1, mlen, f) != mlen ||
         fwrite(tail, 1, 4, f) != 4 || fflush(f) != 0) {
         dp_fail(err, DP_EIO, "%s: writing header: %s", path, strerror(errno));
@@ -117,15 +117,15 @@ int trace_writer_flush(trace_writer *w, char *err)
     int64_t tmin = w->blk_n ? w->blk_tmin : 0, tmax = w->blk_n ? w->blk_tmax : 0;
     uint8_t *h = w->comp.p;
     memcpy(h, BLK_MAGIC, 4);
-    put32(h + 4, 0);
-    put32(h + 8, (uint32_t)clen);
-    put32(h + 12, (uint32_t)w->raw.len);
-    put32(h + 16, w->blk_n);
-    put32(h + 20, w->blk_nstr);
-    put64(h + 24, (uint64_t)tmin);
-    put64(h + 32, (uint64_t)tmax);
-    put32(h + 40, crc(h + BLK_HDR, clen));
-    put32(h + 44, crc(h, 44));
+    dp_put_u32(h + 4, 0);
+    dp_put_u32(h + 8, (uint32_t)clen);
+    dp_put_u32(h + 12, (uint32_t)w->raw.len);
+    dp_put_u32(h + 16, w->blk_n);
+    dp_put_u32(h + 20, w->blk_nstr);
+    dp_put_u64(h + 24, (uint64_t)tmin);
+    dp_put_u64(h + 32, (uint64_t)tmax);
+    dp_put_u32(h + 40, crc(h + BLK_HDR, clen));
+    dp_put_u32(h + 44, crc(h, 44));
     size_t total = BLK_HDR + clen;
     if (fwrite(h, 1, total, w->f) != total || fflush(w->f) != 0) {
         w->failed = 1;
@@ -192,8 +192,8 @@ static void build_index(const trace_writer *w, buf *b)
         buf_varint(b, k->raw);
         buf_varint(b, k->n);
         buf_varint(b, k->nstr);
-        buf_varint(b, zz(k->tmin));
-        buf_varint(b, zz((int64_t)((uint64_t)k->tmax - (uint64_t)k->tmin)));
+        buf_varint(b, evt_zigzag(k->tmin));
+        buf_varint(b, evt_zigzag((int64_t)((uint64_t)k->tmax - (uint64_t)k->tmin)));
     }
     if (w->final_meta) {
         size_t n = strlen(w->final_meta);
@@ -229,12 +229,12 @@ int trace_writer_close(trace_writer *w, char *err)
             rc = dp_fail(err, DP_EIO, "%s: index too large to write", w->path);
         } else {
             uint8_t *ft = comp.p + 4 + clen;
-            put64(ft, w->off);
-            put32(ft + 8, (uint32_t)clen);
-            put32(ft + 12, (uint32_t)idx.len);
-            put32(ft + 16, crc(comp.p + 4, clen));
-            put32(ft + 20, (uint32_t)w->nblocks);
-            put64(ft + 24, w->events);
+            dp_put_u64(ft, w->off);
+            dp_put_u32(ft + 8, (uint32_t)clen);
+            dp_put_u32(ft + 12, (uint32_t)idx.len);
+            dp_put_u32(ft + 16, crc(comp.p + 4, clen));
+            dp_put_u32(ft + 20, (uint32_t)w->nblocks);
+            dp_put_u64(ft + 24, w->events);
             memcpy(ft + 32, END_MAGIC, 8);
             size_t total = 4 + clen + FOOTER;
             if (fwrite(comp.p, 1, total, w->f) != total || fflush(w->f) != 0)

@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "common/dp.h"
+#include "events/event.h"
 
 #define TRACE_VERSION 1
 #define HDR_FIXED 16                        /* magic + version + metadata length */
@@ -32,27 +33,7 @@
 #define IDX_MAGIC ((const uint8_t *)"DPIX")
 #define END_MAGIC ((const uint8_t *)"DPTREND\0")
 
-/* ---- little-endian and varint helpers ------------------------------------------------ */
-
-static inline void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t get64(const uint8_t *p)
-{
-    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
+/* ---- helpers (little-endian integers: common/dp.h; varints: events/event.h) ---------- */
 
 static inline uint32_t crc(const void *p, size_t n)
 {
@@ -83,31 +64,7 @@ static inline void buf_put(buf *b, const void *p, size_t n)
 static inline void buf_varint(buf *b, uint64_t v)
 {
     buf_reserve(b, 10);
-    while (v >= 0x80) {
-        b->p[b->len++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    b->p[b->len++] = (uint8_t)v;
-}
-
-static inline uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-static inline int64_t unzz(uint64_t v) { return (int64_t)((v >> 1) ^ (~(v & 1) + 1)); }
-
-/* Bounded varint read; 0 or -1 (truncated / over-long). */
-static inline int rd_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out)
-{
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*pos >= len) return -1;
-        uint8_t c = p[(*pos)++];
-        if (shift == 63 && c > 1) return -1;
-        v |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) {
-            *out = v;
-            return 0;
-        }
-    }
-    return -1;
+    b->len = (size_t)(evt_varint_put(b->p + b->len, v) - b->p);
 }
 
 typedef struct blk {

@@ -105,14 +105,14 @@ static int define_string(trace_reader *r, uint64_t id, const uint8_t *s, size_t 
 /* Parses a 48-byte block header; 0 when magic, header checksum and bounds hold. */
 static int parse_blk_hdr(const uint8_t *h, uint64_t off, blk *k)
 {
-    if (memcmp(h, BLK_MAGIC, 4) != 0 || get32(h + 44) != crc(h, 44)) return -1;
+    if (memcmp(h, BLK_MAGIC, 4) != 0 || dp_get_u32(h + 44) != crc(h, 44)) return -1;
     k->off = off;
-    k->comp = get32(h + 8);
-    k->raw = get32(h + 12);
-    k->n = get32(h + 16);
-    k->nstr = get32(h + 20);
-    k->tmin = (int64_t)get64(h + 24);
-    k->tmax = (int64_t)get64(h + 32);
+    k->comp = dp_get_u32(h + 8);
+    k->raw = dp_get_u32(h + 12);
+    k->n = dp_get_u32(h + 16);
+    k->nstr = dp_get_u32(h + 20);
+    k->tmin = (int64_t)dp_get_u64(h + 24);
+    k->tmax = (int64_t)dp_get_u64(h + 32);
     k->bad = 0;
     if (k->comp > MAX_BLOCK_RAW || k->raw > MAX_BLOCK_RAW || k->n > MAX_BLOCK_EVENTS ||
         k->n > k->raw || k->nstr > k->raw || k->tmin > k->tmax)
@@ -127,7 +127,7 @@ static int load_payload(trace_reader *r, const blk *k, const uint8_t *hdr)
     buf_reserve(&r->cbuf, k->comp);
     if (read_at(r, k->off + BLK_HDR, r->cbuf.p, k->comp)) return -1;
     r->cbuf.len = k->comp;
-    return crc(r->cbuf.p, k->comp) == get32(hdr + 40) ? 0 : -2;
+    return crc(r->cbuf.p, k->comp) == dp_get_u32(hdr + 40) ? 0 : -2;
 }
 
 /* Decompresses r->cbuf (block k) into r->rbuf; 0 or -1 with why filled. */
@@ -155,7 +155,7 @@ static long walk_strings(trace_reader *r, const blk *k, int define)
     size_t pos = 0, len = r->rbuf.len;
     for (uint32_t i = 0; i < k->nstr; i++) {
         uint64_t id, n;
-        if (rd_varint(r->rbuf.p, len, &pos, &id) || rd_varint(r->rbuf.p, len, &pos, &n) ||
+        if (evt_varint_get(r->rbuf.p, len, &pos, &id) || evt_varint_get(r->rbuf.p, len, &pos, &n) ||
             n > len - pos)
             return -1;
         if (define && define_string(r, id, r->rbuf.p + pos, (size_t)n)) return -1;
@@ -260,9 +260,9 @@ static int load_index(trace_reader *r)
     if (r->size < r->data_start + FOOTER + 4 || read_at(r, r->size - FOOTER, ft, FOOTER) ||
         memcmp(ft + 32, END_MAGIC, 8) != 0)
         return 1;
-    uint64_t ioff = get64(ft);
-    uint32_t icomp = get32(ft + 8), iraw = get32(ft + 12), icrc = get32(ft + 16);
-    uint32_t nblk = get32(ft + 20);
+    uint64_t ioff = dp_get_u64(ft);
+    uint32_t icomp = dp_get_u32(ft + 8), iraw = dp_get_u32(ft + 12), icrc = dp_get_u32(ft + 16);
+    uint32_t nblk = dp_get_u32(ft + 20);
     const char *why = NULL;
     buf raw = {0};
     uint8_t mg[4];
@@ -291,19 +291,19 @@ static int load_index(trace_reader *r)
         goto fail;
     }
     uint64_t cnt, prev = 0, v[7];
-    if (rd_varint(raw.p, iraw, &pos, &cnt) || cnt != nblk) {
+    if (evt_varint_get(raw.p, iraw, &pos, &cnt) || cnt != nblk) {
         why = "index block count mismatch";
         goto fail;
     }
     for (uint64_t i = 0; i < cnt; i++) {
         for (int j = 0; j < 7; j++)
-            if (rd_varint(raw.p, iraw, &pos, &v[j])) {
+            if (evt_varint_get(raw.p, iraw, &pos, &v[j])) {
                 why = "index truncated";
                 goto fail;
             }
         blk k = {.off = prev + v[0], .comp = (uint32_t)v[1], .raw = (uint32_t)v[2],
-                 .n = (uint32_t)v[3], .nstr = (uint32_t)v[4], .tmin = unzz(v[5])};
-        k.tmax = (int64_t)((uint64_t)k.tmin + (uint64_t)unzz(v[6]));
+                 .n = (uint32_t)v[3], .nstr = (uint32_t)v[4], .tmin = evt_unzigzag(v[5])};
+        k.tmax = (int64_t)((uint64_t)k.tmin + (uint64_t)evt_unzigzag(v[6]));
         if (v[0] > ioff || k.off < r->data_start || (i > 0 && v[0] == 0) ||
             v[1] > MAX_BLOCK_RAW || v[2] > MAX_BLOCK_RAW || v[3] > MAX_BLOCK_EVENTS ||
             v[4] > MAX_BLOCK_RAW || k.off + BLK_HDR + k.comp > ioff || k.tmax < k.tmin) {
@@ -318,12 +318,12 @@ static int load_index(trace_reader *r)
         }
     }
     uint64_t has_final, mlen, ns;
-    if (rd_varint(raw.p, iraw, &pos, &has_final)) {
+    if (evt_varint_get(raw.p, iraw, &pos, &has_final)) {
         why = "index truncated";
         goto fail;
     }
     if (has_final) {
-        if (rd_varint(raw.p, iraw, &pos, &mlen) || mlen > MAX_META || mlen > iraw - pos) {
+        if (evt_varint_get(raw.p, iraw, &pos, &mlen) || mlen > MAX_META || mlen > iraw - pos) {
             why = "bad final metadata";
             goto fail;
         }
@@ -333,13 +333,13 @@ static int load_index(trace_reader *r)
         r->final_meta[mlen] = '\0';
         pos += (size_t)mlen;
     }
-    if (rd_varint(raw.p, iraw, &pos, &ns) || ns > MAX_STRINGS) {
+    if (evt_varint_get(raw.p, iraw, &pos, &ns) || ns > MAX_STRINGS) {
         why = "bad string table";
         goto fail;
     }
     for (uint64_t id = 1; id <= ns; id++) {
         uint64_t len;
-        if (rd_varint(raw.p, iraw, &pos, &len) || len > iraw - pos ||
+        if (evt_varint_get(raw.p, iraw, &pos, &len) || len > iraw - pos ||
             define_string(r, id, raw.p + pos, (size_t)len)) {
             why = "bad string table";
             goto fail;
@@ -491,12 +491,12 @@ trace_reader *trace_reader_open(const char *path, char *err)
         dp_fail(err, DP_ECORRUPT, "%s: offset 8: header truncated", path);
         goto fail;
     }
-    if (get32(h + 8) != TRACE_VERSION) {
+    if (dp_get_u32(h + 8) != TRACE_VERSION) {
         dp_fail(err, DP_EINVAL, "%s: offset 8: unsupported trace format version %" PRIu32
-                " (this build reads %d)", path, get32(h + 8), TRACE_VERSION);
+                " (this build reads %d)", path, dp_get_u32(h + 8), TRACE_VERSION);
         goto fail;
     }
-    uint32_t mlen = get32(h + 12);
+    uint32_t mlen = dp_get_u32(h + 12);
     if (mlen > MAX_META || (uint64_t)HDR_FIXED + mlen + 4 > r->size) {
         dp_fail(err, DP_ECORRUPT, "%s: offset 12: metadata length %" PRIu32 " exceeds %s",
                 path, mlen, mlen > MAX_META ? "the 16 MiB limit" : "the file");
@@ -508,7 +508,7 @@ trace_reader *trace_reader_open(const char *path, char *err)
         goto fail;
     }
     r->meta[mlen] = '\0';
-    if ((uint32_t)crc32(crc(h, HDR_FIXED), (const Bytef *)r->meta, mlen) != get32(tail)) {
+    if ((uint32_t)crc32(crc(h, HDR_FIXED), (const Bytef *)r->meta, mlen) != dp_get_u32(tail)) {
         dp_fail(err, DP_ECORRUPT, "%s: offset %u: header checksum mismatch", path,
                 HDR_FIXED + mlen);
         goto fail;

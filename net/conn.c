@@ -202,7 +202,7 @@ static void queue_copy(net_conn *c, const void *p, size_t n)
 {
     if (!n) return;
     out_seg *t = c->tail;
-    if (!t || !t->own || t->cap - t->len < n || t->len + n > SEG_COALESCE) {
+    if (!t || !t->own || t->p != t->own || t->cap - t->len < n || t->len + n > SEG_COALESCE) {
         t = xcalloc(1, sizeof *t);
         t->cap = n > SEG_MIN ? n : SEG_MIN;
         t->own = xmalloc(t->cap);
@@ -222,6 +222,7 @@ static void queue_seg(net_conn *c, uint8_t *own, const uint8_t *p, size_t n)
     s->own = own;
     s->p = p;
     s->len = n;
+    s->cap = n;   /* full: nothing is coalesced into a taken or borrowed segment */
     if (c->tail) c->tail->next = s;
     else c->head = s;
     c->tail = s;

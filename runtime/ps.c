@@ -68,8 +68,7 @@ static void handle_hello(ps_server *ps, ps_client *cl, const net_frame *h, const
     char msg[256];
     uint64_t want = rt_config_hash(ps->cfg);
     uint64_t token = 0;
-    if (h->length == PROTO_TOKEN_BYTES)
-        for (int i = 7; i >= 0; i--) token = token << 8 | ((const uint8_t *)payload)[i];
+    if (h->length == PROTO_TOKEN_BYTES) token = dp_get_u64(payload);
     const char *peer = net_conn_peer(cl->conn);
     if (h->id >= (uint32_t)ps->cfg->n_workers) {
         snprintf(msg, sizeof msg, "%s: worker index %u outside 0..%d", ps->name, h->id,

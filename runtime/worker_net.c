@@ -238,7 +238,7 @@ static void emit_retry(worker *wk, int ps, int attempt, const char *why)
 static void wk_send_hello(worker *wk, int ps)
 {
     uint8_t tok[PROTO_TOKEN_BYTES];
-    for (int k = 0; k < PROTO_TOKEN_BYTES; k++) tok[k] = (uint8_t)(wk->token >> (8 * k));
+    dp_put_u64(tok, wk->token);
     net_frame h = {.type = MSG_HELLO, .id = (uint32_t)wk->index,
                       .arg0 = (int64_t)rt_config_hash(wk->cfg), .arg1 = wk->local};
     if (!wk->ps[ps].conn) return;
