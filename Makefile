@@ -61,7 +61,7 @@ TOOL_BIN := $(TOOL_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB      := $(BUILD)/libdownpour.a
 
-.PHONY: all test test-gpu test-gpu-asan asan bench demo deps clean check-deps recordings install soak fuzz fuzz-build
+.PHONY: all test test-gpu test-gpu-asan asan asan-unit bench demo deps clean check-deps recordings install soak fuzz fuzz-build
 # Keep the objects of tests, tools and benches (make would delete them as intermediates).
 .SECONDARY:
 all: $(BUILD)/downpour $(TEST_BIN) $(TOOL_BIN) $(BENCH_BIN)
@@ -120,6 +120,12 @@ asan: check-deps
 	@$(MAKE) --no-print-directory $(ASAN_VARS) all
 	@BUILD=build-asan $(ASAN_ENV) ./tests/run.sh
 
+# asan-unit: every C unit test (tests/test_*.c) under ASan+UBSan: a few minutes, so
+# .ci/run runs it after `make test` (the whole suite under them is `make asan`).
+asan-unit: check-deps
+	@$(MAKE) --no-print-directory $(ASAN_VARS) build-asan/downpour $(TEST_BIN:$(BUILD)/%=build-asan/%)
+	@BUILD=build-asan $(ASAN_ENV) ./tests/run.sh $(TEST_BIN:$(BUILD)/%=build-asan/%)
+
 # test-gpu-asan: the GPU tests alone under ASan+UBSan (scripts/gpu-check.sh runs it).
 test-gpu-asan: check-deps
 	@$(MAKE) --no-print-directory $(ASAN_VARS) $(GPU_TESTS:$(BUILD)/%=build-asan/%)
@@ -158,7 +164,7 @@ install: $(BUILD)/downpour
 FUZZ_CC      ?= clang
 FUZZ_TIME    ?= 60
 FUZZ_BUILD   ?= build-fuzz
-FUZZ_TARGETS ?= frame proto handshake trace idx scenario spec ckpt
+FUZZ_TARGETS ?= frame proto handshake emitter sub auth trace idx scenario spec ckpt
 FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS   = $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -MMD -MP -I. $(PKG_CFLAGS) $(FUZZ_SAN)
 FUZZ_LIB_SRC := $(wildcard common/*.c net/*.c events/*.c hub/*.c cluster/*.c) \
@@ -175,7 +181,8 @@ $(FUZZ_LIB): $(FUZZ_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $(FUZZ_LIB_OBJ)
 
-# fuzz_handshake includes hub/hub.c, so the archive's hub.o is never pulled in.
+# fuzz_handshake includes hub/hub.c and fuzz_emitter events/stream.c (to reach their
+# static callbacks), so the archive's hub.o / stream.o are never pulled into those.
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_LIB)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB) $(PKG_LIBS) -lev -lm -lpthread -o $@
 

@@ -23,6 +23,9 @@
 
 #define SEG_COALESCE (64u << 10)   /* small frames share one owned segment up to this */
 #define SEG_MIN 4096
+#define SEG_SPARE_MAX (256u << 10) /* a written segment up to this is kept for the next */
+#define STAGE_COPY_MAX (256u << 10) /* staged frames up to this are copied (the stage keeps
+                                     * its memory); beyond, the queue takes the buffer */
 #define IOV_MAX_USED 64
 
 /* An output segment: owned bytes (own != NULL, capacity cap) or a borrowed payload. */
@@ -80,6 +83,7 @@ struct net_conn {
     uint64_t last_read_ns;
     /* writing */
     out_seg *head, *tail;
+    out_seg *spare;             /* one written owned segment, kept: no malloc per frame */
     net_buf stage;
     size_t pending;             /* queued, unwritten (stage not included) */
     /* lifecycle */
@@ -109,6 +113,7 @@ static void conn_finish(net_conn *c)
         n = s->next;
         seg_free(s);
     }
+    if (c->spare) seg_free(c->spare);
     net_listener *l = c->o.listener;
     if (l) {
         l->open--;
@@ -137,6 +142,20 @@ static void close_as(net_conn *c, int kind, const char *reason)
 void net_conn_close(net_conn *c, const char *reason) { close_as(c, NET_CLOSE_LOCAL, reason); }
 
 /* ---- writing ---------------------------------------------------------------------- */
+
+/* A written segment: kept as the spare when it is an owned one of moderate size (the
+ * larger of two), else freed. */
+static void seg_retire(net_conn *c, out_seg *s)
+{
+    if (s->own && s->p == s->own && s->cap <= SEG_SPARE_MAX && (!c->spare || c->spare->cap < s->cap)) {
+        if (c->spare) seg_free(c->spare);
+        s->next = NULL;
+        s->len = s->off = 0;
+        c->spare = s;
+        return;
+    }
+    seg_free(s);
+}
 
 /* Writes as much of the queue as the socket takes. Returns 0, or -1 after closing. */
 static int flush_out(net_conn *c)
@@ -171,7 +190,7 @@ static int flush_out(net_conn *c)
             left -= rest;
             c->head = s->next;
             if (!c->head) c->tail = NULL;
-            seg_free(s);
+            seg_retire(c, s);
         }
     }
     if (c->head) {
@@ -203,10 +222,15 @@ static void queue_copy(net_conn *c, const void *p, size_t n)
     if (!n) return;
     out_seg *t = c->tail;
     if (!t || !t->own || t->p != t->own || t->cap - t->len < n || t->len + n > SEG_COALESCE) {
-        t = xcalloc(1, sizeof *t);
-        t->cap = n > SEG_MIN ? n : SEG_MIN;
-        t->own = xmalloc(t->cap);
-        t->p = t->own;
+        if (c->spare && c->spare->cap >= n) {
+            t = c->spare;
+            c->spare = NULL;
+        } else {
+            t = xcalloc(1, sizeof *t);
+            t->cap = n > SEG_MIN ? n : SEG_MIN;
+            t->own = xmalloc(t->cap);
+            t->p = t->own;
+        }
         if (c->tail) c->tail->next = t;
         else c->head = t;
         c->tail = t;
@@ -234,7 +258,7 @@ static void take_stage(net_conn *c)
 {
     size_t n = net_buf_pending(&c->stage);
     if (!n) return;
-    if (n <= SEG_MIN) {
+    if (n <= STAGE_COPY_MAX) {
         queue_copy(c, c->stage.data + c->stage.off, n);
         net_buf_clear(&c->stage);
         return;

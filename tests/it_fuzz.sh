@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 FUZZ_BUILD=${FUZZ_BUILD:-build-fuzz}
 QUICK=${FUZZ_QUICK:-2}
-TARGETS="frame proto handshake trace idx scenario spec ckpt"
+TARGETS="frame proto handshake emitter sub auth trace idx scenario spec ckpt"
 
 probe="$TMP/probe.c"
 echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }' >"$probe"

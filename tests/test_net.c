@@ -282,9 +282,9 @@ static void test_writing(struct ev_loop *loop)
     CHECK(s.closed && s.kind == NET_CLOSE_LOCAL && !strcmp(s.reason, "done"));
     close(sv[1]);
 
-    /* Staged frames taken whole into the queue (over a segment's worth) while the
-     * socket is full, then small frames after them: each arrives intact and in order
-     * (small frames once coalesced into the taken buffer, past its end). */
+    /* Staged frames taken whole into the queue (512 KiB: over what is copied) while
+     * the socket is full, then small frames after them: each arrives intact and in order
+     * (small frames were once coalesced into the taken buffer, past its end). */
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
     peer s2 = {0};
     c = net_conn_new(loop, sv[0], &o, &handler, &s2, "w2");
@@ -293,7 +293,7 @@ static void test_writing(struct ev_loop *loop)
     while (net_conn_pending(c) == 0 && k++ < 10000)
         net_conn_send(c, (net_frame){.type = T_TENSOR, .id = 0}, big, 16384, 1);
     CHECK(net_conn_pending(c) > 0);
-    static uint8_t blob[8192 - NET_HEADER];
+    static uint8_t blob[(512u << 10) - NET_HEADER];
     for (size_t i = 0; i < sizeof blob; i++) blob[i] = (uint8_t)(i * 7);
     net_frame fb = {.proto = 9, .type = T_BLOB, .id = 100};
     net_frame_put(net_conn_stage(c), &fb, blob, sizeof blob);

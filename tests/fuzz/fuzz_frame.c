@@ -1,7 +1,9 @@
-/* fuzz_frame.c — libFuzzer target: the live stream's frame decoder (events/wire.c) and
- * the event record codec (events/event.c). The input is a byte stream as a hub or a
- * subscriber receives it: frames are taken with evt_frame_next, in pieces of growing
- * size as the network would hand them; STRINGS payloads are parsed into a string table
+/* fuzz_frame.c — libFuzzer target: the frame decoder (net/frame.c) with the live
+ * stream's protocol table and payload codecs (events/wire.c), and the event record codec
+ * (events/event.c). The input is a byte stream as a hub or a subscriber receives it:
+ * frames are taken with net_frame_next against evt_wire_proto, in pieces of growing
+ * size as the network would hand them; a header that decodes must encode back to the
+ * same 32 bytes; STRINGS payloads are parsed into a string table
  * and EVENTS payloads decoded. Every decoded batch is encoded again and must decode to
  * the same records (abort otherwise: a real finding). The raw input is also decoded as
  * a run of bare records with evt_decode. */
@@ -33,14 +35,15 @@ static void roundtrip(const evt_record *recs, size_t n)
 {
     for (size_t at = 0; at < n; at += EVT_WIRE_MAX_BATCH) {
         size_t k = n - at < EVT_WIRE_MAX_BATCH ? n - at : EVT_WIRE_MAX_BATCH;
-        evt_buf b = {0};
+        net_buf b = {0};
         evt_wire_put_events(&b, recs + at, k);
-        evt_wire_header h;
+        net_frame h;
         const uint8_t *p;
         char err[DP_ERRLEN];
         evt_record *out = NULL;
         size_t cnt = 0, cap = 0;
-        if (evt_frame_next(&b, &h, &p, err) != 1 ||
+        if (net_frame_next(&b, &evt_wire_proto, &h, &p, err) != 1 || h.type != EVT_F_EVENTS ||
+            h.length != net_buf_pending(&b) - NET_HEADER ||
             evt_wire_get_events(p, h.length, &out, &cnt, &cap, err) != (int)k || cnt != k) {
             fprintf(stderr, "frame: %zu decoded records do not encode again\n", k);
             abort();
@@ -52,7 +55,19 @@ static void roundtrip(const evt_record *recs, size_t n)
                 abort();
             }
         free(out);
-        evt_buf_release(&b);
+        net_buf_release(&b);
+    }
+}
+
+/* A header that decodes is the one it encodes to. */
+static void header_roundtrip(const uint8_t *raw, const net_frame *h)
+{
+    uint8_t again[NET_HEADER];
+    net_frame_encode(h, again);
+    if (memcmp(again, raw, NET_HEADER) != 0) {
+        fprintf(stderr, "frame: a %s header decodes but does not encode back\n",
+                evt_wire_type_name(h->type));
+        abort();
     }
 }
 
@@ -75,23 +90,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_quiet();
     bare_records(data, size);
     evt_strtab *strs = evt_strtab_new();
-    evt_buf in = {0};
+    net_buf in = {0};
     evt_record *recs = NULL;
     size_t count = 0, cap = 0, fed = 0, piece = 1;
     char err[DP_ERRLEN];
     int bad = 0;
     while (!bad && fed < size) {
         size_t k = size - fed < piece ? size - fed : piece;
-        evt_buf_append(&in, data + fed, k);
+        net_buf_append(&in, data + fed, k);
         fed += k;
         piece = piece * 2 + 1;
         for (;;) {
-            evt_wire_header h;
+            net_frame h;
             const uint8_t *p;
-            int rc = evt_frame_next(&in, &h, &p, err);
+            int rc = net_frame_next(&in, &evt_wire_proto, &h, &p, err);
             if (rc < 0) { bad = 1; break; }
             if (rc == 0) break;
-            if (h.length > EVT_WIRE_MAX_PAYLOAD || h.type < 1 || h.type > EVT_F_TYPE_MAX) abort();
+            if (h.length > EVT_WIRE_MAX_PAYLOAD || h.type < 1 || h.type >= EVT_F_TYPE_COUNT ||
+                h.proto != NET_PROTO_STREAM)
+                abort();
+            header_roundtrip(in.data + in.off, &h);
             evt_wire_type_name(h.type);
             if (h.type == EVT_F_STRINGS) {
                 if (evt_wire_each_string(p, h.length, define, strs, err) != 0) bad = 1;
@@ -101,13 +119,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (n < 0) bad = 1;
                 else roundtrip(recs + before, count - before);
             }
-            evt_buf_consume(&in, EVT_WIRE_HEADER + h.length);
+            net_buf_consume(&in, NET_HEADER + h.length);
             if (bad) break;
         }
     }
     for (size_t i = 0; i < count; i++) evt_strtab_get(strs, recs[i].str);
     free(recs);
-    evt_buf_release(&in);
+    net_buf_release(&in);
     evt_strtab_free(strs);
     return 0;
 }

@@ -19,13 +19,14 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-/* Logs below "error" off, SIGPIPE ignored; call at the top of every input (cheap). */
+/* Logs off (FUZZ_LOG=1 in the environment keeps them, down to debug: to see why an
+ * input is refused), SIGPIPE ignored; call at the top of every input (cheap). */
 static inline void fuzz_quiet(void)
 {
     static int done;
     if (done) return;
     done = 1;
-    dp_log_level = -1;
+    dp_log_level = getenv("FUZZ_LOG") ? DP_LOG_DEBUG : -1;
     signal(SIGPIPE, SIG_IGN);
 }
 

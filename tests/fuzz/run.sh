@@ -8,7 +8,7 @@
 set -u
 FUZZ_BUILD=${FUZZ_BUILD:-build-fuzz}
 FUZZ_TIME=${FUZZ_TIME:-60}
-[ $# -gt 0 ] || set -- frame proto handshake trace idx scenario spec ckpt
+[ $# -gt 0 ] || set -- frame proto handshake emitter sub auth trace idx scenario spec ckpt
 found=0
 for t in "$@"; do
     bin="$FUZZ_BUILD/fuzz_$t"
