@@ -181,8 +181,8 @@ $(FUZZ_LIB): $(FUZZ_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $(FUZZ_LIB_OBJ)
 
-# fuzz_handshake includes hub/hub.c and fuzz_emitter events/stream.c (to reach their
-# static callbacks), so the archive's hub.o / stream.o are never pulled into those.
+# fuzz_handshake includes hub/hub.c and fuzz_emitter hub/emitter.c (to reach their
+# static callbacks), so the archive's hub.o / emitter.o are never pulled into those.
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_LIB)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB) $(PKG_LIBS) -lev -lm -lpthread -o $@
 

@@ -10,7 +10,7 @@
 #include "common/dp.h"
 #include "events/event.h"
 #include "hub/hub.h"
-#include "events/stream.h"
+#include "hub/stream.h"
 
 typedef struct job { const char *addr; int task; long n; uint64_t dropped; } job;
 

@@ -15,7 +15,7 @@
 #include "events/event.h"
 #include "hub/hub.h"
 #include "events/trace.h"
-#include "events/wire.h"
+#include "hub/wire.h"
 #include "net/auth.h"
 #include "net/conn.h"
 

@@ -10,7 +10,7 @@
 
 #include "cluster/vars.h"
 #include "events/event.h"
-#include "events/stream.h"
+#include "hub/stream.h"
 
 typedef struct rt_instr rt_instr;
 

@@ -9,7 +9,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ps_wire import (hdr, unhdr, PROTO_PS, PROTO_STREAM, ERROR, AUTH_HELLO, AUTH_CHALLENGE,
                      AUTH_PROOF, AUTH_OK, HELLO, PUSH)
 
-# The event stream's own types (events/wire.h), after the shared ones.
+# The event stream's own types (hub/wire.h), after the shared ones.
 HUB_HELLO_TASK, HUB_HELLO_SUB = 16, 17
 HUB_NAMES = {ERROR: "ERROR", AUTH_OK: "AUTH_OK", 18: "probe", 23: "welcome"}
 CTX_PS, CTX_HUB = b"downpour ps/worker v1", b"downpour hub v1"

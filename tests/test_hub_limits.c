@@ -22,8 +22,8 @@
 
 #include "common/dp.h"
 #include "events/event.h"
-#include "events/stream.h"
-#include "events/wire.h"
+#include "hub/stream.h"
+#include "hub/wire.h"
 #include "net/frame.h"
 #include "hub/hub.h"
 #include "tests/check.h"

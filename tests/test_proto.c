@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/dp.h"
-#include "events/wire.h"
+#include "hub/wire.h"
 #include "net/frame.h"
 #include "runtime/proto.h"
 #include "tests/check.h"

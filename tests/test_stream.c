@@ -24,9 +24,9 @@
 #include "common/dp.h"
 #include "events/event.h"
 #include "hub/hub.h"
-#include "events/stream.h"
+#include "hub/stream.h"
 #include "events/trace.h"
-#include "events/wire.h"
+#include "hub/wire.h"
 #include "net/frame.h"
 #include "tests/check.h"
 

@@ -11,7 +11,7 @@
 #include "check.h"
 #include "common/dp.h"
 #include "hub/hub.h"
-#include "events/stream.h"
+#include "hub/stream.h"
 #include "viz/internal.h"
 
 /* fontconfig's cleanup, when the process has it (through cairo); weak so that the

@@ -10,7 +10,7 @@
 
 #include "common/dp.h"
 #include "events/event.h"
-#include "events/stream.h"
+#include "hub/stream.h"
 
 int main(int argc, char **argv)
 {

@@ -9,7 +9,7 @@
 
 #include <cairo.h>
 
-#include "events/stream.h"
+#include "hub/stream.h"
 #include "events/trace.h"
 #include "viz/layout.h"
 #include "viz/viz.h"

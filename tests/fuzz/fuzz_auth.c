@@ -23,7 +23,7 @@
 
 #include <ev.h>
 
-#include "events/wire.h"
+#include "hub/wire.h"
 #include "net/auth.h"
 #include "net/conn.h"
 #include "runtime/proto.h"

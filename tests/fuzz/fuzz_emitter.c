@@ -1,4 +1,4 @@
-/* fuzz_emitter.c — libFuzzer target: the task's side of the stream (events/stream.c):
+/* fuzz_emitter.c — libFuzzer target: the task's side of the stream (hub/emitter.c):
  * a real evt_emitter's connection handling fed hostile hub frames (PROBE, READY, ACK,
  * ERROR and anything else). The input is what the hub sends. Each input gets an emitter
  * holding 12 queued records (definitions among them, 16 slots) and a connection on a
@@ -14,7 +14,7 @@
  *
  * Driven on the fuzzer's thread, not the emitter's own: evt_emitter_new starts a thread
  * that connects by TCP with backoff and flushes on a 20 ms timer, so a run would cost
- * milliseconds and depend on timing. This file includes events/stream.c to reach its
+ * milliseconds and depend on timing. This file includes hub/emitter.c to reach its
  * static connection handler and builds the emitter as evt_emitter_new does, minus the
  * thread and the timers (the archive's stream.o is then never pulled in: Makefile). */
 #include "tests/fuzz/fuzz_util.h"
@@ -22,7 +22,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
-#include "events/stream.c"
+#include "hub/emitter.c"
 
 #define FZ_CAP 16
 #define FZ_CONNS 3

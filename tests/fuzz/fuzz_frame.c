@@ -1,5 +1,5 @@
 /* fuzz_frame.c — libFuzzer target: the frame decoder (net/frame.c) with the live
- * stream's protocol table and payload codecs (events/wire.c), and the event record codec
+ * stream's protocol table and payload codecs (hub/wire.c), and the event record codec
  * (events/event.c). The input is a byte stream as a hub or a subscriber receives it:
  * frames are taken with net_frame_next against evt_wire_proto, in pieces of growing
  * size as the network would hand them; a header that decodes must encode back to the
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "events/event.h"
-#include "events/wire.h"
+#include "hub/wire.h"
 
 static int same_record(const evt_record *a, const evt_record *b)
 {

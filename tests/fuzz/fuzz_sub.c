@@ -1,4 +1,4 @@
-/* fuzz_sub.c — libFuzzer target: the viewer's side of the stream (events/sub.c): a real
+/* fuzz_sub.c — libFuzzer target: the viewer's side of the stream (hub/sub.c): a real
  * evt_sub fed hostile hub frames (WELCOME, STRINGS, EVENTS, STATE_END, DROPPED, ERROR and
  * anything else). The input is what the hub sends. A fake hub listens on loopback (one
  * listening socket for the process); per input, evt_sub_connect subscribes (no secret),
@@ -17,8 +17,8 @@
 #include <sys/socket.h>
 #include <linux/sockios.h>
 
-#include "events/stream.h"
-#include "events/wire.h"
+#include "hub/stream.h"
+#include "hub/wire.h"
 #include "net/auth.h"
 #include "net/sock.h"
 

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "events/trace.h"
-#include "events/wire.h"
+#include "hub/wire.h"
 #include "runtime/proto.h"
 
 static void save(const char *out, const char *sub, const char *name, const net_buf *b)

@@ -1,4 +1,4 @@
-/* stream.c — the per-task event emitter. Producers (any thread) copy records into a
+/* emitter.c — the per-task event emitter (hub/stream.h). Producers (any thread) copy records into a
  * bounded ring under a mutex and return at once: when the ring is full the record is
  * dropped and counted, nothing ever waits on I/O. An instrumentation thread runs its own
  * libev loop: it connects to the hub (non-blocking, retrying with backoff; with a secret,
@@ -18,7 +18,7 @@
  * re-stamped, so the new hub's trace is complete on its own.
  * Threading: ring, definitions, string table and counters under `mu`; everything else
  * belongs to the I/O thread. */
-#include "events/stream.h"
+#include "hub/stream.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -33,7 +33,7 @@
 #include <ev.h>
 
 #include "common/dp.h"
-#include "events/wire.h"
+#include "hub/wire.h"
 #include "net/auth.h"
 #include "net/conn.h"
 #include "net/sock.h"

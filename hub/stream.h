@@ -1,12 +1,12 @@
-/* stream.h — the live event stream: the per-task emitter (a bounded buffer drained by an
+/* stream.h — the hub's two clients: the per-task emitter (a bounded buffer drained by an
  * instrumentation thread running its own libev loop, batching events to the hub; it never
- * blocks the caller: when full, events are dropped and counted) and the hub's subscriber
- * client (viewers and test clients). Wire format: framed messages (magic, version, type,
- * length) carrying encoded records and string definitions; every length from a peer is
- * bounded before allocation (events/wire.h, docs/stream-protocol.md). The emitter is in
- * stream.c, the subscriber client in sub.c, the hub in hub.h. */
-#ifndef EVENTS_STREAM_H
-#define EVENTS_STREAM_H
+ * blocks the caller: when full, events are dropped and counted) and the subscriber
+ * (viewers and test clients). Both are net_conn connections (net/conn.h) speaking the
+ * stream protocol of hub/wire.h (docs/stream-protocol.md): encoded records and string
+ * definitions, every length from a peer bounded before allocation. The emitter is in
+ * emitter.c, the subscriber in sub.c, the hub itself in hub.h. */
+#ifndef HUB_STREAM_H
+#define HUB_STREAM_H
 
 #include <stdint.h>
 

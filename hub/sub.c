@@ -5,7 +5,7 @@
  * hub's frames decoded into a FIFO of records plus the hub's string table. The first
  * records are the state snapshot (until STATE_END), then the live stream. A bad frame
  * ends the stream with DP_EPROTO. One thread per evt_sub. */
-#include "events/stream.h"
+#include "hub/stream.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@
 #include <ev.h>
 
 #include "common/dp.h"
-#include "events/wire.h"
+#include "hub/wire.h"
 #include "net/auth.h"
 #include "net/conn.h"
 #include "net/sock.h"

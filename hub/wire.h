@@ -2,8 +2,8 @@
  * is the frame format, net/conn.c the connection; docs/wire.md is the prose twin) and
  * the codecs of their payloads: string definitions and event batches. No state, no
  * threads: every function works on what it is given. */
-#ifndef EVENTS_WIRE_H
-#define EVENTS_WIRE_H
+#ifndef HUB_WIRE_H
+#define HUB_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>

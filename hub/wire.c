@@ -1,7 +1,7 @@
 /* wire.c — the live stream's vocabulary (see wire.h and docs/wire.md): its frame types
  * and payload codecs. Pure functions over caller buffers; every length read from a peer
  * is checked against what is actually there before use. */
-#include "events/wire.h"
+#include "hub/wire.h"
 
 #include <assert.h>
 #include <stdio.h>
