@@ -22,7 +22,7 @@ struct trace_writer {
     char *path;
     evt_strtab *strs;
     uint32_t defined;      /* strings 1..defined are queued or written */
-    buf defs, ev, raw, comp;
+    dp_buf defs, ev, raw, comp;
     uint32_t blk_n, blk_nstr;
     int64_t blk_first_t, blk_tmin, blk_tmax, blk_prev_t;
     uint64_t off;
@@ -91,7 +91,7 @@ uint32_t trace_writer_intern(trace_writer *w, const char *s)
         size_t n = strlen(str);
         buf_varint(&w->defs, d);
         buf_varint(&w->defs, n);
-        buf_put(&w->defs, str, n);
+        dp_buf_append(&w->defs, str, n);
         w->blk_nstr++;
     }
     if (w->defs.len > FLUSH_DEFS_BYTES) trace_writer_flush(w, NULL);
@@ -103,19 +103,19 @@ int trace_writer_flush(trace_writer *w, char *err)
     if (w->failed) return dp_fail(err, DP_EIO, "%s: an earlier write failed", w->path);
     if (w->blk_n == 0 && w->blk_nstr == 0) return DP_OK;
     w->raw.len = 0;
-    buf_put(&w->raw, w->defs.p, w->defs.len);
-    buf_put(&w->raw, w->ev.p, w->ev.len);
+    dp_buf_append(&w->raw, w->defs.data, w->defs.len);
+    dp_buf_append(&w->raw, w->ev.data, w->ev.len);
     size_t bound = ZSTD_compressBound(w->raw.len);
     w->comp.len = 0;
-    buf_reserve(&w->comp, BLK_HDR + bound);
-    size_t clen = ZSTD_compressCCtx(w->cctx, w->comp.p + BLK_HDR, bound, w->raw.p,
+    dp_buf_reserve(&w->comp, BLK_HDR + bound);
+    size_t clen = ZSTD_compressCCtx(w->cctx, w->comp.data + BLK_HDR, bound, w->raw.data,
                                     w->raw.len, ZSTD_LEVEL);
     if (ZSTD_isError(clen)) {
         w->failed = 1;
         return dp_fail(err, DP_EIO, "%s: zstd: %s", w->path, ZSTD_getErrorName(clen));
     }
     int64_t tmin = w->blk_n ? w->blk_tmin : 0, tmax = w->blk_n ? w->blk_tmax : 0;
-    uint8_t *h = w->comp.p;
+    uint8_t *h = w->comp.data;
     memcpy(h, BLK_MAGIC, 4);
     dp_put_u32(h + 4, 0);
     dp_put_u32(h + 8, (uint32_t)clen);
@@ -157,8 +157,8 @@ int trace_writer_add(trace_writer *w, const evt_record *e)
         w->blk_first_t = w->blk_tmin = w->blk_tmax = e->t;
         w->blk_prev_t = 0;
     }
-    buf_reserve(&w->ev, EVT_MAX_ENCODED);
-    w->ev.len += evt_encode(e, w->blk_prev_t, w->ev.p + w->ev.len);
+    dp_buf_reserve(&w->ev, EVT_MAX_ENCODED);
+    w->ev.len += evt_encode(e, w->blk_prev_t, w->ev.data + w->ev.len);
     w->blk_prev_t = e->t;
     if (e->t < w->blk_tmin) w->blk_tmin = e->t;
     if (e->t > w->blk_tmax) w->blk_tmax = e->t;
@@ -180,7 +180,7 @@ uint64_t trace_writer_events(const trace_writer *w)
 }
 
 /* Index payload: blocks, final metadata, the whole string table. */
-static void build_index(const trace_writer *w, buf *b)
+static void build_index(const trace_writer *w, dp_buf *b)
 {
     buf_varint(b, w->nblocks);
     uint64_t prev = 0;
@@ -199,7 +199,7 @@ static void build_index(const trace_writer *w, buf *b)
         size_t n = strlen(w->final_meta);
         buf_varint(b, 1);
         buf_varint(b, n);
-        buf_put(b, w->final_meta, n);
+        dp_buf_append(b, w->final_meta, n);
     } else {
         buf_varint(b, 0);
     }
@@ -209,7 +209,7 @@ static void build_index(const trace_writer *w, buf *b)
         const char *s = evt_strtab_get(w->strs, id);
         size_t n = strlen(s);
         buf_varint(b, n);
-        buf_put(b, s, n);
+        dp_buf_append(b, s, n);
     }
 }
 
@@ -217,38 +217,38 @@ int trace_writer_close(trace_writer *w, char *err)
 {
     if (!w) return DP_OK;
     int rc = trace_writer_flush(w, err);
-    buf idx = {0}, comp = {0};
+    dp_buf idx = {0}, comp = {0};
     if (rc == DP_OK) {
         build_index(w, &idx);
         size_t bound = ZSTD_compressBound(idx.len);
-        buf_reserve(&comp, 4 + bound + FOOTER);
-        memcpy(comp.p, IDX_MAGIC, 4);
-        size_t clen = ZSTD_compressCCtx(w->cctx, comp.p + 4, bound, idx.p, idx.len,
+        dp_buf_reserve(&comp, 4 + bound + FOOTER);
+        memcpy(comp.data, IDX_MAGIC, 4);
+        size_t clen = ZSTD_compressCCtx(w->cctx, comp.data + 4, bound, idx.data, idx.len,
                                         ZSTD_LEVEL);
         if (ZSTD_isError(clen) || idx.len > MAX_INDEX_RAW) {
             rc = dp_fail(err, DP_EIO, "%s: index too large to write", w->path);
         } else {
-            uint8_t *ft = comp.p + 4 + clen;
+            uint8_t *ft = comp.data + 4 + clen;
             dp_put_u64(ft, w->off);
             dp_put_u32(ft + 8, (uint32_t)clen);
             dp_put_u32(ft + 12, (uint32_t)idx.len);
-            dp_put_u32(ft + 16, crc(comp.p + 4, clen));
+            dp_put_u32(ft + 16, crc(comp.data + 4, clen));
             dp_put_u32(ft + 20, (uint32_t)w->nblocks);
             dp_put_u64(ft + 24, w->events);
             memcpy(ft + 32, END_MAGIC, 8);
             size_t total = 4 + clen + FOOTER;
-            if (fwrite(comp.p, 1, total, w->f) != total || fflush(w->f) != 0)
+            if (fwrite(comp.data, 1, total, w->f) != total || fflush(w->f) != 0)
                 rc = dp_fail(err, DP_EIO, "%s: writing index: %s", w->path, strerror(errno));
         }
     }
     if (fclose(w->f) != 0 && rc == DP_OK)
         rc = dp_fail(err, DP_EIO, "%s: close: %s", w->path, strerror(errno));
-    free(idx.p);
-    free(comp.p);
-    free(w->defs.p);
-    free(w->ev.p);
-    free(w->raw.p);
-    free(w->comp.p);
+    free(idx.data);
+    free(comp.data);
+    free(w->defs.data);
+    free(w->ev.data);
+    free(w->raw.data);
+    free(w->comp.data);
     free(w->blocks);
     free(w->final_meta);
     free(w->path);

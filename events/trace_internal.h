@@ -10,6 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "common/buf.h"
 #include "common/dp.h"
 #include "events/event.h"
 
@@ -40,31 +41,10 @@ static inline uint32_t crc(const void *p, size_t n)
     return (uint32_t)crc32(0L, (const Bytef *)p, (uInt)n);
 }
 
-typedef struct buf {
-    uint8_t *p;
-    size_t len, cap;
-} buf;
-
-static inline void buf_reserve(buf *b, size_t extra)
+static inline void buf_varint(dp_buf *b, uint64_t v)
 {
-    if (b->len + extra <= b->cap) return;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + extra) cap *= 2;
-    b->p = xrealloc(b->p, cap);
-    b->cap = cap;
-}
-
-static inline void buf_put(buf *b, const void *p, size_t n)
-{
-    buf_reserve(b, n);
-    if (n) memcpy(b->p + b->len, p, n);
-    b->len += n;
-}
-
-static inline void buf_varint(buf *b, uint64_t v)
-{
-    buf_reserve(b, 10);
-    b->len = (size_t)(evt_varint_put(b->p + b->len, v) - b->p);
+    uint8_t *w = dp_buf_reserve(b, 10);
+    b->len += (size_t)(evt_varint_put(w, v) - w);
 }
 
 typedef struct blk {

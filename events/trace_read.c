@@ -46,7 +46,7 @@ struct trace_reader {
     int64_t damage_off;
     int damage_n;
     /* scratch for reading and decompressing */
-    buf cbuf, rbuf;
+    dp_buf cbuf, rbuf;
     evt_record *tmp;       /* merge-sort scratch */
     size_t tmp_cap;
     ZSTD_DCtx *dctx;
@@ -124,18 +124,18 @@ static int parse_blk_hdr(const uint8_t *h, uint64_t off, blk *k)
 static int load_payload(trace_reader *r, const blk *k, const uint8_t *hdr)
 {
     r->cbuf.len = 0;
-    buf_reserve(&r->cbuf, k->comp);
-    if (read_at(r, k->off + BLK_HDR, r->cbuf.p, k->comp)) return -1;
+    dp_buf_reserve(&r->cbuf, k->comp);
+    if (read_at(r, k->off + BLK_HDR, r->cbuf.data, k->comp)) return -1;
     r->cbuf.len = k->comp;
-    return crc(r->cbuf.p, k->comp) == dp_get_u32(hdr + 40) ? 0 : -2;
+    return crc(r->cbuf.data, k->comp) == dp_get_u32(hdr + 40) ? 0 : -2;
 }
 
 /* Decompresses r->cbuf (block k) into r->rbuf; 0 or -1 with why filled. */
 static int inflate_block(trace_reader *r, const blk *k, const char **why)
 {
     r->rbuf.len = 0;
-    buf_reserve(&r->rbuf, k->raw ? k->raw : 1);
-    size_t n = ZSTD_decompressDCtx(r->dctx, r->rbuf.p, k->raw, r->cbuf.p, r->cbuf.len);
+    dp_buf_reserve(&r->rbuf, k->raw ? k->raw : 1);
+    size_t n = ZSTD_decompressDCtx(r->dctx, r->rbuf.data, k->raw, r->cbuf.data, r->cbuf.len);
     if (ZSTD_isError(n)) {
         *why = ZSTD_getErrorName(n);
         return -1;
@@ -155,10 +155,10 @@ static long walk_strings(trace_reader *r, const blk *k, int define)
     size_t pos = 0, len = r->rbuf.len;
     for (uint32_t i = 0; i < k->nstr; i++) {
         uint64_t id, n;
-        if (evt_varint_get(r->rbuf.p, len, &pos, &id) || evt_varint_get(r->rbuf.p, len, &pos, &n) ||
+        if (evt_varint_get(r->rbuf.data, len, &pos, &id) || evt_varint_get(r->rbuf.data, len, &pos, &n) ||
             n > len - pos)
             return -1;
-        if (define && define_string(r, id, r->rbuf.p + pos, (size_t)n)) return -1;
+        if (define && define_string(r, id, r->rbuf.data + pos, (size_t)n)) return -1;
         pos += (size_t)n;
     }
     return (long)pos;
@@ -220,7 +220,7 @@ static int decode_block(trace_reader *r, size_t bi, decoded *d)
     size_t p = (size_t)pos;
     int64_t prev = 0;
     for (uint32_t i = 0; i < k->n; i++) {
-        int used = evt_decode(r->rbuf.p + p, r->rbuf.len - p, prev, &d->ev[i]);
+        int used = evt_decode(r->rbuf.data + p, r->rbuf.len - p, prev, &d->ev[i]);
         if (used < 0) {
             why = "malformed event";
             goto fail;
@@ -264,7 +264,7 @@ static int load_index(trace_reader *r)
     uint32_t icomp = dp_get_u32(ft + 8), iraw = dp_get_u32(ft + 12), icrc = dp_get_u32(ft + 16);
     uint32_t nblk = dp_get_u32(ft + 20);
     const char *why = NULL;
-    buf raw = {0};
+    dp_buf raw = {0};
     uint8_t mg[4];
     size_t pos = 0;
     if (ioff < r->data_start || ioff > r->size || (uint64_t)icomp + 4 + FOOTER != r->size - ioff ||
@@ -274,30 +274,30 @@ static int load_index(trace_reader *r)
         goto fail;
     }
     r->cbuf.len = 0;
-    buf_reserve(&r->cbuf, icomp);
+    dp_buf_reserve(&r->cbuf, icomp);
     if (read_at(r, ioff, mg, 4) || memcmp(mg, IDX_MAGIC, 4) != 0 ||
-        read_at(r, ioff + 4, r->cbuf.p, icomp)) {
+        read_at(r, ioff + 4, r->cbuf.data, icomp)) {
         why = "index magic missing";
         goto fail;
     }
-    if (crc(r->cbuf.p, icomp) != icrc) {
+    if (crc(r->cbuf.data, icomp) != icrc) {
         why = "index checksum mismatch";
         goto fail;
     }
-    buf_reserve(&raw, iraw ? iraw : 1);
-    size_t n = ZSTD_decompressDCtx(r->dctx, raw.p, iraw, r->cbuf.p, icomp);
+    dp_buf_reserve(&raw, iraw ? iraw : 1);
+    size_t n = ZSTD_decompressDCtx(r->dctx, raw.data, iraw, r->cbuf.data, icomp);
     if (ZSTD_isError(n) || n != iraw) {
         why = "index does not decompress";
         goto fail;
     }
     uint64_t cnt, prev = 0, v[7];
-    if (evt_varint_get(raw.p, iraw, &pos, &cnt) || cnt != nblk) {
+    if (evt_varint_get(raw.data, iraw, &pos, &cnt) || cnt != nblk) {
         why = "index block count mismatch";
         goto fail;
     }
     for (uint64_t i = 0; i < cnt; i++) {
         for (int j = 0; j < 7; j++)
-            if (evt_varint_get(raw.p, iraw, &pos, &v[j])) {
+            if (evt_varint_get(raw.data, iraw, &pos, &v[j])) {
                 why = "index truncated";
                 goto fail;
             }
@@ -318,38 +318,38 @@ static int load_index(trace_reader *r)
         }
     }
     uint64_t has_final, mlen, ns;
-    if (evt_varint_get(raw.p, iraw, &pos, &has_final)) {
+    if (evt_varint_get(raw.data, iraw, &pos, &has_final)) {
         why = "index truncated";
         goto fail;
     }
     if (has_final) {
-        if (evt_varint_get(raw.p, iraw, &pos, &mlen) || mlen > MAX_META || mlen > iraw - pos) {
+        if (evt_varint_get(raw.data, iraw, &pos, &mlen) || mlen > MAX_META || mlen > iraw - pos) {
             why = "bad final metadata";
             goto fail;
         }
         free(r->final_meta);
         r->final_meta = xmalloc((size_t)mlen + 1);
-        memcpy(r->final_meta, raw.p + pos, (size_t)mlen);
+        memcpy(r->final_meta, raw.data + pos, (size_t)mlen);
         r->final_meta[mlen] = '\0';
         pos += (size_t)mlen;
     }
-    if (evt_varint_get(raw.p, iraw, &pos, &ns) || ns > MAX_STRINGS) {
+    if (evt_varint_get(raw.data, iraw, &pos, &ns) || ns > MAX_STRINGS) {
         why = "bad string table";
         goto fail;
     }
     for (uint64_t id = 1; id <= ns; id++) {
         uint64_t len;
-        if (evt_varint_get(raw.p, iraw, &pos, &len) || len > iraw - pos ||
-            define_string(r, id, raw.p + pos, (size_t)len)) {
+        if (evt_varint_get(raw.data, iraw, &pos, &len) || len > iraw - pos ||
+            define_string(r, id, raw.data + pos, (size_t)len)) {
             why = "bad string table";
             goto fail;
         }
         pos += (size_t)len;
     }
-    free(raw.p);
+    free(raw.data);
     return 0;
 fail:
-    free(raw.p);
+    free(raw.data);
     r->nblocks = 0;
     free(r->final_meta);
     r->final_meta = NULL;
@@ -549,8 +549,8 @@ void trace_reader_close(trace_reader *r)
     free(r->cur.ev);
     free(r->rep.ev);
     free(r->tmp);
-    free(r->cbuf.p);
-    free(r->rbuf.p);
+    free(r->cbuf.data);
+    free(r->rbuf.data);
     free(r->blocks);
     free(r->meta);
     free(r->final_meta);

@@ -139,7 +139,7 @@ static void em_try_write(evt_emitter *em)
     if (net_conn_flush(em->conn) == DP_EFULL) em_disconnect(em, "output over its bound (the hub does not read)");
 }
 
-static net_buf *em_out(evt_emitter *em) { return net_conn_stage(em->conn); }
+static dp_buf *em_out(evt_emitter *em) { return net_conn_stage(em->conn); }
 
 /* A drop report: never sequenced, never kept (the next one supersedes it). resume_at
  * >= 0 marks the report sent first after a reconnect (step, id, value: event.h). */

@@ -102,7 +102,7 @@ struct evt_hub {
     int64_t last_out_t;
     evt_record out[EVT_WIRE_MAX_BATCH];
     size_t nout;
-    net_buf frame;
+    dp_buf frame;
     evt_record *state;              /* what a late subscriber needs to draw */
     size_t nstate, state_cap;
     evt_record gstep;
@@ -119,7 +119,7 @@ struct evt_hub {
 int64_t hub_now(const evt_hub *h);
 void hub_conn_close(evt_hub *h, hub_conn *c, const char *why, int bad);
 /* Where c's frames are built (net_conn_stage), and sending what was built. */
-static inline net_buf *hub_out(hub_conn *c) { return net_conn_stage(c->conn); }
+static inline dp_buf *hub_out(hub_conn *c) { return net_conn_stage(c->conn); }
 int hub_conn_flush(evt_hub *h, hub_conn *c);
 
 /* hub_frame.c */

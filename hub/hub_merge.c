@@ -97,7 +97,7 @@ void hub_merge_fan_out(evt_hub *h)
         if (nstr > c->defs_sent) {
             evt_wire_put_strings(hub_out(c), h->strings, c->defs_sent + 1, nstr);
         }
-        net_buf_append(hub_out(c), h->frame.data, flen);
+        dp_buf_append(hub_out(c), h->frame.data, flen);
         if (hub_conn_flush(h, c) == DP_EFULL) {
             /* Over the connection's own bound (net_conn_set_out_cap): nothing of it
              * was queued; counted like any other drop, strings sent again next time. */
@@ -177,7 +177,7 @@ void hub_merge_send_state(evt_hub *h, hub_conn *c)
 {
     uint8_t p[8];
     dp_put_u64(p, (uint64_t)h->t0);
-    net_buf *out = hub_out(c);
+    dp_buf *out = hub_out(c);
     evt_wire_put(out, EVT_F_WELCOME, p, sizeof p);
     uint32_t nstr = evt_strtab_count(h->strings);
     if (nstr) evt_wire_put_strings(out, h->strings, 1, nstr);
@@ -200,7 +200,7 @@ void hub_merge_release(evt_hub *h)
     free(h->heap);
     free(h->state);
     free(h->trace_ids);
-    net_buf_release(&h->frame);
+    dp_buf_release(&h->frame);
     h->heap = NULL;
     h->state = NULL;
     h->trace_ids = NULL;

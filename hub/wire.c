@@ -33,13 +33,13 @@ static const net_frame events_frame = {.proto = NET_PROTO_STREAM, .type = EVT_F_
 
 const char *evt_wire_type_name(int type) { return net_type_name(&evt_wire_proto, type); }
 
-void evt_wire_put(net_buf *b, int type, const void *payload, size_t n)
+void evt_wire_put(dp_buf *b, int type, const void *payload, size_t n)
 {
     net_frame f = {.proto = NET_PROTO_STREAM, .type = (uint16_t)type};
     net_frame_put(b, &f, payload, n);
 }
 
-void evt_wire_put_strings(net_buf *b, const evt_strtab *t, uint32_t first, uint32_t last)
+void evt_wire_put_strings(dp_buf *b, const evt_strtab *t, uint32_t first, uint32_t last)
 {
     uint32_t id = first;
     while (id <= last) {
@@ -49,7 +49,7 @@ void evt_wire_put_strings(net_buf *b, const evt_strtab *t, uint32_t first, uint3
             size_t n = strlen(s);
             if (n > EVT_WIRE_MAX_PAYLOAD - 8) n = EVT_WIRE_MAX_PAYLOAD - 8; /* absurd; cut */
             if (payload && payload + 8 + n > EVT_WIRE_MAX_PAYLOAD) break;
-            uint8_t *w = net_buf_reserve(b, 8 + n);
+            uint8_t *w = dp_buf_reserve(b, 8 + n);
             dp_put_u32(w, id);
             dp_put_u32(w + 4, (uint32_t)n);
             memcpy(w + 8, s, n);
@@ -86,11 +86,11 @@ int evt_wire_each_string(const uint8_t *p, size_t n,
     return 0;
 }
 
-void evt_wire_put_events(net_buf *b, const evt_record *recs, size_t n)
+void evt_wire_put_events(dp_buf *b, const evt_record *recs, size_t n)
 {
     dp_assert("wire: too many records for one frame", n <= EVT_WIRE_MAX_BATCH);
     size_t pos = net_frame_begin(b, &events_frame);
-    uint8_t *w = net_buf_reserve(b, 4 + n * EVT_MAX_ENCODED);
+    uint8_t *w = dp_buf_reserve(b, 4 + n * EVT_MAX_ENCODED);
     dp_put_u32(w, (uint32_t)n);
     size_t used = 4;
     int64_t prev = 0;

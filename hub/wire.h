@@ -47,11 +47,11 @@ extern const net_proto evt_wire_proto;
 const char *evt_wire_type_name(int type);
 
 /* Appends a whole frame of `type` with (payload, n) to b. */
-void evt_wire_put(net_buf *b, int type, const void *payload, size_t n);
+void evt_wire_put(dp_buf *b, int type, const void *payload, size_t n);
 
 /* Appends STRINGS frames defining ids first..last of t (split to stay under the
  * payload bound). */
-void evt_wire_put_strings(net_buf *b, const evt_strtab *t, uint32_t first, uint32_t last);
+void evt_wire_put_strings(dp_buf *b, const evt_strtab *t, uint32_t first, uint32_t last);
 
 /* Calls fn(ctx, id, s, len) for each definition in a STRINGS payload; s is
  * NUL-terminated scratch (borrowed during the call). Returns 0, DP_EPROTO on a
@@ -62,7 +62,7 @@ int evt_wire_each_string(const uint8_t *p, size_t n,
 
 /* Appends one EVENTS frame carrying recs[0..n) (n <= EVT_WIRE_MAX_BATCH); times are
  * delta-coded from 0 within the frame. */
-void evt_wire_put_events(net_buf *b, const evt_record *recs, size_t n);
+void evt_wire_put_events(dp_buf *b, const evt_record *recs, size_t n);
 
 /* Decodes an EVENTS payload, appending to the growable array (*out, *count, *cap;
  * caller frees *out with free()). The count is bounded by the payload size before any

@@ -84,7 +84,7 @@ struct net_conn {
     /* writing */
     out_seg *head, *tail;
     out_seg *spare;             /* one written owned segment, kept: no malloc per frame */
-    net_buf stage;
+    dp_buf stage;
     size_t pending;             /* queued, unwritten (stage not included) */
     /* lifecycle */
     int in_cb, closing, close_after_flush, kind;
@@ -119,7 +119,7 @@ static void conn_finish(net_conn *c)
         l->open--;
         if (l->owner_gone && !l->open) free(l);
     }
-    net_buf_release(&c->stage);
+    dp_buf_release(&c->stage);
     auth_hs_clear(&c->hs);
     auth_key_clear(&c->key);
     auth_key_clear(&c->alt_key);
@@ -256,11 +256,11 @@ static void queue_seg(net_conn *c, uint8_t *own, const uint8_t *p, size_t n)
 /* Queues the staged frames (in order). */
 static void take_stage(net_conn *c)
 {
-    size_t n = net_buf_pending(&c->stage);
+    size_t n = dp_buf_pending(&c->stage);
     if (!n) return;
     if (n <= STAGE_COPY_MAX) {
         queue_copy(c, c->stage.data + c->stage.off, n);
-        net_buf_clear(&c->stage);
+        dp_buf_clear(&c->stage);
         return;
     }
     queue_seg(c, c->stage.data, c->stage.data + c->stage.off, n);
@@ -297,16 +297,16 @@ int net_conn_send(net_conn *c, net_frame h, const void *payload, size_t len, int
     return DP_OK;
 }
 
-net_buf *net_conn_stage(net_conn *c) { return &c->stage; }
+dp_buf *net_conn_stage(net_conn *c) { return &c->stage; }
 
 int net_conn_flush(net_conn *c)
 {
     if (c->closing || c->close_after_flush || c->hs_state != HS_OPEN) {
-        net_buf_clear(&c->stage);
+        dp_buf_clear(&c->stage);
         return DP_ECLOSED;
     }
     if (c->o.out_cap && net_conn_pending(c) > c->o.out_cap) {
-        net_buf_clear(&c->stage);
+        dp_buf_clear(&c->stage);
         return DP_EFULL;
     }
     take_stage(c);
@@ -321,7 +321,7 @@ void net_conn_send_error(net_conn *c, const char *text)
     if (len > NET_MAX_TEXT) len = NET_MAX_TEXT;
     snprintf(c->reason, sizeof c->reason, "%s", text);
     if (!c->kind) c->kind = NET_CLOSE_LOCAL;
-    net_buf_clear(&c->stage);
+    dp_buf_clear(&c->stage);
     send_internal(c, NET_T_ERROR, text, len);
     if (c->closing) return;
     c->close_after_flush = 1;
@@ -746,7 +746,7 @@ int net_conn_is_open(const net_conn *c) { return c->hs_state == HS_OPEN && !c->c
 int net_conn_close_kind(const net_conn *c) { return c->kind; }
 int net_conn_alt_auth(const net_conn *c) { return c->alt_auth; }
 int net_conn_fd(const net_conn *c) { return c->fd; }
-size_t net_conn_pending(const net_conn *c) { return c->pending + net_buf_pending(&c->stage); }
+size_t net_conn_pending(const net_conn *c) { return c->pending + dp_buf_pending(&c->stage); }
 const char *net_conn_peer(const net_conn *c) { return c->peer; }
 void *net_conn_ctx(const net_conn *c) { return c->ctx; }
 void net_conn_set_ctx(net_conn *c, void *ctx) { c->ctx = ctx; }

@@ -106,7 +106,7 @@ int net_conn_send(net_conn *c, net_frame h, const void *payload, size_t len, int
  * what was staged, in order after everything sent before, and writes. Returns 0,
  * DP_ECLOSED, or DP_EFULL (over out_cap: the staged frames are discarded). Staged
  * bytes count in net_conn_pending. */
-net_buf *net_conn_stage(net_conn *c);
+dp_buf *net_conn_stage(net_conn *c);
 int net_conn_flush(net_conn *c);
 
 /* Sends an ERROR frame with text and closes once it is written (or at once when

@@ -55,18 +55,18 @@ int net_frame_decode(const uint8_t in[NET_HEADER], const net_proto *p, net_frame
     return DP_OK;
 }
 
-size_t net_frame_begin(net_buf *b, const net_frame *f)
+size_t net_frame_begin(dp_buf *b, const net_frame *f)
 {
     net_frame h = *f;
     h.length = 0;
-    net_frame_encode(&h, net_buf_reserve(b, NET_HEADER));
+    net_frame_encode(&h, dp_buf_reserve(b, NET_HEADER));
     size_t pos = b->len;
     b->len += NET_HEADER;
     /* Relative to off, so that a compaction between begin and end cannot move it. */
     return pos - b->off;
 }
 
-void net_frame_end(net_buf *b, size_t pos)
+void net_frame_end(dp_buf *b, size_t pos)
 {
     size_t at = b->off + pos;
     size_t n = b->len - at - NET_HEADER;
@@ -74,16 +74,16 @@ void net_frame_end(net_buf *b, size_t pos)
     dp_put_u32(b->data + at + 8, (uint32_t)n);
 }
 
-void net_frame_put(net_buf *b, const net_frame *f, const void *payload, size_t n)
+void net_frame_put(dp_buf *b, const net_frame *f, const void *payload, size_t n)
 {
     size_t pos = net_frame_begin(b, f);
-    net_buf_append(b, payload, n);
+    dp_buf_append(b, payload, n);
     net_frame_end(b, pos);
 }
 
-int net_frame_next(net_buf *b, const net_proto *p, net_frame *f, const uint8_t **payload, char *err)
+int net_frame_next(dp_buf *b, const net_proto *p, net_frame *f, const uint8_t **payload, char *err)
 {
-    size_t avail = net_buf_pending(b);
+    size_t avail = dp_buf_pending(b);
     if (avail < NET_HEADER) return 0;
     const uint8_t *h = b->data + b->off;
     int rc = net_frame_decode(h, p, f, err);

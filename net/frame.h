@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "net/buf.h"
+#include "common/buf.h"
 
 #define NET_MAGIC 0x464e5044u          /* bytes "DPNF" on the wire */
 #define NET_VERSION 1
@@ -94,15 +94,15 @@ int net_frame_decode(const uint8_t in[NET_HEADER], const net_proto *p, net_frame
 /* Starts a frame with f's fields (proto included) at the end of b; returns its place
  * for net_frame_end, which patches the length once the payload is appended. The
  * payload must stay within NET_MAX_PAYLOAD (assert). */
-size_t net_frame_begin(net_buf *b, const net_frame *f);
-void net_frame_end(net_buf *b, size_t pos);
+size_t net_frame_begin(dp_buf *b, const net_frame *f);
+void net_frame_end(dp_buf *b, size_t pos);
 /* A whole frame: f's header and (payload, n). */
-void net_frame_put(net_buf *b, const net_frame *f, const void *payload, size_t n);
+void net_frame_put(dp_buf *b, const net_frame *f, const void *payload, size_t n);
 
 /* Parses the next whole frame from b's pending bytes: 1 with *f and *payload (borrowed
  * from b until it changes; consume NET_HEADER + f->length when done), 0 when more
  * bytes are needed, or DP_EPROTO as net_frame_decode (checked as soon as the header is
  * in). For readers without a loop (tests, fuzzers); connections use net_conn. */
-int net_frame_next(net_buf *b, const net_proto *p, net_frame *f, const uint8_t **payload, char *err);
+int net_frame_next(dp_buf *b, const net_proto *p, net_frame *f, const uint8_t **payload, char *err);
 
 #endif

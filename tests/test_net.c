@@ -197,12 +197,12 @@ static void test_reading(struct ev_loop *loop)
 }
 
 /* Reads everything the other end has written (non-blocking after the first wait). */
-static size_t drain(int fd, net_buf *into, struct ev_loop *loop)
+static size_t drain(int fd, dp_buf *into, struct ev_loop *loop)
 {
     size_t total = 0;
     for (int idle = 0; idle < 20;) {
         pump(loop, 1);
-        uint8_t *w = net_buf_reserve(into, 65536);
+        uint8_t *w = dp_buf_reserve(into, 65536);
         ssize_t n = recv(fd, w, 65536, MSG_DONTWAIT);
         if (n > 0) {
             into->len += (size_t)n;
@@ -241,7 +241,7 @@ static void test_writing(struct ev_loop *loop)
     net_frame f6 = {.proto = 9, .type = T_PING, .id = 6};
     net_frame_put(net_conn_stage(c), &f6, NULL, 0);
     CHECK(net_conn_flush(c) == DP_OK);
-    net_buf in = {0};
+    dp_buf in = {0};
     size_t n = drain(sv[1], &in, loop);
     CHECK_MSG(n == 6 * NET_HEADER + 5 + sizeof big + 6, "%zu bytes", n);
     CHECK(net_conn_pending(c) == 0);
@@ -255,10 +255,10 @@ static void test_writing(struct ev_loop *loop)
         if (g.id == 2) CHECK(g.length == sizeof big && !memcmp(p, big, sizeof big));
         if (g.id == 3) CHECK(g.length == 6 && !memcmp(p, "staged", 6));
         if (g.id == 5) CHECK(g.arg1 == -7 && g.length == 0);
-        net_buf_consume(&in, NET_HEADER + g.length);
+        dp_buf_consume(&in, NET_HEADER + g.length);
         want_id++;
     }
-    CHECK(rc == 0 && want_id == 7 && net_buf_pending(&in) == 0);
+    CHECK(rc == 0 && want_id == 7 && dp_buf_pending(&in) == 0);
 
     /* The byte cap: a peer that reads nothing fills the socket, then the queue; a send
      * past the cap fails and queues nothing; a staged batch past it is discarded. */
@@ -300,7 +300,7 @@ static void test_writing(struct ev_loop *loop)
     CHECK(net_conn_flush(c) == DP_OK);
     for (uint32_t i = 0; i < 10; i++)
         CHECK(net_conn_send(c, (net_frame){.type = T_BLOB, .id = 101 + i}, small, sizeof small, 1) == DP_OK);
-    net_buf_clear(&in);
+    dp_buf_clear(&in);
     drain(sv[1], &in, loop);
     uint32_t next = 100;
     while (net_frame_next(&in, &test_proto, &g, &p, err) == 1) {
@@ -310,12 +310,12 @@ static void test_writing(struct ev_loop *loop)
             else CHECK(g.length == sizeof small && !memcmp(p, small, sizeof small));
             next++;
         }
-        net_buf_consume(&in, NET_HEADER + g.length);
+        dp_buf_consume(&in, NET_HEADER + g.length);
     }
     CHECK(next == 111);
     net_conn_close(c, "done");
     close(sv[1]);
-    net_buf_release(&in);
+    dp_buf_release(&in);
 }
 
 /* A client and a server over a socketpair, keys as given; runs until both settle. */

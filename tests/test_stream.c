@@ -725,11 +725,11 @@ static void test_bad_delivery(void)
     int fd = accept(lfd, NULL, NULL);
     struct timeval tv = { 2, 0 };
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    net_buf in = { 0 };
+    dp_buf in = { 0 };
     int state = 0, closed = 0;
     uint64_t t = dp_now_ns();
     while (ms_since(t) < 3000 && !closed) {
-        uint8_t *dst = net_buf_reserve(&in, 4096);
+        uint8_t *dst = dp_buf_reserve(&in, 4096);
         ssize_t n = recv(fd, dst, 4096, 0);
         if (n <= 0) {
             closed = n == 0 || errno == ECONNRESET;
@@ -756,12 +756,12 @@ static void test_bad_delivery(void)
                 send(fd, ack, HDR + 8, MSG_NOSIGNAL);
                 state = 2;
             }
-            net_buf_consume(&in, NET_HEADER + fh.length);
+            dp_buf_consume(&in, NET_HEADER + fh.length);
         }
     }
     CHECK_MSG(state == 2 && closed, "state %d closed %d", state, closed);
     CHECK(evt_emitter_unacked(em) == 3);   /* nothing forgotten on a bogus ack */
-    net_buf_release(&in);
+    dp_buf_release(&in);
     close(fd);
     close(lfd);
     evt_emitter_free(em);
@@ -779,7 +779,7 @@ static int count_string(void *ctx, uint32_t id, const char *s, size_t len)
 static void test_wire(void)
 {
     char err[DP_ERRLEN];
-    net_buf b = { 0 };
+    dp_buf b = { 0 };
     uint8_t junk[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
     evt_wire_put(&b, EVT_F_DROPPED, junk, 8);
     net_frame h;
@@ -788,7 +788,7 @@ static void test_wire(void)
     CHECK(h.type == EVT_F_DROPPED && h.length == 8 && !memcmp(p, junk, 8));
     b.len -= 1;
     CHECK(net_frame_next(&b, &evt_wire_proto, &h, &p, err) == 0);   /* incomplete: wait */
-    net_buf_release(&b);
+    dp_buf_release(&b);
 
     /* Events payload: bounded count, leftovers, unknown kinds. */
     evt_record recs[3], *out = NULL;
@@ -807,7 +807,7 @@ static void test_wire(void)
     CHECK(evt_wire_get_events(big, 8, &out, &n, &cap, err) == DP_EPROTO);
     CHECK(evt_wire_get_events(p, h.length - 1, &out, &n, &cap, err) == DP_EPROTO);
     free(out);
-    net_buf_release(&b);
+    dp_buf_release(&b);
 
     uint8_t s[20];
     dp_put_u32(s, 1);

@@ -103,7 +103,7 @@ static void fz_emit(evt_emitter *em, int n, int from)
 
 /* The hub's view of one connection: what the emitter sent, parsed and checked. */
 typedef struct fz_hub {
-    net_buf in;
+    dp_buf in;
     evt_strtab *defs;
     int frames, resumed;
     evt_record *recs;
@@ -125,7 +125,7 @@ static void fz_check(fz_hub *hb, int fd)
 {
     uint8_t buf[4096];
     ssize_t r;
-    while ((r = read(fd, buf, sizeof buf)) > 0) net_buf_append(&hb->in, buf, (size_t)r);
+    while ((r = read(fd, buf, sizeof buf)) > 0) dp_buf_append(&hb->in, buf, (size_t)r);
     for (;;) {
         net_frame h;
         const uint8_t *p;
@@ -166,7 +166,7 @@ static void fz_check(fz_hub *hb, int fd)
             fz_fail("not a task's frame", h.type);
         }
         hb->frames++;
-        net_buf_consume(&hb->in, NET_HEADER + h.length);
+        dp_buf_consume(&hb->in, NET_HEADER + h.length);
     }
 }
 
@@ -190,7 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) { perror("socketpair"); abort(); }
         fcntl(sv[1], F_SETFL, fcntl(sv[1], F_GETFL) | O_NONBLOCK);
-        net_buf_clear(&hb.in);
+        dp_buf_clear(&hb.in);
         hb.defs = evt_strtab_new();
         hb.frames = hb.resumed = 0;
         net_conn *c = fz_connect(em, sv[0]);
@@ -225,7 +225,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     evt_emitter_dropped(em);
     evt_emitter_unacked(em);
     evt_emitter_connected(em);
-    net_buf_release(&hb.in);
+    dp_buf_release(&hb.in);
     free(hb.recs);
     fz_emitter_free(em);
     return 0;

@@ -35,7 +35,7 @@ static void roundtrip(const evt_record *recs, size_t n)
 {
     for (size_t at = 0; at < n; at += EVT_WIRE_MAX_BATCH) {
         size_t k = n - at < EVT_WIRE_MAX_BATCH ? n - at : EVT_WIRE_MAX_BATCH;
-        net_buf b = {0};
+        dp_buf b = {0};
         evt_wire_put_events(&b, recs + at, k);
         net_frame h;
         const uint8_t *p;
@@ -43,7 +43,7 @@ static void roundtrip(const evt_record *recs, size_t n)
         evt_record *out = NULL;
         size_t cnt = 0, cap = 0;
         if (net_frame_next(&b, &evt_wire_proto, &h, &p, err) != 1 || h.type != EVT_F_EVENTS ||
-            h.length != net_buf_pending(&b) - NET_HEADER ||
+            h.length != dp_buf_pending(&b) - NET_HEADER ||
             evt_wire_get_events(p, h.length, &out, &cnt, &cap, err) != (int)k || cnt != k) {
             fprintf(stderr, "frame: %zu decoded records do not encode again\n", k);
             abort();
@@ -55,7 +55,7 @@ static void roundtrip(const evt_record *recs, size_t n)
                 abort();
             }
         free(out);
-        net_buf_release(&b);
+        dp_buf_release(&b);
     }
 }
 
@@ -90,14 +90,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_quiet();
     bare_records(data, size);
     evt_strtab *strs = evt_strtab_new();
-    net_buf in = {0};
+    dp_buf in = {0};
     evt_record *recs = NULL;
     size_t count = 0, cap = 0, fed = 0, piece = 1;
     char err[DP_ERRLEN];
     int bad = 0;
     while (!bad && fed < size) {
         size_t k = size - fed < piece ? size - fed : piece;
-        net_buf_append(&in, data + fed, k);
+        dp_buf_append(&in, data + fed, k);
         fed += k;
         piece = piece * 2 + 1;
         for (;;) {
@@ -119,13 +119,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (n < 0) bad = 1;
                 else roundtrip(recs + before, count - before);
             }
-            net_buf_consume(&in, NET_HEADER + h.length);
+            dp_buf_consume(&in, NET_HEADER + h.length);
             if (bad) break;
         }
     }
     for (size_t i = 0; i < count; i++) evt_strtab_get(strs, recs[i].str);
     free(recs);
-    net_buf_release(&in);
+    dp_buf_release(&in);
     evt_strtab_free(strs);
     return 0;
 }

@@ -39,11 +39,11 @@ static int fz_accept(void)
 }
 
 /* What the subscriber sent: exactly one HELLO_SUB {u32 flags 0}. */
-static void fz_check_hello(int fd, net_buf *in)
+static void fz_check_hello(int fd, dp_buf *in)
 {
     uint8_t buf[256];
     ssize_t r;
-    while ((r = read(fd, buf, sizeof buf)) > 0) net_buf_append(in, buf, (size_t)r);
+    while ((r = read(fd, buf, sizeof buf)) > 0) dp_buf_append(in, buf, (size_t)r);
     net_frame h;
     const uint8_t *p;
     char err[DP_ERRLEN];
@@ -53,9 +53,9 @@ static void fz_check_hello(int fd, net_buf *in)
             fprintf(stderr, "sub: sent %s, not one HELLO_SUB\n", evt_wire_type_name(h.type));
             abort();
         }
-        net_buf_consume(in, NET_HEADER + h.length);
+        dp_buf_consume(in, NET_HEADER + h.length);
     }
-    if (net_buf_pending(in) >= NET_HEADER) {
+    if (dp_buf_pending(in) >= NET_HEADER) {
         fprintf(stderr, "sub: sent a bad frame: %s\n", err);
         abort();
     }
@@ -95,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     evt_sub *s = evt_sub_connect(addr, 2000, err);
     if (!s) { fprintf(stderr, "sub: %s\n", err); abort(); }
     int fd = fz_accept();
-    net_buf hello = {0};
+    dp_buf hello = {0};
     size_t off = 0;
     int rc = 0;
     while (rc >= 0 && off < size) {
@@ -125,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     evt_sub_hub_t0(s);
     evt_sub_dropped(s);
     evt_sub_strings(s);
-    net_buf_release(&hello);
+    dp_buf_release(&hello);
     evt_sub_close(s);
     return 0;
 }

@@ -24,24 +24,24 @@
 #include "hub/wire.h"
 #include "runtime/proto.h"
 
-static void save(const char *out, const char *sub, const char *name, const net_buf *b)
+static void save(const char *out, const char *sub, const char *name, const dp_buf *b)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s/%s", out, sub, name);
     FILE *f = fopen(path, "wb");
-    size_t n = net_buf_pending(b);
+    size_t n = dp_buf_pending(b);
     if (!f || fwrite(b->data + b->off, 1, n, f) != n) { perror(path); exit(1); }
     fclose(f);
 }
 
-static void put_proto(net_buf *b, int type, uint32_t var, int64_t a0, int64_t a1,
+static void put_proto(dp_buf *b, int type, uint32_t var, int64_t a0, int64_t a1,
                       const void *payload, uint32_t len)
 {
     net_frame h = {.proto = NET_PROTO_PS, .type = (uint16_t)type, .id = var, .arg0 = a0, .arg1 = a1};
     net_frame_put(b, &h, payload, len);
 }
 
-static void put_u64s(net_buf *b, int type, uint64_t a, uint64_t c)
+static void put_u64s(dp_buf *b, int type, uint64_t a, uint64_t c)
 {
     uint8_t p[16];
     dp_put_u64(p, a);
@@ -49,14 +49,14 @@ static void put_u64s(net_buf *b, int type, uint64_t a, uint64_t c)
     evt_wire_put(b, type, p, sizeof p);
 }
 
-static void put_u64(net_buf *b, int type, uint64_t v)
+static void put_u64(dp_buf *b, int type, uint64_t v)
 {
     uint8_t p[8];
     dp_put_u64(p, v);
     evt_wire_put(b, type, p, sizeof p);
 }
 
-static void put_hello_task(net_buf *b)
+static void put_hello_task(dp_buf *b)
 {
     uint8_t p[12];
     dp_put_u32(p, EVT_JOB_WORKER);
@@ -65,7 +65,7 @@ static void put_hello_task(net_buf *b)
     evt_wire_put(b, EVT_F_HELLO_TASK, p, sizeof p);
 }
 
-static void put_probe_reply(net_buf *b, uint64_t seq, int64_t hub_ns, int64_t task_ns)
+static void put_probe_reply(dp_buf *b, uint64_t seq, int64_t hub_ns, int64_t task_ns)
 {
     uint8_t p[24];
     dp_put_u64(p, seq);
@@ -75,7 +75,7 @@ static void put_probe_reply(net_buf *b, uint64_t seq, int64_t hub_ns, int64_t ta
 }
 
 /* The hub's side of a task's clock sync: two PROBEs and READY. */
-static void put_hub_sync(net_buf *b)
+static void put_hub_sync(dp_buf *b)
 {
     put_u64s(b, EVT_F_PROBE, 1, 5000);
     put_u64s(b, EVT_F_PROBE, 2, 6000);
@@ -83,7 +83,7 @@ static void put_hub_sync(net_buf *b)
 }
 
 /* A handshake frame (NET_T_AUTH_*) of protocol proto, its 32 bytes all `fill`. */
-static void put_auth(net_buf *b, int proto, int type, uint8_t fill)
+static void put_auth(dp_buf *b, int proto, int type, uint8_t fill)
 {
     uint8_t p[NET_AUTH_BYTES];
     memset(p, fill, sizeof p);
@@ -91,21 +91,21 @@ static void put_auth(net_buf *b, int proto, int type, uint8_t fill)
     net_frame_put(b, &h, p, sizeof p);
 }
 
-static void put_error(net_buf *b, int proto, const char *text)
+static void put_error(dp_buf *b, int proto, const char *text)
 {
     net_frame h = {.proto = (uint8_t)proto, .type = NET_T_ERROR};
     net_frame_put(b, &h, text, strlen(text));
 }
 
-static void mode(net_buf *b, uint8_t m)
+static void mode(dp_buf *b, uint8_t m)
 {
-    net_buf_clear(b);
-    net_buf_append(b, &m, 1);
+    dp_buf_clear(b);
+    dp_buf_append(b, &m, 1);
 }
 
 static void auth_seeds(const char *out)
 {
-    net_buf b = {0};
+    dp_buf b = {0};
     float v[4] = {1, 2, 3, 4};
     /* 0: a ps with a secret; the client's raw frames. */
     mode(&b, 0);
@@ -162,7 +162,7 @@ static void auth_seeds(const char *out)
     put_hub_sync(&b);
     put_u64(&b, EVT_F_ACK, 0);
     save(out, "auth", "task-open-session.bin", &b);
-    net_buf_release(&b);
+    dp_buf_release(&b);
 }
 
 int main(int argc, char **argv)
@@ -182,34 +182,34 @@ int main(int argc, char **argv)
         for (int i = 0; i < 3; i++)
             if (*ids[i]) *ids[i] = evt_strtab_intern(t, trace_reader_string(r, *ids[i]));
     }
-    net_buf b = {0};
+    dp_buf b = {0};
     evt_wire_put_strings(&b, t, 1, evt_strtab_count(t));
     evt_wire_put_events(&b, recs, n);
     save(out, "frame", "stream.bin", &b);
 
     /* ---- to the hub ---- */
-    net_buf hs = {0};
+    dp_buf hs = {0};
     put_hello_task(&hs);
     put_probe_reply(&hs, 1, 0, 1000);
     put_probe_reply(&hs, 2, 0, 1000);
     uint8_t rs[20];
     dp_put_u64(rs, 0); dp_put_u32(rs + 8, 0); dp_put_u64(rs + 12, 7);
     evt_wire_put(&hs, EVT_F_RESUME, rs, sizeof rs);
-    net_buf_append(&hs, b.data, b.len);
+    dp_buf_append(&hs, b.data, b.len);
     save(out, "handshake", "task-session.bin", &hs);
-    net_buf_clear(&hs);
+    dp_buf_clear(&hs);
     uint8_t flags[4] = {0};
     evt_wire_put(&hs, EVT_F_HELLO_SUB, flags, sizeof flags);
     save(out, "handshake", "sub-hello.bin", &hs);
     /* The fixed finding: a PROBE_REPLY whose task clock leaves no room for the offset
      * (t2 - (t1 + rtt/2) with t2 near INT64_MIN overflows); refused (HUB_CLOCK_MAX). */
-    net_buf_clear(&hs);
+    dp_buf_clear(&hs);
     put_hello_task(&hs);
     put_probe_reply(&hs, 1, 0, INT64_MIN + 1);
     put_probe_reply(&hs, 2, 0, INT64_MAX);
     save(out, "handshake", "crash-probe-reply-offset-overflow", &hs);
     /* Its twin: a synced task's record at the int64 limit (aligning it overflowed). */
-    net_buf_clear(&hs);
+    dp_buf_clear(&hs);
     put_hello_task(&hs);
     put_probe_reply(&hs, 1, 0, 0);
     put_probe_reply(&hs, 2, 0, 0);
@@ -220,7 +220,7 @@ int main(int argc, char **argv)
     save(out, "handshake", "crash-record-time-overflow", &hs);
 
     /* ---- to a ps ---- */
-    net_buf pr = {0};
+    dp_buf pr = {0};
     float v[16];
     for (int i = 0; i < 16; i++) v[i] = (float)i / 16.0f;
     put_proto(&pr, MSG_HELLO, 0, 12345, 0, NULL, 0);
@@ -234,7 +234,7 @@ int main(int argc, char **argv)
     save(out, "proto", "session.bin", &pr);
 
     /* ---- to a task (fuzz_emitter queues 12 records before the first connection) ---- */
-    net_buf em = {0};
+    dp_buf em = {0};
     put_hub_sync(&em);
     put_u64(&em, EVT_F_ACK, 2);
     put_u64(&em, EVT_F_ACK, 12);
@@ -243,20 +243,20 @@ int main(int argc, char **argv)
     put_hub_sync(&em);
     put_u64(&em, EVT_F_ACK, 14);
     save(out, "emitter", "reconnect.bin", &em);
-    net_buf_clear(&em);
+    dp_buf_clear(&em);
     put_hub_sync(&em);
     put_u64(&em, EVT_F_ACK, 1000);
     save(out, "emitter", "ack-out-of-range.bin", &em);
-    net_buf_clear(&em);
+    dp_buf_clear(&em);
     put_u64s(&em, EVT_F_PROBE, 1, 5000);
     put_u64(&em, EVT_F_ACK, 1);
     save(out, "emitter", "ack-before-ready.bin", &em);
-    net_buf_clear(&em);
+    dp_buf_clear(&em);
     put_error(&em, NET_PROTO_STREAM, "authentication required: this hub has a secret");
     save(out, "emitter", "error.bin", &em);
 
     /* ---- to a viewer ---- */
-    net_buf sub = {0};
+    dp_buf sub = {0};
     put_u64(&sub, EVT_F_WELCOME, 123456789);
     evt_wire_put_strings(&sub, t, 1, evt_strtab_count(t));
     evt_wire_put_events(&sub, recs, n / 2);
@@ -264,14 +264,14 @@ int main(int argc, char **argv)
     evt_wire_put_events(&sub, recs + n / 2, n - n / 2);
     put_u64(&sub, EVT_F_DROPPED, 3);
     save(out, "sub", "stream.bin", &sub);
-    net_buf_clear(&sub);
+    dp_buf_clear(&sub);
     put_error(&sub, NET_PROTO_STREAM, "this hub serves at most 64 viewers at once");
     save(out, "sub", "error.bin", &sub);
 
     auth_seeds(out);
 
-    net_buf_release(&b); net_buf_release(&hs); net_buf_release(&pr);
-    net_buf_release(&em); net_buf_release(&sub);
+    dp_buf_release(&b); dp_buf_release(&hs); dp_buf_release(&pr);
+    dp_buf_release(&em); dp_buf_release(&sub);
     evt_strtab_free(t);
     trace_reader_close(r);
     return 0;

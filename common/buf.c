@@ -1,18 +1,18 @@
 /* buf.c — the growable byte buffer (buf.h). */
-#include "net/buf.h"
+#include "common/buf.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/dp.h"
 
-void net_buf_release(net_buf *b)
+void dp_buf_release(dp_buf *b)
 {
     free(b->data);
     memset(b, 0, sizeof *b);
 }
 
-uint8_t *net_buf_reserve(net_buf *b, size_t n)
+uint8_t *dp_buf_reserve(dp_buf *b, size_t n)
 {
     if (b->off && b->off == b->len) b->off = b->len = 0;
     if (b->len + n > b->cap && b->off) {
@@ -30,16 +30,16 @@ uint8_t *net_buf_reserve(net_buf *b, size_t n)
     return b->data + b->len;
 }
 
-void net_buf_append(net_buf *b, const void *p, size_t n)
+void dp_buf_append(dp_buf *b, const void *p, size_t n)
 {
     if (!n) return;
-    memcpy(net_buf_reserve(b, n), p, n);
+    memcpy(dp_buf_reserve(b, n), p, n);
     b->len += n;
 }
 
-void net_buf_consume(net_buf *b, size_t n)
+void dp_buf_consume(dp_buf *b, size_t n)
 {
-    dp_assert("net_buf: consume beyond pending", n <= b->len - b->off);
+    dp_assert("dp_buf: consume beyond pending", n <= b->len - b->off);
     b->off += n;
     if (b->off == b->len) b->off = b->len = 0;
 }
