@@ -10,6 +10,7 @@
 #include "cli/args.h"
 #include "cli/cmds.h"
 #include "common/dp.h"
+#include "net/auth.h"
 #include "web/web.h"
 
 static void usage(FILE *f)
@@ -17,13 +18,13 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: downpour serve TRACE [--listen ADDR] [--follow] [--at SECONDS] [--paused]\n"
             "                      [--speed X] [--size WxH] [--fps N] [--max-conns N]\n"
-            "                      [--idle-timeout S] [--max-behind FRAMES]\n\n"
+            "                      [--idle-timeout S] [--max-behind FRAMES] [--secret-file FILE]\n\n"
             "Serves TRACE as a web page: students open the printed address in a browser and\n"
             "see what `downpour view` shows, drawn here and streamed as PNG frames, with play,\n"
             "pause, step and a scrubber. Each browser has its own position unless --follow.\n\n"
             "  --listen ADDR     host:port (default %s; port 0 picks a free one). Only\n"
             "                    loopback unless asked: 0.0.0.0:PORT serves the whole network\n"
-            "                    (with a warning: there is no password yet)\n"
+            "                    (with a warning when there is no secret)\n"
             "  --follow          every page shows the server's position; any page's buttons\n"
             "                    move it for everyone\n"
             "  --at SECONDS      start there;  --paused  start paused;  --speed X  (0.01..100)\n"
@@ -32,7 +33,9 @@ static void usage(FILE *f)
             "  --max-conns N     connection cap (default 128; more are refused and counted)\n"
             "  --idle-timeout S  close a connection that accepts nothing for S s (default 10)\n"
             "  --max-behind N    drop a page that falls N frames behind while one frame is being\n"
-            "                    sent to it (default 4 s of frames: 4 x fps + 1)\n\n"
+            "                    sent to it (default 4 s of frames: 4 x fps + 1)\n"
+            "  --secret-file FILE  (or $DOWNPOUR_SECRET) the page then needs the viewer token\n"
+            "                    the printed address carries (?token=...)\n\n"
             "Prints \"serving URL\" on stdout once bound; GET /stats gives the counters\n"
             "(frames drawn, sent, skipped, pages dropped for reading too slowly). A lesson's\n"
             "questions appear on the page at their steps; students answer there, and stderr\n"
@@ -75,6 +78,12 @@ int cmd_serve(int argc, char **argv)
             o.follow = 1;
         } else if (!strcmp(argv[i], "--paused")) {
             o.start_paused = 1;
+        } else if ((v = cli_flag_value("serve", argc, argv, &i, "--secret-file", &bad))) {
+            char err[DP_ERRLEN];
+            if (auth_secret_file_to_env(v, err)) {
+                fprintf(stderr, "downpour: serve: %s\n", err);
+                return 2;
+            }
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--listen", &bad))) {
             o.listen = v;
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--at", &bad))) {

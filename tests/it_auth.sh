@@ -157,4 +157,22 @@ check "cluster with no secret trains (rc $rc), global step $(json "$TMP/auto.out
 check "... an outsider without its secret is refused" grep -a -q "authentication required" "$TMP/out.out"
 check "... its own hub recorded the tasks' events (they authenticated)" fcmp "$(json "$TMP/auto.out" events)" '>' 100
 
+# --- the web page of a run with a secret: the viewer token, in the address or its cookie ---
+WT=$(ls scenarios/recorded/*.dptrace | head -1)
+DOWNPOUR_SECRET=$SECRET "$DOWNPOUR" serve "$WT" --listen 127.0.0.1:0 >"$TMP/web.out" 2>"$TMP/web.err" &
+WEB=$!
+for _ in $(seq 100); do grep -q '^serving ' "$TMP/web.out" && break; sleep 0.05; done
+WURL=$(awk '/^serving /{print $2}' "$TMP/web.out")
+WBASE=${WURL%%\?*}
+code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+check "the page's address carries the viewer token ($WURL)" grep -q '^http://127\.0\.0\.1:[0-9]*/?token=[0-9a-f]\{32\}$' <<<"$WURL"
+check "without the token the page is refused (403)" test "$(code "$WBASE")" = 403
+check "... and its counters too (403)" test "$(code "${WBASE}stats")" = 403
+check "a wrong token is refused (403)" test "$(code "${WBASE}?token=00000000000000000000000000000000")" = 403
+curl -s -c "$TMP/jar" -o "$TMP/page.html" -w '%{http_code}' "$WURL" >"$TMP/page.code"
+check "with the token the page opens (200)" test "$(cat "$TMP/page.code")" = 200
+check "... and sets its cookie" grep -q 'dp_token' "$TMP/jar"
+check "the page's own requests pass with the cookie (stats: 200)" test "$(code -b "$TMP/jar" "${WBASE}stats")" = 200
+kill $WEB; wait $WEB 2>/dev/null
+
 done_tests

@@ -12,6 +12,7 @@
  * page more than max_behind frames behind is dropped at its next write; one whose socket
  * accepts nothing for idle_timeout_s is closed by libmicrohttpd (counted in done_cb). */
 #include <microhttpd.h>
+#include <sodium.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/dp.h"
+#include "net/auth.h"
 #include "net/sock.h"
 #include "web/internal.h"
 
@@ -345,6 +347,48 @@ static enum MHD_Result serve_lesson(web_server *w, struct MHD_Connection *conn)
     return rc;
 }
 
+/* ---- the page's token ------------------------------------------------------------------------
+ * With a secret configured, every request must carry the viewer token of the run's key: in
+ * the query (`?token=`, the address `downpour` prints) or in the cookie the page's answer sets,
+ * which the page's own requests then send. Compared in constant time; refusals name nothing. */
+#define TOKEN_COOKIE "dp_token"
+
+static int token_matches(const web_server *w, const char *given)
+{
+    size_t n = strlen(w->token);
+    return given && strlen(given) == n && sodium_memcmp(given, w->token, n) == 0;
+}
+
+static int token_from_query(const web_server *w, struct MHD_Connection *conn)
+{
+    return token_matches(w, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token"));
+}
+
+static int token_ok(const web_server *w, struct MHD_Connection *conn)
+{
+    return !w->token[0] || token_from_query(w, conn) ||
+           token_matches(w, MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, TOKEN_COOKIE));
+}
+
+/* The page; with the token in the query, it is remembered in a cookie for the page's
+ * requests (HttpOnly, this site only). */
+static enum MHD_Result serve_page(web_server *w, struct MHD_Connection *conn)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(web_page_html), (void *)web_page_html,
+                                                             MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (w->token[0] && token_from_query(w, conn)) {
+        char cookie[96];
+        snprintf(cookie, sizeof cookie, TOKEN_COOKIE "=%s; HttpOnly; SameSite=Strict; Path=/", w->token);
+        MHD_add_response_header(r, "Set-Cookie", cookie);
+    }
+    enum MHD_Result rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
 /* ---- libmicrohttpd callbacks ----------------------------------------------------------------- */
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload,
@@ -367,6 +411,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         *upload_size = 0;
         return MHD_YES;
     }
+    if (!token_ok(w, conn)) {
+        dp_log(DP_LOG_INFO, "web", "refused %s %s from %s: no viewer token", method, url, rq->peer);
+        return respond_error(conn, MHD_HTTP_FORBIDDEN, "this run has a secret: open the address downpour "
+                             "printed, with its ?token=");
+    }
     if (!strcmp(url, "/control")) {
         if (!post) return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST");
         return serve_control(w, conn);
@@ -377,9 +426,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     }
     if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
         return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET");
-    if (!strcmp(url, "/") || !strcmp(url, "/index.html"))
-        return respond(conn, MHD_HTTP_OK, "text/html; charset=utf-8", web_page_html,
-                       strlen(web_page_html));
+    if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return serve_page(w, conn);
     if (!strcmp(url, "/stream")) return serve_stream(w, conn, rq);
     if (!strcmp(url, "/state")) return serve_state(w, conn);
     if (!strcmp(url, "/frame.png")) return serve_frame(w, conn);
@@ -468,6 +515,10 @@ int web_http_start(web_server *w, const char *listen_addr, char *err)
     rc = DP_EIO;
     char addr[96];
     net_addr_text((struct sockaddr *)&ss, addr, sizeof addr);
+    auth_key key;
+    if (auth_hub_key_from_env(&key, err)) goto fail;
+    if (key.set) auth_viewer_token(&key, w->token, sizeof w->token);
+    auth_key_clear(&key);
     snprintf(w->url, sizeof w->url, "http://%s/", addr);
     w->loopback = is_loopback(&ss);
     if (is_wildcard(&ss)) {
@@ -478,6 +529,11 @@ int web_http_start(web_server *w, const char *listen_addr, char *err)
         snprintf(w->share, sizeof w->share, "http://%s:%d/", host, port);
     } else {
         snprintf(w->share, sizeof w->share, "%s", w->url);
+    }
+    if (w->token[0]) {   /* the addresses to open carry the token */
+        size_t n = strlen(w->url), m = strlen(w->share);
+        snprintf(w->url + n, sizeof w->url - n, "?token=%s", w->token);
+        snprintf(w->share + m, sizeof w->share - m, "?token=%s", w->token);
     }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
                      MHD_USE_ERROR_LOG | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);

@@ -82,7 +82,8 @@ typedef struct web_cursor {
 struct web_server {
     web_options opt;             /* strings point into the copies below */
     char *trace, *connect, *title;
-    char url[128], share[128];
+    char url[192], share[192];
+    char token[40];      /* the page's access token ("": none, no secret configured) */
     int loopback;
     struct MHD_Daemon *mhd;
     viz_source *src;             /* render thread only after start */

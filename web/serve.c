@@ -168,9 +168,11 @@ static void announce(web_server *w, const char *what, FILE *out)
                 "--listen 0.0.0.0:PORT shares it)\n", what, w->url);
     } else {
         fprintf(stderr, "web: %s at %s: students open %s\n", what, w->url, w->share);
-        fprintf(stderr, "downpour: web: warning: %s is not a loopback address: anyone who can "
-                "reach this machine can watch%s (there is no password yet)\n", w->url,
-                w->opt.follow && !w->opt.driven ? " and move the replay for everyone" : "");
+        if (!w->token[0])
+            fprintf(stderr, "downpour: web: warning: %s is not a loopback address and the run has no "
+                    "secret: anyone who can reach this machine can watch%s (set $DOWNPOUR_SECRET or "
+                    "--secret-file: the page then needs the address's ?token=)\n", w->url,
+                    w->opt.follow && !w->opt.driven ? " and move the replay for everyone" : "");
     }
 }
 
