@@ -621,11 +621,14 @@ static void on_guard(struct ev_loop *loop, ev_timer *w, int revents)
             snprintf(why, sizeof why, "%s within %g s", c->hs_state == HS_CONNECTING ? "no connection" : "no handshake",
                      c->o.hello_s);
         close_as(c, NET_CLOSE_TIMEOUT, why);
-    } else if (c->hello_done && c->o.frame_s <= 0) {
+    } else if (c->hello_done && c->o.frame_s <= 0 && c->o.idle_s <= 0) {
         ev_timer_stop(c->loop, &c->guard);
     } else if (c->o.frame_s > 0 && (c->hgot || c->in_payload) && now > c->last_read_ns &&
                now - c->last_read_ns > (uint64_t)(c->o.frame_s * 1e9)) {
         snprintf(why, sizeof why, "a frame stalled: no byte for %g s", c->o.frame_s);
+        close_as(c, NET_CLOSE_TIMEOUT, why);
+    } else if (c->o.idle_s > 0 && now > c->last_read_ns && now - c->last_read_ns > (uint64_t)(c->o.idle_s * 1e9)) {
+        snprintf(why, sizeof why, "idle: nothing received for %g s", c->o.idle_s);
         close_as(c, NET_CLOSE_TIMEOUT, why);
     }
     LEAVE(c);
@@ -692,9 +695,10 @@ static net_conn *conn_alloc(struct ev_loop *loop, int fd, const net_conn_opts *o
     double g = 1.0;
     if (c->o.hello_s > 0 && c->o.hello_s / 4 < g) g = c->o.hello_s / 4;
     if (c->o.frame_s > 0 && c->o.frame_s / 4 < g) g = c->o.frame_s / 4;
+    if (c->o.idle_s > 0 && c->o.idle_s / 4 < g) g = c->o.idle_s / 4;
     if (g < 0.01) g = 0.01;
     ev_timer_init(&c->guard, on_guard, g, g);
-    if (c->o.hello_s > 0 || c->o.frame_s > 0) ev_timer_start(loop, &c->guard);
+    if (c->o.hello_s > 0 || c->o.frame_s > 0 || c->o.idle_s > 0) ev_timer_start(loop, &c->guard);
     c->born_ns = c->last_read_ns = dp_now_ns();
     if (c->o.listener) c->o.listener->open++;
     return c;

@@ -17,7 +17,7 @@
  *   bounded by out_cap (a send beyond it fails with DP_EFULL and queues nothing).
  * - Limits: a server's peer must be accepted (net_conn_hello_done) within hello_s and
  *   may send nothing longer than pre_hello_max before; a partly received frame that
- *   waits frame_s for its next byte closes the connection.
+ *   waits frame_s for its next byte closes the connection, and so does idle_s of silence.
  * - A bad frame closes the connection with a logged reason; a connection is freed after
  *   the callback that closed it returns, never inside it. One loop thread only. */
 #ifndef NET_CONN_H
@@ -76,6 +76,9 @@ typedef struct net_conn_opts {
     double hello_s;              /* server: closed unless accepted within this; client:
                                   * unless open within this (0: no limit) */
     double frame_s;              /* closed when a frame stalls this long (0: no limit) */
+    double idle_s;               /* closed when nothing at all comes for this long (0: no
+                                  * limit; the ps and hub leave it off: an authenticated
+                                  * worker may compute for minutes, a viewer only reads) */
     uint32_t pre_hello_max;      /* server: until accepted, longer payloads are refused
                                   * unread (0: no bound beyond the protocol's) */
     size_t out_cap;              /* output queue bound in bytes (0: none) */

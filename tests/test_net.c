@@ -478,12 +478,31 @@ static void test_limits(struct ev_loop *loop)
     CHECK_MSG(strstr(s2.reason, "a frame stalled: no byte for 0.1 s") != NULL, "%s", s2.reason);
     close(sv[1]);
 
+    /* idle_s: a peer that keeps talking stays; one that goes quiet is dropped. */
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    peer s4 = {0};
+    o = server_opts(NULL);
+    o.idle_s = 0.15;
+    net_conn_new(loop, sv[0], &o, &handler, &s4, "quiet");
+    header_bytes(buf, 9, T_PING, 0, 0, 0);
+    for (int i = 0; i < 6; i++) {   /* 0.3 s of a PING every 50 ms */
+        CHECK(write(sv[1], buf, NET_HEADER) == NET_HEADER);
+        usleep(50000);
+        pump(loop, 2);
+    }
+    CHECK(!s4.closed && s4.frames == 6);
+    run_until(loop, &s4.closed, 2000);
+    CHECK(s4.closed && s4.kind == NET_CLOSE_TIMEOUT);
+    CHECK_MSG(strstr(s4.reason, "idle: nothing received for 0.15 s") != NULL, "%s", s4.reason);
+    close(sv[1]);
+
     /* pre_hello_max: before hello_done, a longer payload is refused unread. */
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
     peer s3 = {0};
     o = server_opts(NULL);
     o.pre_hello_max = 8;
     net_conn_new(loop, sv[0], &o, &handler, &s3, "eager");
+    header_bytes(buf, 9, T_BLOB, 64, 0, 0);
     CHECK(write(sv[1], buf, NET_HEADER) == NET_HEADER);
     pump(loop, 4);
     CHECK(s3.closed && s3.kind == NET_CLOSE_PROTO && s3.got == 0);
