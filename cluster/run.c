@@ -79,6 +79,11 @@ static const run_key keys[] = {
      "ops whose name matches glob PAT go to device DEV, e.g. 'hidden/*=/gpu:1' (a list, or repeat the flag)"},
     {"allow_soft_placement", "placement", RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, CTL, 0, NULL,
      "an op whose device does not exist falls back to its default device instead of failing"},
+    {"hosts", "placement", RUN_T_TEXT, "N[,JOB:I-J=H]", "0", NULL, 0, 0, 0, NULL, S, 0, NULL,
+     "hosts the tasks run on, dealt round-robin (ps first) unless placed, e.g. 2,worker:0-3=1; "
+     "0: each task its own host"},
+    {"cores_per_host", "placement", RUN_T_INT, "C", "0", NULL, 0, 1e6, 0, NULL, S, 0, NULL,
+     "cores of each host, shared by its busy tasks (processor sharing); 0: unlimited"},
     {"bandwidth", "network", RUN_T_BANDWIDTH, "BW", "10Gbit", NULL, 0, 0, 0, NULL, S, 0, NULL,
      "every NIC, each direction, e.g. 10Gbit"},
     {"ps_bandwidth", "network", RUN_T_BANDWIDTH, "BW", NULL, NULL, 0, 0, 0, NULL, S, 0, NULL,

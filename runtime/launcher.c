@@ -353,6 +353,14 @@ static char *config_json(const rt_config *cfg)
         json_object_set_new(o, "netns", json_true());
         json_object_set_new(o, "net", links);
     }
+    /* where the tasks ran, for --calibrate-from: every task of a launched cluster shares
+     * this machine's cores (with --netns too: namespaces share the CPUs) */
+    char host[256];
+    if (gethostname(host, sizeof host)) snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = 0;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    json_object_set_new(o, "hosts", json_pack("[{s:s,s:i}]", "name", host, "cores", (int)(cores > 0 ? cores : 0)));
+    json_object_set_new(o, "task_hosts", json_string("1"));
     json_object_set_new(o, "start_unix_ns", json_integer((json_int_t)dp_wall_ns()));
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);

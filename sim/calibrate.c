@@ -3,7 +3,9 @@
  *            the simulator's compute phase stands for: batch gathering, forward/backward,
  *            overheads); compute_end durations when a trace has no pulls. The base mean is
  *            the median of the workers' means; each worker's factor is its mean over that;
- *            the shape is constant (cv < 5%) or lognormal with the pooled cv.
+ *            the shape is constant (cv < 5%) or lognormal with the pooled cv. When the
+ *            metadata says the hosts and their cores, a gap is the work it would have
+ *            taken alone: integral of min(1, cores / open gaps on its host) over it.
  *   network: each worker's pull phase (first pull_begin .. a ps's last pull_end) gives,
  *            per ps, a duration d and x = max(bytes from that ps * workers pulling at once,
  *            bytes through the worker's NIC by then); least squares d = 2L + x / B gives
@@ -11,14 +13,15 @@
  *            answers, else (sync) from the step token's round trip: last push_end to
  *            step_end in steps with no barrier wait. A push phase (to its last ack) gives
  *            x the same way from the ps sent the most bytes; B_push = mean x / (mean d - 2L).
- *   cluster: ps / workers / mode / model from the metadata ("config" object or top level),
- *            else counted from the events. */
+ *   cluster: ps / workers / mode / model / hosts from the metadata ("config" object or
+ *            top level), else counted from the events. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
+#include "cluster/spec.h"
 #include "common/dp.h"
 #include "events/event.h"
 #include "events/trace.h"
@@ -41,6 +44,68 @@ typedef struct wstat {
     int in_phase;
 } wstat;
 
+/* A compute gap (last pull_end .. first push_begin) of worker k, kept to be de-rated. */
+typedef struct gap {
+    int64_t t0, t1;
+    int k;
+} gap;
+
+typedef struct gap_end {
+    int64_t t;
+    int i;            /* gap index; the start when start is 1 */
+    int start;
+} gap_end;
+
+static int gap_end_cmp(const void *a, const void *b)
+{
+    const gap_end *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* Processor sharing read backwards (sim/cpu.h's model): a gap on a host of `cores` cores
+ * during which n(t) gaps were open there did the work of integral min(1, cores / n(t)) dt
+ * alone. One sweep over the gaps' ends, per host a running integral S; a gap's work is S
+ * at its end minus S at its start. Adds each gap's work (s) to its worker's stats, in
+ * the gaps' order (each worker's in time order, as when added directly). */
+static void derate_gaps(const gap *g, int n, const sim_calibration *cal, wstat *ws)
+{
+    int H = cal->hosts.n;
+    gap_end *ends = xmalloc((size_t)(2 * (n > 0 ? n : 1)) * sizeof *ends);
+    for (int i = 0; i < n; i++) {
+        ends[2 * i] = (gap_end){g[i].t0, i, 1};
+        ends[2 * i + 1] = (gap_end){g[i].t1, i, 0};
+    }
+    qsort(ends, (size_t)(2 * n), sizeof *ends, gap_end_cmp);  /* ties: any order (no time passes) */
+    double *S = xcalloc((size_t)H, sizeof *S), *s0 = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *s0);
+    double *work = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *work);
+    int64_t *t = xcalloc((size_t)H, sizeof *t);
+    int *open = xcalloc((size_t)H, sizeof *open);
+    for (int j = 0; j < 2 * n; j++) {
+        const gap_end *e = &ends[j];
+        int h = sim_host_of(&cal->hosts, cal->n_ps, JOB_WORKER, g[e->i].k);
+        double r = open[h] > cal->cores ? (double)cal->cores / (double)open[h] : 1.0;
+        S[h] += (double)(e->t - t[h]) * r;
+        t[h] = e->t;
+        if (e->start) {
+            s0[e->i] = S[h];
+            open[h]++;
+        } else {
+            work[e->i] = (S[h] - s0[e->i]) / 1e9;
+            open[h]--;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        wstat *s = &ws[g[i].k];
+        s->sum += work[i]; s->sumsq += work[i] * work[i]; s->n++;
+    }
+    free(ends);
+    free(S);
+    free(s0);
+    free(work);
+    free(t);
+    free(open);
+}
+
 typedef struct fit {
     double sx, sy, sxx, sxy;
     int64_t n;
@@ -52,6 +117,31 @@ static void meta_int(json_t *o, const char *k, int *out)
     if (v && json_is_integer(v)) *out = (int)json_integer_value(v);
 }
 
+/* "hosts": [{"name", "cores"}, ...] and "task_hosts" (--hosts syntax; absent: tasks dealt
+ * round-robin over the hosts) into cal->hosts and cal->cores (the least of the hosts'; 0
+ * when one is not said). */
+static void read_hosts(json_t *o, sim_calibration *cal)
+{
+    json_t *hs = json_object_get(o, "hosts");
+    if (!json_is_array(hs) || json_array_size(hs) == 0 || json_array_size(hs) > SPEC_MAX_PS + SPEC_MAX_WORKERS)
+        return;
+    int cores = -1;
+    for (size_t i = 0; i < json_array_size(hs); i++) {
+        json_t *c = json_object_get(json_array_get(hs, i), "cores");
+        int n = json_is_integer(c) && json_integer_value(c) > 0 && json_integer_value(c) <= 1000000
+            ? (int)json_integer_value(c) : 0;
+        if (cores < 0 || n < cores) cores = n;
+    }
+    memset(&cal->hosts, 0, sizeof cal->hosts);
+    cal->hosts.n = (int)json_array_size(hs);
+    cal->cores = cores > 0 ? cores : 0;
+    json_t *th = json_object_get(o, "task_hosts");
+    sim_hosts placed;
+    char e2[DP_ERRLEN];
+    if (json_is_string(th) && !sim_parse_hosts(json_string_value(th), &placed, e2) && placed.n == cal->hosts.n)
+        cal->hosts = placed;
+}
+
 static void read_metadata(const char *json, sim_calibration *cal)
 {
     json_t *root = json_loads(json, 0, NULL);
@@ -60,6 +150,7 @@ static void read_metadata(const char *json, sim_calibration *cal)
     for (int i = 0; i < 3; i++) {
         json_t *o = srcs[i];
         if (!o || !json_is_object(o)) continue;
+        read_hosts(o, cal);
         meta_int(o, "ps", &cal->n_ps);
         meta_int(o, "workers", &cal->n_workers);
         meta_int(o, "hidden", &cal->hidden);
@@ -137,6 +228,10 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
     cal->until_loss = NAN;
     double *last_loss = NULL;     /* per worker, the loss of its last step_end */
     int n_last = 0;
+    /* the recorded hosts had cores to share: gaps are kept and de-rated at the end */
+    int derate = cal->cores > 0 && cal->hosts.n > 0;
+    gap *gaps = NULL;
+    int n_gaps = 0, cap_gaps = 0;
     while ((rc = trace_reader_next(r, &e)) == 1) {
         if (e.kind == EVT_GLOBAL_STEP) {
             if (e.step > max_step) break;
@@ -267,8 +362,16 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
             if (p >= 0 && p < np_alloc) s->push_ps[p] += (double)e.bytes;
             if (s->first_push < 0 && s->last_pull_end >= 0) {
                 s->first_push = e.t;
-                double g = (double)(e.t - s->last_pull_end) / 1e9;
-                s->sum += g; s->sumsq += g * g; s->n++;
+                if (derate) {
+                    if (n_gaps == cap_gaps) {
+                        cap_gaps = cap_gaps ? 2 * cap_gaps : 1024;
+                        gaps = xrealloc(gaps, (size_t)cap_gaps * sizeof *gaps);
+                    }
+                    gaps[n_gaps++] = (gap){s->last_pull_end, e.t, k};
+                } else {
+                    double g = (double)(e.t - s->last_pull_end) / 1e9;
+                    s->sum += g; s->sumsq += g * g; s->n++;
+                }
                 s->last_pull_end = -1;
             }
         } else if (e.kind == EVT_BARRIER_WAIT) {
@@ -299,6 +402,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
     }
     trace_reader_close(r);
     if (rc < 0) {
+        free(gaps);
         for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end), free(ws[i].push_ps);
         free(ws);
         free(cb);
@@ -308,6 +412,8 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
     }
     if (cal->n_workers <= 0) cal->n_workers = max_w + 1;
     if (cal->n_ps <= 0) cal->n_ps = max_ps + 1;
+    if (derate) derate_gaps(gaps, n_gaps, cal, ws);
+    free(gaps);
     /* compute: median of worker means, per-worker factors, pooled cv */
     int nw = max_w + 1;
     double *means = xcalloc((size_t)(nw > 0 ? nw : 1), sizeof *means);

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "cluster/spec.h"
 #include "common/dp.h"
 
 static int sim_extra(void *ctx, const run_key *k, const run_value *v, const char *what, char *err)
@@ -26,6 +27,8 @@ static int sim_extra(void *ctx, const run_key *k, const run_value *v, const char
     else if (!strcmp(n, "worker_bandwidth")) c->worker_bw = v->d;
     else if (!strcmp(n, "latency")) c->latency = v->d;
     else if (!strcmp(n, "compute")) return sim_parse_dist(v->text, &c->compute, err);
+    else if (!strcmp(n, "hosts")) return sim_parse_hosts(v->text, &c->hosts, err);
+    else if (!strcmp(n, "cores_per_host")) c->cores_per_host = (int)v->i;
     else if (!strcmp(n, "nqm_dims")) c->nqm_dims = (int)v->i;
     else if (!strcmp(n, "max_sim_time")) c->max_sim_s = v->d;
     else if (!strcmp(n, "trace_level")) return sim_parse_trace_level(v->text, &c->trace_level, &c->trace_sample, err);
@@ -123,6 +126,16 @@ void sim_options_calibrate(sim_options *o, const sim_calibration *cal)
         }
     }
     if (cal->batch > 0) c->batch = cal->batch;
+    /* the recorded hosts and cores (a local launcher: one host, its cores); the trace's
+     * placements only while they name tasks of this cluster */
+    if (!given(o, "hosts") && cal->hosts.n > 0) {
+        int keep = 1;
+        for (int i = 0; i < cal->hosts.n_rules; i++)
+            keep &= cal->hosts.rule[i].last < (cal->hosts.rule[i].job == JOB_PS ? c->n_ps : c->n_workers);
+        c->hosts = cal->hosts;
+        if (!keep) c->hosts.n_rules = 0;
+    }
+    if (!given(o, "cores_per_host") && cal->cores > 0) c->cores_per_host = cal->cores;
     /* per-worker speeds carry over when the cluster has the same workers */
     if (cal->speed && cal->n_speed == c->n_workers) c->speed = cal->speed;
 }
@@ -148,6 +161,8 @@ char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
         json_object_set_new(j, "fork_at_step", json_integer((json_int_t)c->step_offset));
     }
     json_object_set_new(j, "model_bytes", json_integer((json_int_t)r->model_bytes));
+    json_object_set_new(j, "hosts", json_integer(c->hosts.n));
+    json_object_set_new(j, "cores_per_host", json_integer(c->cores_per_host));
     json_object_set_new(j, "sim_time_s", json_real(r->sim_s));
     json_object_set_new(j, "sim_events", json_integer((json_int_t)r->sim_events));
     json_object_set_new(j, "events_per_s", json_real(wall_s > 0 ? (double)r->sim_events / wall_s : 0));

@@ -139,6 +139,20 @@ static char *config_json(const sim_world *w)
     json_object_set_new(o, "loss", json_string("noisy quadratic surrogate"));
     json_object_set_new(o, "nqm_dims", json_integer(c->nqm_dims));
     json_object_set_new(o, "failures", json_integer(c->n_failures));
+    if (c->hosts.n > 0) {
+        /* as the real launcher writes them (runtime/launcher.c): one object per host, and
+         * where the tasks run in --hosts syntax */
+        json_t *hosts = json_array();
+        for (int h = 0; h < c->hosts.n; h++) {
+            char name[32];
+            snprintf(name, sizeof name, "sim-host-%d", h);
+            json_array_append_new(hosts, json_pack("{s:s,s:i}", "name", name, "cores", c->cores_per_host));
+        }
+        json_object_set_new(o, "hosts", hosts);
+        char spec[8192];
+        sim_hosts_format(&c->hosts, spec, sizeof spec);
+        json_object_set_new(o, "task_hosts", json_string(spec));
+    }
     json_t *lesson = c->lesson_json ? json_loads(c->lesson_json, 0, NULL) : NULL;
     if (lesson) json_object_set_new(o, "lesson", lesson);
     json_t *fork = c->fork_json ? json_loads(c->fork_json, 0, NULL) : NULL;

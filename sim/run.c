@@ -19,6 +19,13 @@ int sim_config_check(const sim_config *c, char *err)
     if (!(c->compute.mean >= 0)) return dp_fail(err, DP_EINVAL, "--compute: mean must not be negative");
     if (c->model_bytes < 0 || c->model_bytes > 200e9)
         return dp_fail(err, DP_EINVAL, "--model-bytes: must be in 0..200GB");
+    for (int i = 0; i < c->hosts.n_rules; i++) {
+        const sim_host_rule *h = &c->hosts.rule[i];
+        int n = h->job == JOB_PS ? c->n_ps : c->n_workers;
+        if (h->last >= n)
+            return dp_fail(err, DP_EINVAL, "--hosts: %s %d does not exist (%d %s tasks)",
+                           spec_job_name((dp_job)h->job), h->last, n, spec_job_name((dp_job)h->job));
+    }
     for (int i = 0; i < c->n_failures; i++) {
         const sim_failure *f = &c->failures[i];
         int n = f->job == JOB_PS ? c->n_ps : c->n_workers;
@@ -94,6 +101,28 @@ static void make_locks(sim_world *w)
             sync_acc_free(w->ps_acc[p]);
             w->ps_acc[p] = NULL;
         }
+}
+
+/* --hosts / --cores-per-host: the shared cores, only where some host has more workers
+ * than cores (elsewhere no compute can slow down, and it runs as without hosts). */
+static void hosts_init(sim_world *w)
+{
+    const sim_config *c = w->cfg;
+    int H = c->hosts.n;
+    if (H <= 0 || c->cores_per_host <= 0) return;
+    int *count = xcalloc((size_t)H, sizeof *count), crowded = 0;
+    w->wk_host = xmalloc((size_t)w->W * sizeof *w->wk_host);
+    for (int k = 0; k < w->W; k++) {
+        w->wk_host[k] = sim_host_of(&c->hosts, w->P, JOB_WORKER, k);
+        crowded |= ++count[w->wk_host[k]] > c->cores_per_host;
+    }
+    free(count);
+    if (!crowded) return;
+    w->cpu = sim_cpu_new(H, c->cores_per_host, w->W);
+    w->cpu_at = xmalloc((size_t)H * sizeof *w->cpu_at);
+    for (int h = 0; h < H; h++) w->cpu_at[h] = INT64_MAX;
+    w->cpu_gen = xcalloc((size_t)H, sizeof *w->cpu_gen);
+    w->cpu_done = xmalloc((size_t)w->W * sizeof *w->cpu_done);
 }
 
 static int world_init(sim_world *w, const sim_config *c, char *err)
@@ -184,6 +213,7 @@ static int world_init(sim_world *w, const sim_config *c, char *err)
         wk->snap = -1;
     }
     for (int i = 0; i < c->n_stragglers; i++) w->wk[c->stragglers[i].worker].speed *= c->stragglers[i].factor;
+    hosts_init(w);
     w->net = sim_net_new();
     w->ps_up = xmalloc((size_t)w->P * sizeof *w->ps_up);
     w->ps_down = xmalloc((size_t)w->P * sizeof *w->ps_down);
@@ -240,6 +270,11 @@ static void world_release(sim_world *w)
     free(w->snap);
     free(w->snap_refs);
     free(w->free_snaps);
+    sim_cpu_free(w->cpu);
+    free(w->wk_host);
+    free(w->cpu_at);
+    free(w->cpu_gen);
+    free(w->cpu_done);
     sim_net_free(w->net);
     free(w->ps_up);
     free(w->co_links);

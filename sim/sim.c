@@ -13,6 +13,8 @@
  * lockstep and share one: see sim_lock in world.h), async/ssp apply at once with
  * async_apply staleness; global_step is variable 0 (its accumulator counts the step; in
  * async every applied push advances it; the SSP gate lives with it).
+ * Compute lasts its drawn time, or, on a host with fewer cores than workers
+ * (--hosts, --cores-per-host), is work on the host's shared cores (cpu.h).
  * Messages: a request costs one latency; data moves as network flows (one flow per
  * worker and ps per phase, carrying that ps's variables) plus one latency; acks cost one
  * latency; the sync token is a zero-byte message (one latency each way). Workers starting
@@ -28,6 +30,7 @@
 #include "sim/world.h"
 
 static void wk_start_step(sim_world *w, int k);
+static void cpu_arm(sim_world *w, int h);
 
 static int64_t ns_of(double s)
 {
@@ -58,6 +61,11 @@ static void fire_failure(sim_world *w, int i)
     } else {
         sim_wk *k = &w->wk[f->task];
         if (k->phase == SIM_W_DONE) return;
+        if (w->cpu && k->phase == SIM_W_COMPUTE) {
+            /* its work leaves the host: the others there speed up now */
+            int h = sim_cpu_cancel(w->cpu, f->task, w->now);
+            if (h >= 0) cpu_arm(w, h);
+        }
         k->dead = 1;
         k->inc++;
         k->inc_epoch = ++w->inc_epoch;
@@ -393,6 +401,13 @@ static void pull_done(sim_world *w, int k)
     wk->t_compute = w->now;
     sim_emit_wk(w, EVT_COMPUTE_BEGIN, k, -1, -1, wk->local, 0, 0, 0, 0, 0);
     double d = sim_draw_compute(w, k);
+    if (w->cpu) {
+        /* work on its host's shared cores: it ends when the host has done it */
+        int h = w->wk_host[k];
+        sim_cpu_start(w->cpu, h, k, (double)ns_of(d), w->now);
+        cpu_arm(w, h);
+        return;
+    }
     sim_heap_push(&w->heap, w->now + ns_of(d), SIM_EV_COMPUTE_END, k, wk->inc);
 }
 
@@ -425,6 +440,39 @@ static void push_done(sim_world *w, int k)
     wk->local++;
     w->samples += w->cfg->batch;
     wk_start_step(w, k);
+}
+
+/* ---- shared cores ------------------------------------------------------------------ */
+
+/* Host h's work changed: its one armed event goes to its next finish (an event armed
+ * earlier for another time is left in the heap, stale: its generation is old). */
+static void cpu_arm(sim_world *w, int h)
+{
+    int64_t t = sim_cpu_next(w->cpu, h);
+    if (t == w->cpu_at[h]) return;
+    w->cpu_at[h] = t;
+    w->cpu_gen[h]++;
+    if (t != INT64_MAX) sim_heap_push(&w->heap, t, SIM_EV_CPU, h, (int64_t)w->cpu_gen[h]);
+}
+
+/* Host h's armed event: the workers whose compute is done end it, in finishing order
+ * (as the COMPUTE_END events they stand for, and counted as them). */
+static void cpu_event(sim_world *w, int h, uint64_t gen)
+{
+    if (gen != w->cpu_gen[h]) {
+        w->events--;  /* stale: not an event of the protocol */
+        return;
+    }
+    w->cpu_at[h] = INT64_MAX;
+    int n = sim_cpu_pop(w->cpu, h, w->now, w->cpu_done);
+    for (int i = 0; i < n; i++) {
+        int k = w->cpu_done[i];
+        dp_assert("sim: a worker's compute ended while it was not computing (a death not cancelled)",
+                  !w->wk[k].dead && w->wk[k].phase == SIM_W_COMPUTE);
+        compute_end(w, k);
+    }
+    w->events += (uint64_t)(n > 0 ? n - 1 : 0);
+    cpu_arm(w, h);
 }
 
 /* ---- deliveries ------------------------------------------------------------------ */
@@ -682,6 +730,9 @@ static void dispatch(sim_world *w, const sim_event *ev)
     }
     case SIM_EV_TOKEN_ARRIVE:
         token_arrive(w, ev);
+        return;
+    case SIM_EV_CPU:
+        cpu_event(w, k, (uint64_t)ev->b);
         return;
     case SIM_EV_FAIL:
         fire_failure(w, k);

@@ -48,6 +48,25 @@ int sim_parse_straggler(const char *s, run_straggler *out, char *err);
 typedef run_fault sim_failure;
 int sim_parse_failure(const char *s, sim_failure *out, char *err);
 
+/* --hosts N[,JOB:I[-J]=H,...]: the hosts the tasks run on; the cores of a host
+ * (--cores-per-host) are shared by its busy tasks. N = 0 (the default): every task on a
+ * host of its own. Otherwise tasks are dealt round-robin over the N hosts, ps first
+ * (ps i on host i mod N, worker j on host (P + j) mod N), except those a placement
+ * names, the last naming a task winning: "2,worker:0-3=1" puts workers 0..3 on host 1. */
+typedef struct sim_host_rule { int job, first, last, host; } sim_host_rule;
+#define SIM_MAX_HOST_RULES 64
+typedef struct sim_hosts {
+    int n;
+    sim_host_rule rule[SIM_MAX_HOST_RULES];
+    int n_rules;
+} sim_hosts;
+int sim_parse_hosts(const char *s, sim_hosts *out, char *err);
+/* Writes h back in the syntax sim_parse_hosts reads ("2,worker:0-3=1"). */
+void sim_hosts_format(const sim_hosts *h, char *buf, size_t n);
+/* The host of task `task` of `job` (JOB_PS / JOB_WORKER) in a cluster of n_ps ps, or -1
+ * when h->n is 0 (a host of its own). */
+int sim_host_of(const sim_hosts *h, int n_ps, int job, int task);
+
 /* ---- configuration ------------------------------------------------------------------ */
 
 enum sim_trace_level {
@@ -79,6 +98,8 @@ typedef struct sim_config {
     double latency;         /* seconds, one way, per message */
     sim_dist compute;
     double *speed;          /* NULL or n_workers compute-time factors (borrowed) */
+    sim_hosts hosts;        /* where the tasks run (--hosts) */
+    int cores_per_host;     /* 0: unlimited; else a host's busy tasks share this many cores */
     sim_failure failures[SIM_MAX_FAILURES];
     int n_failures;
     int nqm_dims;           /* surrogate dimension (default 32) */
@@ -160,6 +181,9 @@ typedef struct sim_calibration {
     double mean_step_s;      /* measured on the trace (global-step advances) */
     int64_t compute_spans, transfers;
     char model[16];          /* "mlp"/"softmax" from the metadata, "" if unknown */
+    sim_hosts hosts;         /* the metadata's hosts and task placement (n 0: not said) */
+    int cores;               /* the metadata's cores per host (the least of its hosts), 0 if
+                              * unknown; compute is fitted as the work it would take alone */
     int hidden, partition, batch, steps;
     /* sim_calibrate_until: where the fit stopped */
     int64_t until_step;      /* the global step reached (<= the limit) */
@@ -168,7 +192,9 @@ typedef struct sim_calibration {
 } sim_calibration;
 
 /* Reads a trace (real or simulated) and fits the compute distribution, per-worker speed
- * factors, effective bandwidth and latency. Release with sim_calibration_release(). */
+ * factors, effective bandwidth and latency; the metadata's hosts and cores, when it says
+ * them, are kept and the compute fitted as the work a step takes alone on them.
+ * Release with sim_calibration_release(). */
 int sim_calibrate(const char *trace_path, sim_calibration *cal, char *err);
 /* The same fit from the part of the trace up to the moment the global step first reached
  * max_step (what happened afterwards is not read), for a fork from that moment. */

@@ -1,5 +1,5 @@
-/* units.c — the simulator's flag values: compute distributions, stragglers, failures and
- * trace levels (sizes, bandwidths and times are common/units.c's). Every
+/* units.c — the simulator's flag values: compute distributions, stragglers, failures,
+ * trace levels and hosts (sizes, bandwidths and times are common/units.c's). Every
  * parser accepts the whole string or fails with one line naming the flag, the text and
  * what was expected; nothing here has state. */
 #include "sim/sim.h"
@@ -145,4 +145,83 @@ int sim_parse_trace_level(const char *s, int *level, int *sample, char *err)
         return dp_fail(err, DP_EINVAL, "--trace-level: \"%s\" is not full, sample[:K], steps or auto", s);
     }
     return DP_OK;
+}
+
+/* One "JOB:I[-J]=H" of --hosts into r; the message names the piece. */
+static int parse_host_rule(const char *piece, int n_hosts, sim_host_rule *r, char *err)
+{
+    char job[16];
+    long long a, b, h;
+    const char *colon = strchr(piece, ':'), *eq = strchr(piece, '=');
+    if (!colon || !eq || eq < colon || (size_t)(colon - piece) >= sizeof job) goto bad;
+    memcpy(job, piece, (size_t)(colon - piece));
+    job[colon - piece] = 0;
+    dp_job j;
+    if (spec_job_parse(job, &j)) goto bad;
+    char range[48];
+    size_t rl = (size_t)(eq - colon - 1);
+    if (rl == 0 || rl >= sizeof range) goto bad;
+    memcpy(range, colon + 1, rl);
+    range[rl] = 0;
+    char *dash = strchr(range, '-');
+    if (dash) *dash = 0;
+    if (dp_parse_int(range, &a) || a < 0 || a >= SPEC_MAX_WORKERS) goto bad;
+    b = a;
+    if (dash && (dp_parse_int(dash + 1, &b) || b < a || b >= SPEC_MAX_WORKERS)) goto bad;
+    if (dp_parse_int(eq + 1, &h) || h < 0) goto bad;
+    if (h >= n_hosts)
+        return dp_fail(err, DP_EINVAL, "--hosts: \"%s\" names host %lld of %d (hosts are 0..%d)", piece, h,
+                       n_hosts, n_hosts - 1);
+    *r = (sim_host_rule){(int)j, (int)a, (int)b, (int)h};
+    return DP_OK;
+bad:
+    return dp_fail(err, DP_EINVAL, "--hosts: \"%s\" is not JOB:I=H or JOB:I-J=H (e.g. worker:0-3=1)", piece);
+}
+
+int sim_parse_hosts(const char *s, sim_hosts *out, char *err)
+{
+    if (!s) s = "";
+    char buf[4096];
+    if (strlen(s) >= sizeof buf) return dp_fail(err, DP_EINVAL, "--hosts: longer than %zu characters", sizeof buf - 1);
+    snprintf(buf, sizeof buf, "%s", s);
+    sim_hosts h = {0};
+    char *save = NULL, *piece = strtok_r(buf, ",", &save);
+    long long n;
+    if (!piece || dp_parse_int(piece, &n) || n < 0 || n > SPEC_MAX_PS + SPEC_MAX_WORKERS)
+        return dp_fail(err, DP_EINVAL, "--hosts: \"%s\" is not N[,JOB:I-J=H,...] with N in 0..%d (e.g. 2,worker:0-3=1)",
+                       s, SPEC_MAX_PS + SPEC_MAX_WORKERS);
+    h.n = (int)n;
+    while ((piece = strtok_r(NULL, ",", &save))) {
+        if (h.n == 0) return dp_fail(err, DP_EINVAL, "--hosts: \"%s\": placing tasks needs at least one host", s);
+        if (h.n_rules == SIM_MAX_HOST_RULES)
+            return dp_fail(err, DP_EINVAL, "--hosts: at most %d placements", SIM_MAX_HOST_RULES);
+        int rc = parse_host_rule(piece, h.n, &h.rule[h.n_rules], err);
+        if (rc) return rc;
+        h.n_rules++;
+    }
+    *out = h;
+    return DP_OK;
+}
+
+void sim_hosts_format(const sim_hosts *h, char *buf, size_t n)
+{
+    size_t off = (size_t)snprintf(buf, n, "%d", h->n);
+    for (int i = 0; i < h->n_rules && off < n; i++) {
+        const sim_host_rule *r = &h->rule[i];
+        if (r->first == r->last)
+            off += (size_t)snprintf(buf + off, n - off, ",%s:%d=%d", spec_job_name((dp_job)r->job), r->first, r->host);
+        else
+            off += (size_t)snprintf(buf + off, n - off, ",%s:%d-%d=%d", spec_job_name((dp_job)r->job), r->first,
+                                    r->last, r->host);
+    }
+}
+
+int sim_host_of(const sim_hosts *h, int n_ps, int job, int task)
+{
+    if (h->n <= 0) return -1;
+    for (int i = h->n_rules - 1; i >= 0; i--) {
+        const sim_host_rule *r = &h->rule[i];
+        if (r->job == job && task >= r->first && task <= r->last) return r->host;
+    }
+    return (int)(((int64_t)(job == JOB_PS ? 0 : n_ps) + task) % h->n);
 }

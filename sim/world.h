@@ -13,6 +13,7 @@
 #include "common/dp.h"
 #include "events/event.h"
 #include "events/trace.h"
+#include "sim/cpu.h"
 #include "sim/engine.h"
 #include "sim/net.h"
 #include "sim/sim.h"
@@ -21,7 +22,7 @@
 enum {
     SIM_EV_PULL_ARRIVE = 1, SIM_EV_PULL_DELIVER, SIM_EV_COMPUTE_END, SIM_EV_PUSH_DELIVER,
     SIM_EV_ACKS, SIM_EV_SSP_REQ, SIM_EV_SSP_GO, SIM_EV_FAIL, SIM_EV_RESTART,
-    SIM_EV_TOKEN_ARRIVE, SIM_EV_DELIVER_BATCH
+    SIM_EV_TOKEN_ARRIVE, SIM_EV_DELIVER_BATCH, SIM_EV_CPU
 };
 
 enum sim_wphase { SIM_W_IDLE = 0, SIM_W_SSP, SIM_W_PULL, SIM_W_COMPUTE, SIM_W_PUSH, SIM_W_DONE };
@@ -196,6 +197,17 @@ typedef struct sim_world {
     int open_ack;
     uint64_t open_seq;    /* heap.next_seq just after open_ack was scheduled */
     int64_t open_t;
+    /* hosts (--hosts, --cores-per-host): NULL when no host has more workers than cores
+     * (compute then ends after its drawn time, as an event of its own). Otherwise a
+     * worker's compute is work on its host's shared cores (cpu.h); one SIM_EV_CPU event
+     * per host is armed for its next finish (cpu_at, cpu_gen: an event of an older
+     * generation is stale and ignored). Only compute is CPU work: the ps's apply and
+     * the cost of sending and receiving are not modelled as such. */
+    sim_cpu *cpu;
+    int *wk_host;         /* per worker: its host (with cpu) */
+    int64_t *cpu_at;      /* per host: time of its armed event, INT64_MAX none */
+    uint64_t *cpu_gen;
+    int *cpu_done;        /* scratch: workers whose compute ended together */
     /* ssp */
     ssp_gate *gate;
     int *ssp_wait;        /* workers waiting, their wanted step in ssp_step */

@@ -76,4 +76,24 @@ if [ -f tests/data/real_sync_1ps_2w.trace ]; then
         --quiet >"$TMP/c2.out" 2>/dev/null
     check "calibrated bigger cluster runs" test "$(json "$TMP/c2.out" workers)" = 64
 fi
+# --- hosts and their cores: the real launcher records its machine, calibration uses it --
+bad_flag "hosts placing a missing worker" "worker 9 does not exist" --workers 4 --hosts 2,worker:9=1
+bad_flag "hosts not N,JOB:I=H" "is not JOB:I=H" --hosts 2,worker:1
+"$DOWNPOUR" sim --workers 4 --steps 10 --compute constant:mean=10ms --latency 0 --bandwidth 1000Tbit \
+    --hosts 1 --cores-per-host 2 --quiet >"$TMP/h.out" 2>/dev/null
+check "4 workers on one host of 2 cores: a 10 ms step takes 20 ms ($(json "$TMP/h.out" mean_step_s))" \
+    fcmp "$(json "$TMP/h.out" mean_step_s)" '==' 0.02
+check "the summary says hosts 1, cores 2" test "$(json "$TMP/h.out" hosts)/$(json "$TMP/h.out" cores_per_host)" = 1/2
+"$DOWNPOUR" cluster --ps 1 --workers 2 --steps 5 --data synthetic --quiet --trace "$TMP/real.dptrace" \
+    >/dev/null 2>&1
+check "a real run records its host and core count" python3 -c "
+import json, subprocess, os, socket
+m = json.loads(subprocess.run(['$DOWNPOUR', 'trace', 'info', '--json', '$TMP/real.dptrace'], capture_output=True).stdout)['metadata']
+assert m['hosts'] == [{'name': socket.gethostname(), 'cores': os.cpu_count()}] and m['task_hosts'] == '1', m"
+"$DOWNPOUR" sim --calibrate-from "$TMP/real.dptrace" --quiet >"$TMP/hc.out" 2>/dev/null
+check "calibrated from it: one host of its cores ($(nproc))" \
+    test "$(json "$TMP/hc.out" hosts)/$(json "$TMP/hc.out" cores_per_host)" = "1/$(nproc)"
+"$DOWNPOUR" sim --calibrate-from tests/data/real_sync_1ps_2w.trace --quiet >"$TMP/ho.out" 2>/dev/null
+check "an older trace (no hosts) calibrates to unlimited cores" \
+    test "$(json "$TMP/ho.out" hosts)/$(json "$TMP/ho.out" cores_per_host)" = 0/0
 done_tests
