@@ -61,7 +61,7 @@ TOOL_BIN := $(TOOL_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB      := $(BUILD)/libdownpour.a
 
-.PHONY: all test test-gpu test-gpu-asan asan asan-unit bench demo deps clean check-deps recordings install soak fuzz fuzz-build
+.PHONY: all test test-gpu test-gpu-asan asan asan-unit validate-sim bench demo deps clean check-deps recordings install soak fuzz fuzz-build
 # Keep the objects of tests, tools and benches (make would delete them as intermediates).
 .SECONDARY:
 all: $(BUILD)/downpour $(TEST_BIN) $(TOOL_BIN) $(BENCH_BIN)
@@ -130,6 +130,12 @@ asan-unit: check-deps
 test-gpu-asan: check-deps
 	@$(MAKE) --no-print-directory $(ASAN_VARS) $(GPU_TESTS:$(BUILD)/%=build-asan/%)
 	@BUILD=build-asan $(ASAN_ENV) ./tests/run.sh $(GPU_TESTS:$(BUILD)/%=build-asan/%)
+
+# validate-sim: the simulator against a matrix of real runs (scripts/validate_sim.py):
+# self-prediction and prediction errors, table written into docs/simulator.md.
+validate-sim: check-deps
+	@$(MAKE) --no-print-directory all
+	@python3 scripts/validate_sim.py $(BUILD)/downpour $(BUILD)/validate-sim --doc docs/simulator.md
 
 bench: check-deps
 	@$(MAKE) --no-print-directory all

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""validate_sim.py — `make validate-sim`: the simulator's fidelity as a measured property
+of a matrix of real runs (issue 16; docs/simulator.md, "Validation matrix").
+
+For each row it records a real run (`downpour cluster ... --trace T`, a few hundred steps),
+calibrates from that trace and simulates the same flags (self-prediction), and for the
+prediction rows calibrates from one run and simulates another configuration's flags
+(2 -> 4 workers, 2 -> 4 ps), comparing with that configuration's own real run. It
+compares mean step, samples/s, mean staleness and dropped gradients, against the goals:
+self-prediction within 5 % of mean step, prediction within 10 %, staleness within 10 % or
+0.3 steps, dropped gradients within 10 % (or 2 when few). Every row is reported, the ones
+that miss with what missed. Output: a table on stdout and, with --doc FILE, written
+between the markers <!-- validate-sim:begin --> and <!-- validate-sim:end --> of FILE.
+
+  scripts/validate_sim.py DOWNPOUR_BINARY WORKDIR [--doc docs/simulator.md] [--rows a,b]
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+FASHION = "/usr/share/datasets/fashion-mnist"
+SYN = ["--data", "synthetic"]
+
+# name, flags of the real run (and of its simulation), steps
+ROWS = [
+    ("1ps-1w-sync", ["--ps", "1", "--workers", "1", "--mode", "sync"] + SYN, 300),
+    ("1ps-2w-sync", ["--ps", "1", "--workers", "2", "--mode", "sync"] + SYN, 300),
+    ("1ps-4w-sync", ["--ps", "1", "--workers", "4", "--mode", "sync"] + SYN, 200),
+    ("2ps-2w-sync", ["--ps", "2", "--workers", "2", "--mode", "sync"] + SYN, 300),
+    ("2ps-4w-sync", ["--ps", "2", "--workers", "4", "--mode", "sync"] + SYN, 200),
+    ("4ps-2w-sync", ["--ps", "4", "--workers", "2", "--mode", "sync"] + SYN, 300),
+    ("4ps-4w-sync", ["--ps", "4", "--workers", "4", "--mode", "sync"] + SYN, 200),
+    ("1ps-2w-async", ["--ps", "1", "--workers", "2", "--mode", "async"] + SYN, 400),
+    ("1ps-4w-async", ["--ps", "1", "--workers", "4", "--mode", "async"] + SYN, 400),
+    ("2ps-4w-async", ["--ps", "2", "--workers", "4", "--mode", "async"] + SYN, 400),
+    ("1ps-4w-ssp", ["--ps", "1", "--workers", "4", "--mode", "ssp", "--staleness", "2"] + SYN, 300),
+    ("2ps-2w-sync-part2", ["--ps", "2", "--workers", "2", "--mode", "sync", "--partition", "2"] + SYN, 300),
+    ("2ps-4w-async-part4", ["--ps", "2", "--workers", "4", "--mode", "async", "--partition", "4"] + SYN, 400),
+    ("1ps-4w-sync-backup1", ["--ps", "1", "--workers", "4", "--mode", "sync", "--backup-workers", "1"] + SYN, 200),
+    ("1ps-2w-sync-slow", ["--ps", "1", "--workers", "2", "--mode", "sync", "--straggler", "worker:1x3"] + SYN, 200),
+    ("1ps-2w-sync-fashion", ["--ps", "1", "--workers", "2", "--mode", "sync", "--data", FASHION], 300),
+    ("2ps-2w-async-fashion", ["--ps", "2", "--workers", "2", "--mode", "async", "--data", FASHION], 400),
+]
+# prediction: calibrate from the first, simulate the second's flags, compare with its real run
+PREDICTIONS = [
+    ("1ps-2w-sync", "1ps-4w-sync", "2 -> 4 workers"),
+    ("2ps-2w-sync", "4ps-2w-sync", "2 -> 4 ps"),
+    ("1ps-2w-async", "1ps-4w-async", "2 -> 4 workers"),
+]
+GOAL_SELF, GOAL_PRED, GOAL_STALE, GOAL_STALE_ABS, GOAL_DROP = 0.05, 0.10, 0.10, 0.3, 0.10
+
+
+def summary(out):
+    for line in reversed(out.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            return json.loads(line)
+    raise ValueError("no summary line")
+
+
+def run(cmd, timeout=300):
+    t = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr.strip()[-400:]))
+    return summary(p.stdout), time.time() - t
+
+
+def sim_flags(flags):
+    """The run's flags as the simulator takes them (data is the real run's business)."""
+    out, skip = [], False
+    for i, f in enumerate(flags):
+        if skip:
+            skip = False
+            continue
+        if f == "--data":
+            skip = True
+            continue
+        out.append(f)
+    return out
+
+
+def rel(sim, real):
+    return (sim - real) / real if real else (0.0 if sim == real else float("inf"))
+
+
+def verdict(kind, real, sim):
+    goal = GOAL_SELF if kind == "self" else GOAL_PRED
+    misses = []
+    e = rel(sim["mean_step_s"], real["mean_step_s"])
+    if abs(e) > goal:
+        misses.append("mean step %+.1f%% (goal %d%%)" % (100 * e, 100 * goal))
+    rs, ss = real.get("mean_staleness", 0), sim.get("mean_staleness", 0)
+    if abs(ss - rs) > max(GOAL_STALE * abs(rs), GOAL_STALE_ABS):
+        misses.append("staleness %.2f vs %.2f" % (ss, rs))
+    rd, sd = real.get("dropped_gradients", 0), sim.get("dropped_gradients", 0)
+    if abs(sd - rd) > max(GOAL_DROP * rd, 2):
+        misses.append("dropped %d vs %d" % (sd, rd))
+    return misses
+
+
+def fmt_row(name, kind, real, sim, misses):
+    e_step = rel(sim["mean_step_s"], real["mean_step_s"])
+    e_sps = rel(sim["samples_per_s"], real["samples_per_s"])
+    return ("| %s | %s | %.3f | %.3f | %+.1f%% | %.0f | %.0f | %+.1f%% | %.2f / %.2f | %d / %d | %s |"
+            % (name, kind, 1e3 * real["mean_step_s"], 1e3 * sim["mean_step_s"], 100 * e_step,
+               real["samples_per_s"], sim["samples_per_s"], 100 * e_sps,
+               real.get("mean_staleness", 0), sim.get("mean_staleness", 0),
+               real.get("dropped_gradients", 0), sim.get("dropped_gradients", 0),
+               "ok" if not misses else "**misses**: " + "; ".join(misses)))
+
+
+def main(argv):
+    if len(argv) < 3:
+        raise SystemExit(__doc__)
+    binary, work = argv[1], argv[2]
+    doc, only = None, None
+    rest = argv[3:]
+    while rest:
+        if rest[0] == "--doc" and len(rest) > 1:
+            doc, rest = rest[1], rest[2:]
+        elif rest[0] == "--rows" and len(rest) > 1:
+            only, rest = set(rest[1].split(",")), rest[2:]
+        else:
+            raise SystemExit("validate_sim: unknown argument %r" % rest[0])
+    os.makedirs(work, exist_ok=True)
+    rows = [r for r in ROWS if not only or r[0] in only]
+    flags_of = {n: f for n, f, _ in ROWS}
+    steps_of = {n: s for n, _, s in ROWS}
+    real, trace, lines, total_t = {}, {}, [], time.time()
+    for i, (name, flags, steps) in enumerate(rows):
+        trace[name] = os.path.join(work, name + ".dptrace")
+        cmd = [binary, "cluster"] + flags + ["--steps", str(steps), "--quiet", "--trace", trace[name]]
+        real[name], secs = run(cmd)
+        sim, _ = run([binary, "sim", "--calibrate-from", trace[name], "--quiet"])
+        misses = verdict("self", real[name], sim)
+        lines.append(fmt_row(name, "self", real[name], sim, misses))
+        print("[%2d/%d] %-22s real %.3f ms, sim %.3f ms (%+.1f%%)%s  (%.0f s)" % (
+            i + 1, len(rows), name, 1e3 * real[name]["mean_step_s"], 1e3 * sim["mean_step_s"],
+            100 * rel(sim["mean_step_s"], real[name]["mean_step_s"]),
+            "" if not misses else "  misses: " + "; ".join(misses), secs), file=sys.stderr)
+    for src, dst, what in PREDICTIONS:
+        if src not in real or dst not in real:
+            continue
+        sim, _ = run([binary, "sim", "--calibrate-from", trace[src], "--quiet"] + sim_flags(flags_of[dst])
+                     + ["--steps", str(steps_of[dst])])
+        misses = verdict("prediction", real[dst], sim)
+        lines.append(fmt_row(dst, "from %s (%s)" % (src, what), real[dst], sim, misses))
+        print("predict %s from %s: real %.3f ms, sim %.3f ms (%+.1f%%)" % (
+            dst, src, 1e3 * real[dst]["mean_step_s"], 1e3 * sim["mean_step_s"],
+            100 * rel(sim["mean_step_s"], real[dst]["mean_step_s"])), file=sys.stderr)
+    missed = sum(1 for l in lines if "**misses**" in l)
+    header = [
+        "`make validate-sim` (scripts/validate_sim.py) on %s, %d cores; %d rows, %d within the goals, %d "
+        "missing; %.0f s in all. Real: `downpour cluster FLAGS --steps N --trace T`; self-prediction: "
+        "`downpour sim --calibrate-from T`; prediction: `downpour sim --calibrate-from T_FROM FLAGS`. "
+        "Mean step in ms, real / simulated staleness and dropped gradients."
+        % (os.uname().nodename if os.environ.get("VALIDATE_SIM_HOSTNAME") else "this machine",
+           os.cpu_count(), len(lines), len(lines) - missed, missed, time.time() - total_t),
+        "",
+        "| run | kind | real step | sim step | error | real samples/s | sim samples/s | error | staleness | dropped | goals |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
+    ]
+    table = "\n".join(header + lines)
+    print(table)
+    if doc:
+        text = open(doc).read()
+        b, e = "<!-- validate-sim:begin -->", "<!-- validate-sim:end -->"
+        if b not in text or e not in text:
+            raise SystemExit("validate_sim: %s has no %s ... %s markers" % (doc, b, e))
+        text = text[:text.index(b) + len(b)] + "\n" + table + "\n" + text[text.index(e):]
+        open(doc, "w").write(text)
+        print("validate_sim: table written to %s" % doc, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
