@@ -3,7 +3,8 @@
 of a matrix of real runs (issue 16; docs/simulator.md, "Validation matrix").
 
 For each row it records a real run (`downpour cluster ... --trace T`, a few hundred steps),
-calibrates from that trace and simulates the same flags (self-prediction), and for the
+calibrates from that trace and simulates the same flags (self-prediction; all but --data
+and --straggler, which the calibration measures), and for the
 prediction rows calibrates from one run and simulates another configuration's flags
 (2 -> 4 workers, 2 -> 4 ps), comparing with that configuration's own real run. It
 compares mean step, samples/s, mean staleness and dropped gradients, against the goals:
@@ -13,7 +14,13 @@ that miss with what missed. Output: a table on stdout and, with --doc FILE, writ
 between the markers <!-- validate-sim:begin --> and <!-- validate-sim:end --> of FILE.
 
   scripts/validate_sim.py DOWNPOUR_BINARY WORKDIR [--doc docs/simulator.md] [--rows a,b]
+                          [--save DIR]      also keep each real trace and summary in DIR
+  scripts/validate_sim.py DOWNPOUR_BINARY --replay DIR
+                          no real runs: simulate the traces kept in DIR (tests/data/validate,
+                          made with --save) against their kept summaries; prints ok / FAIL
+                          per row and "N passed, N failed, 0 skipped"; exit 1 on a miss
 """
+import shutil
 import json
 import os
 import subprocess
@@ -69,13 +76,15 @@ def run(cmd, timeout=300):
 
 
 def sim_flags(flags):
-    """The run's flags as the simulator takes them (data is the real run's business)."""
+    """The run's flags as the simulator takes them: the same cluster and update rule. Not
+    --data (the real run's business) nor --straggler (calibration measures each worker's
+    speed: the slow worker is in the fit already)."""
     out, skip = [], False
-    for i, f in enumerate(flags):
+    for f in flags:
         if skip:
             skip = False
             continue
-        if f == "--data":
+        if f in ("--data", "--straggler"):
             skip = True
             continue
         out.append(f)
@@ -112,17 +121,64 @@ def fmt_row(name, kind, real, sim, misses):
                "ok" if not misses else "**misses**: " + "; ".join(misses)))
 
 
+def replay(binary, kept):
+    """The make-test subset: kept traces and summaries, simulated again."""
+    flags_of = {n: f for n, f, _ in ROWS}
+    steps_of = {n: s for n, _, s in ROWS}
+    names = sorted(f[:-len(".json")] for f in os.listdir(kept) if f.endswith(".json"))
+    passed = failed = 0
+    real = {n: json.load(open(os.path.join(kept, n + ".json"))) for n in names}
+    # SUBSET names the checks ("self NAME", "predict FROM TO"); without it, every kept run
+    # and every prediction between kept runs.
+    listing = os.path.join(kept, "SUBSET")
+    if os.path.exists(listing):
+        cases = []
+        for i, line in enumerate(open(listing), 1):
+            w = line.split("#")[0].split()
+            if not w:
+                continue
+            if w[0] == "self" and len(w) == 2 and w[1] in real:
+                cases.append((w[1], w[1], "self"))
+            elif w[0] == "predict" and len(w) == 3 and w[1] in real and w[2] in real:
+                cases.append((w[1], w[2], "prediction"))
+            else:
+                raise SystemExit("validate_sim: %s:%d: not 'self NAME' or 'predict FROM TO' of kept runs" % (listing, i))
+    else:
+        cases = [(n, n, "self") for n in names]
+        cases += [(src, dst, "prediction") for src, dst, _ in PREDICTIONS if src in real and dst in real]
+    for src, dst, kind in cases:
+        extra = sim_flags(flags_of[dst]) + ["--steps", str(steps_of[dst])]
+        sim, _ = run([binary, "sim", "--calibrate-from", os.path.join(kept, src + ".dptrace"), "--quiet"] + extra)
+        misses = verdict(kind, real[dst], sim)
+        what = dst if kind == "self" else "%s predicted from %s" % (dst, src)
+        line = "%s (real %.3f ms, sim %.3f ms, %+.1f%%)" % (
+            what, 1e3 * real[dst]["mean_step_s"], 1e3 * sim["mean_step_s"],
+            100 * rel(sim["mean_step_s"], real[dst]["mean_step_s"]))
+        if misses:
+            failed += 1
+            print("FAIL %s: %s" % (line, "; ".join(misses)))
+        else:
+            passed += 1
+            print("ok   %s" % line)
+    print("%d passed, %d failed, 0 skipped" % (passed, failed))
+    return 1 if failed or not passed else 0
+
+
 def main(argv):
     if len(argv) < 3:
         raise SystemExit(__doc__)
+    if argv[2] == "--replay" and len(argv) == 4:
+        return replay(argv[1], argv[3])
     binary, work = argv[1], argv[2]
-    doc, only = None, None
+    doc, only, save = None, None, None
     rest = argv[3:]
     while rest:
         if rest[0] == "--doc" and len(rest) > 1:
             doc, rest = rest[1], rest[2:]
         elif rest[0] == "--rows" and len(rest) > 1:
             only, rest = set(rest[1].split(",")), rest[2:]
+        elif rest[0] == "--save" and len(rest) > 1:
+            save, rest = rest[1], rest[2:]
         else:
             raise SystemExit("validate_sim: unknown argument %r" % rest[0])
     os.makedirs(work, exist_ok=True)
@@ -134,7 +190,15 @@ def main(argv):
         trace[name] = os.path.join(work, name + ".dptrace")
         cmd = [binary, "cluster"] + flags + ["--steps", str(steps), "--quiet", "--trace", trace[name]]
         real[name], secs = run(cmd)
-        sim, _ = run([binary, "sim", "--calibrate-from", trace[name], "--quiet"])
+        if save:
+            os.makedirs(save, exist_ok=True)
+            shutil.copy(trace[name], os.path.join(save, name + ".dptrace"))
+            keep = dict(real[name], command="downpour cluster " + " ".join(flags + ["--steps", str(steps)]))
+            keep.pop("trace", None)
+            with open(os.path.join(save, name + ".json"), "w") as f:
+                json.dump(keep, f, indent=1, sort_keys=True)
+        sim, _ = run([binary, "sim", "--calibrate-from", trace[name], "--quiet"] + sim_flags(flags)
+                     + ["--steps", str(steps)])
         misses = verdict("self", real[name], sim)
         lines.append(fmt_row(name, "self", real[name], sim, misses))
         print("[%2d/%d] %-22s real %.3f ms, sim %.3f ms (%+.1f%%)%s  (%.0f s)" % (
