@@ -84,6 +84,11 @@ static const run_key keys[] = {
      "0: each task its own host"},
     {"cores_per_host", "placement", RUN_T_INT, "C", "0", NULL, 0, 1e6, 0, NULL, S, 0, NULL,
      "cores of each host, shared by its busy tasks (processor sharing); 0: unlimited"},
+    {"ps_pull_cost", "placement", RUN_T_TEXT, "T[,BW]|fit", "0", NULL, 0, 0, 0, NULL, S, 0, NULL,
+     "the ps's work per pull answer: T per variable plus its bytes at BW, one message at a time "
+     "(a busy task on its host's cores), e.g. 20us,2GB/s; fit: fitted by calibrate_from; 0: none"},
+    {"ps_push_cost", "placement", RUN_T_TEXT, "T[,BW]|fit", "0", NULL, 0, 0, 0, NULL, S, 0, NULL,
+     "the ps's work per push (the update), like ps_pull_cost; 0: none"},
     {"bandwidth", "network", RUN_T_BANDWIDTH, "BW", "10Gbit", NULL, 0, 0, 0, NULL, S, 0, NULL,
      "every NIC, each direction, e.g. 10Gbit"},
     {"ps_bandwidth", "network", RUN_T_BANDWIDTH, "BW", NULL, NULL, 0, 0, 0, NULL, S, 0, NULL,

@@ -100,19 +100,43 @@ void sim_ack_add_release_set(sim_world *w, int id, int v, int mult, const int *w
     a->n_pool += m;
 }
 
-/* Sends the batch (arrives one latency later) or frees it when empty. */
-void sim_ack_send(sim_world *w, int id)
+static void ack_free(sim_world *w, int id)
 {
-    if (w->acks[id].n) {
-        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_ACKS, id, 0);
-        w->acks[id].nev = 1;
-        w->open_ack = id;
-        w->open_seq = w->heap.next_seq;
-        w->open_t = w->now + w->lat_ns;
-        return;
-    }
     w->acks[id].next_free = w->free_ack;
     w->free_ack = id;
+}
+
+/* The batch arrives one latency from now. */
+static void ack_schedule(sim_world *w, int id)
+{
+    sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_ACKS, id, 0);
+    w->open_ack = id;
+    w->open_seq = w->heap.next_seq;
+    w->open_t = w->now + w->lat_ns;
+}
+
+/* Sends the batch (arrives one latency later) or frees it when empty. While the ps's
+ * work is being modelled for a message (w->holding, psq.c), a batch is held for it
+ * instead, and sent by sim_ack_send_held when the ps has done that work. */
+void sim_ack_send(sim_world *w, int id)
+{
+    if (!w->acks[id].n) {
+        ack_free(w, id);
+        return;
+    }
+    w->acks[id].nev = 1;
+    if (w->holding) {
+        dp_assert("sim: too many ack batches for one ps message", w->n_held < SIM_JOB_ACKS - 1);
+        w->held[w->n_held++] = id;
+        return;
+    }
+    ack_schedule(w, id);
+}
+
+void sim_ack_send_held(sim_world *w, int id)
+{
+    if (w->acks[id].n) ack_schedule(w, id);  /* nev as counted when it was held */
+    else ack_free(w, id);
 }
 
 /* Whether a batch sent now would be the event right after open_ack, at its time: then

@@ -13,6 +13,24 @@
  *            answers, else (sync) from the step token's round trip: last push_end to
  *            step_end in steps with no barrier wait. A push phase (to its last ack) gives
  *            x the same way from the ps sent the most bytes; B_push = mean x / (mean d - 2L).
+ *            These fold the ps's own work into the network (the default).
+ *   the ps's own work (calibrate_ps.c; used with --ps-pull-cost / --ps-push-cost fit):
+ *            every ps's answers as its workers saw them (pull_end, push_end: request at
+ *            t - dur, arrival at t), a worker's answers arriving at one instant merged
+ *            into one of m messages, in the order the ps sent them (arrival less the
+ *            answer's transfer at the pull bandwidth found below; a second round). An
+ *            answer asked for before the previous one arrived waited for the ps, which
+ *            spent the gap between the two on it: least squares of the gaps on (m,
+ *            bytes), per direction, without intercept and >= 0, give T per message and a
+ *            rate for the bytes (fewer than 8 gaps: 0). With cores the gaps are de-rated
+ *            as the compute gaps, the ps a busy task through them (and, second round,
+ *            through its fitted work on every other answer); the compute is then fitted
+ *            again counting those spans (ps_compute, ps_speed). Latency: the mean time
+ *            from a ps's APPLY event to the pusher's APPLIED ack (same message id), else
+ *            L above. Bandwidth: the answers that found the ps idle took 2L + the ps's
+ *            work + the transfer, x = bytes * (transfers of other workers arriving within
+ *            that transfer time of it, + 1); least squares through the origin (none left:
+ *            1 TB/s).
  *   cluster: ps / workers / mode / model / hosts from the metadata ("config" object or
  *            top level), else counted from the events. */
 #include <math.h>
@@ -25,11 +43,17 @@
 #include "common/dp.h"
 #include "events/event.h"
 #include "events/trace.h"
+#include "sim/calibrate_int.h"
 #include "sim/sim.h"
 
-typedef struct wstat {
+/* Per worker: the sum, sum of squares and count of its compute spans' work. */
+typedef struct csum {
     double sum, sumsq;
     int64_t n;
+} csum;
+
+typedef struct wstat {
+    csum c;                  /* compute spans (their work alone, with cores) */
     int pulls_out;           /* pulls in flight */
     int pushes_out;          /* pushes not yet acked */
     int64_t push_t0;
@@ -44,15 +68,9 @@ typedef struct wstat {
     int in_phase;
 } wstat;
 
-/* A compute gap (last pull_end .. first push_begin) of worker k, kept to be de-rated. */
-typedef struct gap {
-    int64_t t0, t1;
-    int k;
-} gap;
-
 typedef struct gap_end {
     int64_t t;
-    int i;            /* gap index; the start when start is 1 */
+    int i;            /* span index; the start when start is 1 */
     int start;
 } gap_end;
 
@@ -62,12 +80,9 @@ static int gap_end_cmp(const void *a, const void *b)
     return x->t < y->t ? -1 : x->t > y->t;
 }
 
-/* Processor sharing read backwards (sim/cpu.h's model): a gap on a host of `cores` cores
- * during which n(t) gaps were open there did the work of integral min(1, cores / n(t)) dt
- * alone. One sweep over the gaps' ends, per host a running integral S; a gap's work is S
- * at its end minus S at its start. Adds each gap's work (s) to its worker's stats, in
- * the gaps' order (each worker's in time order, as when added directly). */
-static void derate_gaps(const gap *g, int n, const sim_calibration *cal, wstat *ws)
+/* Per host a running integral S of min(1, cores / open spans); a span's work is S at its
+ * end minus S at its start. */
+void sim_cal_derate(const sim_cal_span *g, int n, const sim_calibration *cal, double *work)
 {
     int H = cal->hosts.n;
     gap_end *ends = xmalloc((size_t)(2 * (n > 0 ? n : 1)) * sizeof *ends);
@@ -77,12 +92,11 @@ static void derate_gaps(const gap *g, int n, const sim_calibration *cal, wstat *
     }
     qsort(ends, (size_t)(2 * n), sizeof *ends, gap_end_cmp);  /* ties: any order (no time passes) */
     double *S = xcalloc((size_t)H, sizeof *S), *s0 = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *s0);
-    double *work = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *work);
     int64_t *t = xcalloc((size_t)H, sizeof *t);
     int *open = xcalloc((size_t)H, sizeof *open);
     for (int j = 0; j < 2 * n; j++) {
         const gap_end *e = &ends[j];
-        int h = sim_host_of(&cal->hosts, cal->n_ps, JOB_WORKER, g[e->i].k);
+        int h = sim_host_of(&cal->hosts, cal->n_ps, g[e->i].job, g[e->i].task);
         double r = open[h] > cal->cores ? (double)cal->cores / (double)open[h] : 1.0;
         S[h] += (double)(e->t - t[h]) * r;
         t[h] = e->t;
@@ -94,16 +108,55 @@ static void derate_gaps(const gap *g, int n, const sim_calibration *cal, wstat *
             open[h]--;
         }
     }
-    for (int i = 0; i < n; i++) {
-        wstat *s = &ws[g[i].k];
-        s->sum += work[i]; s->sumsq += work[i] * work[i]; s->n++;
-    }
     free(ends);
     free(S);
     free(s0);
-    free(work);
     free(t);
     free(open);
+}
+
+static int dbl_cmp(const void *a, const void *b);
+
+/* The compute distribution from each worker's spans: base mean = median of the workers'
+ * means, speed[k] = worker k's mean / base (owned by the caller), constant when the pooled
+ * cv is < 5%, else lognormal. Returns the spans counted, 0 when there are none. */
+static int64_t fit_compute(const csum *cs, int nw, sim_dist *out, double **speed)
+{
+    double *means = xcalloc((size_t)(nw > 0 ? nw : 1), sizeof *means);
+    int nm = 0;
+    int64_t spans = 0, cv_n = 0;
+    double cv2_sum = 0;
+    for (int k = 0; k < nw; k++) {
+        if (cs[k].n < 1) continue;
+        double m = cs[k].sum / (double)cs[k].n;
+        means[nm++] = m;
+        spans += cs[k].n;
+        if (cs[k].n > 1 && m > 0) {
+            double var = cs[k].sumsq / (double)cs[k].n - m * m;
+            cv2_sum += (var > 0 ? var : 0) / (m * m) * (double)cs[k].n;
+            cv_n += cs[k].n;
+        }
+    }
+    if (nm == 0) {
+        free(means);
+        return 0;
+    }
+    qsort(means, (size_t)nm, sizeof *means, dbl_cmp);
+    double base = nm % 2 ? means[nm / 2] : 0.5 * (means[nm / 2 - 1] + means[nm / 2]);
+    free(means);
+    *speed = xmalloc((size_t)nw * sizeof **speed);
+    for (int k = 0; k < nw; k++)
+        (*speed)[k] = cs[k].n > 0 && base > 0 ? (cs[k].sum / (double)cs[k].n) / base : 1.0;
+    double cv = cv_n ? sqrt(cv2_sum / (double)cv_n) : 0;
+    memset(out, 0, sizeof *out);
+    out->mean = base > 0 ? base : 1e-6;
+    if (cv < 0.05) {
+        out->kind = SIM_DIST_CONSTANT;
+    } else {
+        out->kind = SIM_DIST_LOGNORMAL;
+        out->sigma = sqrt(log(1 + cv * cv));
+    }
+    return spans;
 }
 
 typedef struct fit {
@@ -230,8 +283,9 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
     int n_last = 0;
     /* the recorded hosts had cores to share: gaps are kept and de-rated at the end */
     int derate = cal->cores > 0 && cal->hosts.n > 0;
-    gap *gaps = NULL;
+    sim_cal_span *gaps = NULL;
     int n_gaps = 0, cap_gaps = 0;
+    sim_cal_ps *answers = sim_cal_ps_new();  /* every ps's answers, for its own work */
     while ((rc = trace_reader_next(r, &e)) == 1) {
         if (e.kind == EVT_GLOBAL_STEP) {
             if (e.step > max_step) break;
@@ -256,6 +310,8 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
             last_loss[e.task] = e.value;
         }
         if (e.job == EVT_JOB_PS && e.task > max_ps) max_ps = e.task;
+        if (e.job == EVT_JOB_PS && e.kind == EVT_APPLY && e.peer_job == EVT_JOB_WORKER)
+            sim_cal_ps_apply(answers, e.peer, e.var, e.id, e.t);
         if (e.job != EVT_JOB_WORKER || e.task < 0 || e.task >= 65536) continue;
         int k = e.task;
         if (k >= cap_w) {
@@ -293,6 +349,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
             s->pulls_out++;
         } else if (e.kind == EVT_PULL_END && s->in_phase) {
             if (p >= 0 && p < np_alloc) s->ps_end[p] = e.t;
+            if (p >= 0 && e.dur >= 0) sim_cal_ps_add(answers, 0, p, k, e.t - e.dur, e.t, (double)e.bytes);
             if (--s->pulls_out <= 0) {
                 s->pulls_out = 0;
                 s->in_phase = 0;
@@ -323,6 +380,8 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
                 cal->transfers++;
             }
         } else if (e.kind == EVT_PUSH_END && s->pushes_out > 0) {
+            if (p >= 0 && e.dur >= 0) sim_cal_ps_add(answers, 1, p, k, e.t - e.dur, e.t, (double)e.bytes);
+            if (e.value == 0) sim_cal_ps_ack(answers, k, e.var, e.id, e.t);  /* ACK_APPLIED */
             if (--s->pushes_out == 0) {
                 pinteg += (double)pushing * (double)(e.t - pinteg_t);
                 pinteg_t = e.t;
@@ -367,10 +426,10 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
                         cap_gaps = cap_gaps ? 2 * cap_gaps : 1024;
                         gaps = xrealloc(gaps, (size_t)cap_gaps * sizeof *gaps);
                     }
-                    gaps[n_gaps++] = (gap){s->last_pull_end, e.t, k};
+                    gaps[n_gaps++] = (sim_cal_span){s->last_pull_end, e.t, JOB_WORKER, k};
                 } else {
                     double g = (double)(e.t - s->last_pull_end) / 1e9;
-                    s->sum += g; s->sumsq += g * g; s->n++;
+                    s->c.sum += g; s->c.sumsq += g * g; s->c.n++;
                 }
                 s->last_pull_end = -1;
             }
@@ -389,7 +448,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
         } else if (e.kind == EVT_COMPUTE_END && phases == 0) {
             /* only when the trace has no pulls: use the compute spans themselves */
             double d = e.dur > 0 ? (double)e.dur / 1e9 : cb[k] >= 0 ? (double)(e.t - cb[k]) / 1e9 : -1;
-            if (d > 0) { s->sum += d; s->sumsq += d * d; s->n++; }
+            if (d > 0) { s->c.sum += d; s->c.sumsq += d * d; s->c.n++; }
         }
     }
     {
@@ -402,61 +461,31 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
     }
     trace_reader_close(r);
     if (rc < 0) {
-        free(gaps);
-        for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end), free(ws[i].push_ps);
-        free(ws);
-        free(cb);
-        free(nic);
-        free(nic_scratch);
-        return dp_fail(err, DP_ECORRUPT, "--calibrate-from: %s: unreadable events", path);
+        rc = dp_fail(err, DP_ECORRUPT, "--calibrate-from: %s: unreadable events", path);
+        goto out;
     }
     if (cal->n_workers <= 0) cal->n_workers = max_w + 1;
     if (cal->n_ps <= 0) cal->n_ps = max_ps + 1;
-    if (derate) derate_gaps(gaps, n_gaps, cal, ws);
-    free(gaps);
-    /* compute: median of worker means, per-worker factors, pooled cv */
+    /* compute: each gap's work alone (with cores), then the distribution */
     int nw = max_w + 1;
-    double *means = xcalloc((size_t)(nw > 0 ? nw : 1), sizeof *means);
-    int nm = 0;
-    double cv2_sum = 0;
-    int64_t cv_n = 0;
-    for (int k = 0; k < nw; k++) {
-        if (ws[k].n < 1) continue;
-        double m = ws[k].sum / (double)ws[k].n;
-        means[nm++] = m;
-        cal->compute_spans += ws[k].n;
-        if (ws[k].n > 1 && m > 0) {
-            double var = ws[k].sumsq / (double)ws[k].n - m * m;
-            cv2_sum += (var > 0 ? var : 0) / (m * m) * (double)ws[k].n;
-            cv_n += ws[k].n;
+    csum *cs = xcalloc((size_t)(nw > 0 ? nw : 1), sizeof *cs);
+    double *work = xmalloc((size_t)(n_gaps > 0 ? n_gaps : 1) * sizeof *work);
+    if (derate) {
+        sim_cal_derate(gaps, n_gaps, cal, work);
+        for (int i = 0; i < n_gaps; i++) {
+            wstat *s = &ws[gaps[i].task];
+            s->c.sum += work[i]; s->c.sumsq += work[i] * work[i]; s->c.n++;
         }
     }
-    if (nm == 0) {
-        free(means);
-        for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end), free(ws[i].push_ps);
-        free(ws);
-        free(cb);
-        free(nic);
-        free(nic_scratch);
-        return dp_fail(err, DP_EINVAL, "--calibrate-from: %s has no worker compute or pull/push events "
-                       "to fit (record it with --trace)", path);
-    }
-    double *sorted = xmalloc((size_t)nm * sizeof *sorted);
-    memcpy(sorted, means, (size_t)nm * sizeof *sorted);
-    qsort(sorted, (size_t)nm, sizeof *sorted, dbl_cmp);
-    double base = nm % 2 ? sorted[nm / 2] : 0.5 * (sorted[nm / 2 - 1] + sorted[nm / 2]);
-    free(sorted);
+    for (int k = 0; k < nw; k++) cs[k] = ws[k].c;
     cal->n_speed = nw;
-    cal->speed = xmalloc((size_t)nw * sizeof *cal->speed);
-    for (int k = 0; k < nw; k++)
-        cal->speed[k] = ws[k].n > 0 && base > 0 ? (ws[k].sum / (double)ws[k].n) / base : 1.0;
-    double cv = cv_n ? sqrt(cv2_sum / (double)cv_n) : 0;
-    cal->compute.mean = base > 0 ? base : 1e-6;
-    if (cv < 0.05) {
-        cal->compute.kind = SIM_DIST_CONSTANT;
-    } else {
-        cal->compute.kind = SIM_DIST_LOGNORMAL;
-        cal->compute.sigma = sqrt(log(1 + cv * cv));
+    cal->compute_spans = fit_compute(cs, nw, &cal->compute, &cal->speed);
+    if (!cal->compute_spans) {
+        free(cs);
+        free(work);
+        rc = dp_fail(err, DP_EINVAL, "--calibrate-from: %s has no worker compute or pull/push events "
+                     "to fit (record it with --trace)", path);
+        goto out;
     }
     /* network */
     cal->bandwidth = 0;
@@ -488,21 +517,42 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
         double mx = pf.sx / (double)pf.n, my = pf.sy / (double)pf.n;
         if (mx > 0 && my - 2 * cal->latency > 0) cal->push_bandwidth = mx / (my - 2 * cal->latency);
     }
+    /* the ps's own work, and what goes with it: the network without it and, with cores,
+     * compute de-rated counting the ps's busy spans too */
+    sim_cal_ps_fit(answers, gaps, n_gaps, derate ? work : NULL, cal);
+    if (derate) {
+        memset(cs, 0, (size_t)(nw > 0 ? nw : 1) * sizeof *cs);
+        for (int i = 0; i < n_gaps; i++) {
+            csum *c = &cs[gaps[i].task];
+            c->sum += work[i]; c->sumsq += work[i] * work[i]; c->n++;
+        }
+        fit_compute(cs, nw, &cal->ps_compute, &cal->ps_speed);
+    } else {
+        cal->ps_compute = cal->compute;
+        cal->ps_speed = xmalloc((size_t)(nw > 0 ? nw : 1) * sizeof *cal->ps_speed);
+        memcpy(cal->ps_speed, cal->speed, (size_t)nw * sizeof *cal->ps_speed);
+    }
+    free(cs);
+    free(work);
     cal->model_bytes = phases ? phase_bytes_sum / (double)phases : 0;
     cal->mean_step_s = gs_n > 1 ? (double)(gs_t1 - gs_t0) / 1e9 / (double)(gs_n - 1) : 0;
-    free(means);
+    rc = DP_OK;
+out:
+    sim_cal_ps_free(answers);
+    free(gaps);
     for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end), free(ws[i].push_ps);
     free(ws);
     free(cb);
     free(nic);
     free(nic_scratch);
-    return DP_OK;
+    return rc;
 }
 
 void sim_calibration_release(sim_calibration *cal)
 {
     if (!cal) return;
     free(cal->speed);
-    cal->speed = NULL;
+    free(cal->ps_speed);
+    cal->speed = cal->ps_speed = NULL;
     cal->n_speed = 0;
 }

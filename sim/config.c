@@ -29,6 +29,8 @@ static int sim_extra(void *ctx, const run_key *k, const run_value *v, const char
     else if (!strcmp(n, "compute")) return sim_parse_dist(v->text, &c->compute, err);
     else if (!strcmp(n, "hosts")) return sim_parse_hosts(v->text, &c->hosts, err);
     else if (!strcmp(n, "cores_per_host")) c->cores_per_host = (int)v->i;
+    else if (!strcmp(n, "ps_pull_cost")) return sim_parse_ps_cost(v->text, what, &c->ps_pull_cost, err);
+    else if (!strcmp(n, "ps_push_cost")) return sim_parse_ps_cost(v->text, what, &c->ps_push_cost, err);
     else if (!strcmp(n, "nqm_dims")) c->nqm_dims = (int)v->i;
     else if (!strcmp(n, "max_sim_time")) c->max_sim_s = v->d;
     else if (!strcmp(n, "trace_level")) return sim_parse_trace_level(v->text, &c->trace_level, &c->trace_sample, err);
@@ -107,15 +109,21 @@ void sim_options_calibrate(sim_options *o, const sim_calibration *cal)
     sim_config *c = &o->c;
     int set_bw = given(o, "bandwidth"), set_psbw = given(o, "ps_bandwidth"), set_wkbw = given(o, "worker_bandwidth");
     int set_model = given(o, "model") || given(o, "model_bytes");
+    /* "fit": the ps's fitted work, and the network, compute and speeds fitted with it;
+     * else (the default) those with its work folded in, as without the model */
+    int psm = c->ps_pull_cost.fit || c->ps_push_cost.fit;
+    double bw = psm ? cal->ps_bandwidth : cal->bandwidth, push_bw = psm ? cal->ps_push_bandwidth : cal->push_bandwidth;
+    double lat = psm ? cal->ps_latency : cal->latency;
+    if (c->ps_pull_cost.fit) c->ps_pull_cost = cal->ps_pull_cost;
+    if (c->ps_push_cost.fit) c->ps_push_cost = cal->ps_push_cost;
     if (!given(o, "ps") && cal->n_ps > 0) c->n_ps = cal->n_ps;
     if (!given(o, "workers") && cal->n_workers > 0) c->n_workers = cal->n_workers;
     if (!given(o, "mode") && cal->mode >= 0) c->mode = (update_mode)cal->mode;
-    if (!given(o, "compute") && cal->compute.mean > 0) c->compute = cal->compute;
-    if (!set_bw && !set_psbw && cal->bandwidth > 0) c->ps_bw = cal->bandwidth;
-    if (!set_bw && !set_wkbw && cal->bandwidth > 0) c->worker_bw = cal->bandwidth;
-    if (!given(o, "latency") && cal->latency >= 0) c->latency = cal->latency;
-    if (!set_bw && !set_psbw && !set_wkbw && cal->push_bandwidth > 0)
-        c->ps_push_bw = c->worker_push_bw = cal->push_bandwidth;
+    if (!given(o, "compute") && cal->compute.mean > 0) c->compute = psm ? cal->ps_compute : cal->compute;
+    if (!set_bw && !set_psbw && bw > 0) c->ps_bw = bw;
+    if (!set_bw && !set_wkbw && bw > 0) c->worker_bw = bw;
+    if (!given(o, "latency") && lat >= 0) c->latency = lat;
+    if (!set_bw && !set_psbw && !set_wkbw && push_bw > 0) c->ps_push_bw = c->worker_push_bw = push_bw;
     if (!given(o, "steps") && cal->steps > 0) c->steps = cal->steps;
     if (!set_model) {
         if (cal->model[0] && !model_parse(cal->model, &c->model)) {
@@ -137,7 +145,7 @@ void sim_options_calibrate(sim_options *o, const sim_calibration *cal)
     }
     if (!given(o, "cores_per_host") && cal->cores > 0) c->cores_per_host = cal->cores;
     /* per-worker speeds carry over when the cluster has the same workers */
-    if (cal->speed && cal->n_speed == c->n_workers) c->speed = cal->speed;
+    if (cal->speed && cal->n_speed == c->n_workers) c->speed = psm && cal->ps_speed ? cal->ps_speed : cal->speed;
 }
 
 char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
@@ -163,6 +171,14 @@ char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
     json_object_set_new(j, "model_bytes", json_integer((json_int_t)r->model_bytes));
     json_object_set_new(j, "hosts", json_integer(c->hosts.n));
     json_object_set_new(j, "cores_per_host", json_integer(c->cores_per_host));
+    char cost[96];
+    sim_ps_cost_format(&c->ps_pull_cost, cost, sizeof cost);
+    json_object_set_new(j, "ps_pull_cost", json_string(cost));
+    sim_ps_cost_format(&c->ps_push_cost, cost, sizeof cost);
+    json_object_set_new(j, "ps_push_cost", json_string(cost));
+    json_object_set_new(j, "latency_s", json_real(c->latency));
+    json_object_set_new(j, "bandwidth_Bps", json_real(c->ps_bw));
+    json_object_set_new(j, "push_bandwidth_Bps", json_real(c->ps_push_bw > 0 ? c->ps_push_bw : c->ps_bw));
     json_object_set_new(j, "sim_time_s", json_real(r->sim_s));
     json_object_set_new(j, "sim_events", json_integer((json_int_t)r->sim_events));
     json_object_set_new(j, "events_per_s", json_real(wall_s > 0 ? (double)r->sim_events / wall_s : 0));

@@ -5,7 +5,9 @@
  * one pull and one push event pair per step for the whole model, with no variable;
  * every worker's step_end; every ps event about a sampled worker; global steps and
  * failures), steps (step_end, global_step, failures). Events
- * are only ever emitted at the current virtual time, so the trace is time-ordered. */
+ * are only ever emitted at the current virtual time, so the trace is time-ordered; with
+ * the ps's own work (psq.c) a ps's events about a message wait until it has done the
+ * work and are emitted then, at that time, as the runtime's ps emits them. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +119,15 @@ void sim_emit_ps(sim_world *w, int kind, int ps, int wk, int var, int64_t step, 
     e.step = step;
     e.value = value;
     e.id = id;
+    if (w->holding) {
+        /* the ps's own work is modelled: it emits this when done with the message (psq.c) */
+        if (w->n_hev == w->cap_hev) {
+            w->cap_hev = w->cap_hev ? 2 * w->cap_hev : 16;
+            w->hev = xrealloc(w->hev, (size_t)w->cap_hev * sizeof *w->hev);
+        }
+        w->hev[w->n_hev++] = e;
+        return;
+    }
     sim_emit(w, &e);
 }
 
@@ -139,6 +150,13 @@ static char *config_json(const sim_world *w)
     json_object_set_new(o, "loss", json_string("noisy quadratic surrogate"));
     json_object_set_new(o, "nqm_dims", json_integer(c->nqm_dims));
     json_object_set_new(o, "failures", json_integer(c->n_failures));
+    if (w->psm) {  /* only with the ps's own work: traces without it stay as they were */
+        char t[96];
+        sim_ps_cost_format(&c->ps_pull_cost, t, sizeof t);
+        json_object_set_new(o, "ps_pull_cost", json_string(t));
+        sim_ps_cost_format(&c->ps_push_cost, t, sizeof t);
+        json_object_set_new(o, "ps_push_cost", json_string(t));
+    }
     if (c->hosts.n > 0) {
         /* as the real launcher writes them (runtime/launcher.c): one object per host, and
          * where the tasks run in --hosts syntax */

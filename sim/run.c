@@ -15,6 +15,9 @@ int sim_config_check(const sim_config *c, char *err)
 {
     int rc = run_check(&c->run, err);
     if (rc) return rc;
+    if (c->ps_pull_cost.fit || c->ps_push_cost.fit)
+        return dp_fail(err, DP_EINVAL, "--%s fit: the ps's work is fitted by --calibrate-from, which is not given",
+                       c->ps_pull_cost.fit ? "ps-pull-cost" : "ps-push-cost");
     if (!(c->ps_bw > 0) || !(c->worker_bw > 0)) return dp_fail(err, DP_EINVAL, "--bandwidth: must be positive");
     if (!(c->compute.mean >= 0)) return dp_fail(err, DP_EINVAL, "--compute: mean must not be negative");
     if (c->model_bytes < 0 || c->model_bytes > 200e9)
@@ -42,7 +45,8 @@ int sim_config_check(const sim_config *c, char *err)
 static void declare_twins(sim_world *w)
 {
     int pairs = 0;
-    for (int p = 0; p < w->P && !w->cfg->no_shortcuts; p++) {
+    /* not with the ps's own work: equal shards' answers leave when each ps is done */
+    for (int p = 0; p < w->P && !w->cfg->no_shortcuts && !w->psm; p++) {
         if (w->ps_bytes[p] <= 0) continue;
         for (int q = 0; q < p; q++) {
             if (w->ps_bytes[q] != w->ps_bytes[p]) continue;
@@ -103,8 +107,9 @@ static void make_locks(sim_world *w)
         }
 }
 
-/* --hosts / --cores-per-host: the shared cores, only where some host has more workers
- * than cores (elsewhere no compute can slow down, and it runs as without hosts). */
+/* --hosts / --cores-per-host: the shared cores, only where some host has more busy
+ * tasks than cores (its workers, and its ps with the ps's own work; elsewhere no work can
+ * slow down, and it runs as without hosts). Task ids: worker k is k, ps p is W + p. */
 static void hosts_init(sim_world *w)
 {
     const sim_config *c = w->cfg;
@@ -116,13 +121,20 @@ static void hosts_init(sim_world *w)
         w->wk_host[k] = sim_host_of(&c->hosts, w->P, JOB_WORKER, k);
         crowded |= ++count[w->wk_host[k]] > c->cores_per_host;
     }
+    if (w->psm) {
+        w->ps_host = xmalloc((size_t)w->P * sizeof *w->ps_host);
+        for (int p = 0; p < w->P; p++) {
+            w->ps_host[p] = sim_host_of(&c->hosts, w->P, JOB_PS, p);
+            crowded |= ++count[w->ps_host[p]] > c->cores_per_host;
+        }
+    }
     free(count);
     if (!crowded) return;
-    w->cpu = sim_cpu_new(H, c->cores_per_host, w->W);
+    w->cpu = sim_cpu_new(H, c->cores_per_host, w->W + (w->psm ? w->P : 0));
     w->cpu_at = xmalloc((size_t)H * sizeof *w->cpu_at);
     for (int h = 0; h < H; h++) w->cpu_at[h] = INT64_MAX;
     w->cpu_gen = xcalloc((size_t)H, sizeof *w->cpu_gen);
-    w->cpu_done = xmalloc((size_t)w->W * sizeof *w->cpu_done);
+    w->cpu_done = xmalloc((size_t)(w->W + w->P) * sizeof *w->cpu_done);
 }
 
 static int world_init(sim_world *w, const sim_config *c, char *err)
@@ -213,6 +225,9 @@ static int world_init(sim_world *w, const sim_config *c, char *err)
         wk->snap = -1;
     }
     for (int i = 0; i < c->n_stragglers; i++) w->wk[c->stragglers[i].worker].speed *= c->stragglers[i].factor;
+    w->psm = c->ps_pull_cost.msg_s > 0 || c->ps_pull_cost.rate > 0 || c->ps_push_cost.msg_s > 0 ||
+             c->ps_push_cost.rate > 0;
+    if (w->psm) sim_psq_init(w);
     hosts_init(w);
     w->net = sim_net_new();
     w->ps_up = xmalloc((size_t)w->P * sizeof *w->ps_up);
@@ -271,6 +286,7 @@ static void world_release(sim_world *w)
     free(w->snap_refs);
     free(w->free_snaps);
     sim_cpu_free(w->cpu);
+    sim_psq_release(w);
     free(w->wk_host);
     free(w->cpu_at);
     free(w->cpu_gen);

@@ -14,7 +14,9 @@
  * async_apply staleness; global_step is variable 0 (its accumulator counts the step; in
  * async every applied push advances it; the SSP gate lives with it).
  * Compute lasts its drawn time, or, on a host with fewer cores than workers
- * (--hosts, --cores-per-host), is work on the host's shared cores (cpu.h).
+ * (--hosts, --cores-per-host), is work on the host's shared cores (cpu.h). With a ps
+ * cost (--ps-pull-cost, --ps-push-cost) each ps handles its messages one at a time
+ * (psq.c): answers, acks and RELEASEs leave when it has done the work.
  * Messages: a request costs one latency; data moves as network flows (one flow per
  * worker and ps per phase, carrying that ps's variables) plus one latency; acks cost one
  * latency; the sync token is a zero-byte message (one latency each way). Workers starting
@@ -31,6 +33,7 @@
 
 static void wk_start_step(sim_world *w, int k);
 static void cpu_arm(sim_world *w, int h);
+static void ps_done(sim_world *w, const sim_event *ev);
 
 static int64_t ns_of(double s)
 {
@@ -182,7 +185,7 @@ static void net_sync(sim_world *w)
     sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_DELIVER_BATCH, id, 0);
 }
 
-static int cohort_new(sim_world *w)
+int sim_world_cohort_new(sim_world *w)
 {
     int id;
     if (w->n_free_cohorts) {
@@ -248,7 +251,7 @@ static void flush_dir(sim_world *w, int dir)
     if (!n) return;
     w->n_pend[dir] = 0;
     net_sync(w);
-    int c = cohort_new(w);
+    int c = sim_world_cohort_new(w);
     sim_cohort *co = &w->cohorts[c];
     co->dir = dir;
     co->n = n;
@@ -380,6 +383,10 @@ static void pull_arrive(sim_world *w, int k)
     memcpy(th, w->theta, (size_t)w->d * sizeof *th);
     wk->loss_read = sim_nqm_loss(w, th);
     w->bytes_pulled += (int64_t)w->model_bytes;
+    if (w->psm) {
+        sim_psq_pull(w, k);  /* each ps answers when it has done the work */
+        return;
+    }
     w->pend[0][w->n_pend[0]++] = k;
 }
 
@@ -448,6 +455,11 @@ static void push_done(sim_world *w, int k)
  * earlier for another time is left in the heap, stale: its generation is old). */
 static void cpu_arm(sim_world *w, int h)
 {
+    sim_world_cpu_arm(w, h);
+}
+
+void sim_world_cpu_arm(sim_world *w, int h)
+{
     int64_t t = sim_cpu_next(w->cpu, h);
     if (t == w->cpu_at[h]) return;
     w->cpu_at[h] = t;
@@ -456,7 +468,8 @@ static void cpu_arm(sim_world *w, int h)
 }
 
 /* Host h's armed event: the workers whose compute is done end it, in finishing order
- * (as the COMPUTE_END events they stand for, and counted as them). */
+ * (as the COMPUTE_END events they stand for, and counted as them), and the ps whose job
+ * is done finish it (as their SIM_EV_PS_DONE). */
 static void cpu_event(sim_world *w, int h, uint64_t gen)
 {
     if (gen != w->cpu_gen[h]) {
@@ -467,6 +480,11 @@ static void cpu_event(sim_world *w, int h, uint64_t gen)
     int n = sim_cpu_pop(w->cpu, h, w->now, w->cpu_done);
     for (int i = 0; i < n; i++) {
         int k = w->cpu_done[i];
+        if (k >= w->W) {
+            sim_event e = {w->now, 0, SIM_EV_PS_DONE, k - w->W, 0};
+            ps_done(w, &e);
+            continue;
+        }
         dp_assert("sim: a worker's compute ended while it was not computing (a death not cancelled)",
                   !w->wk[k].dead && w->wk[k].phase == SIM_W_COMPUTE);
         compute_end(w, k);
@@ -496,6 +514,11 @@ static void deliver(sim_world *w, const sim_event *ev)
             }
             wk->outstanding -= v1 - v0;
             if (wk->outstanding == 0) pull_done(w, k);
+        }
+    } else if (w->psm) {
+        for (int i = 0; i < co->n; i++) {  /* each a message the ps handles in turn */
+            const sim_wk *wk = &w->wk[co->members[i]];
+            if (!wk->dead && wk->inc == co->incs[i]) sim_psq_push(w, p, c, i);
         }
     } else {
         int start, acks = sim_ack_begin(w, &start);
@@ -609,9 +632,22 @@ static void token_arrive(sim_world *w, const sim_event *ev)
     if (w->ps_dead[p] && defer_if_dead(w, p, ev)) return;
     sim_wk *wk = &w->wk[k];
     if (wk->dead || wk->inc != ev->b) return;
+    if (w->psm) {
+        sim_psq_token(w, p, k);
+        return;
+    }
     int start, acks = sim_ack_begin(w, &start);
     sim_ps_push(w, p, k, w->step_var, acks);
     sim_ack_end(w, acks, start);
+}
+
+/* ps p finished its job (a SIM_EV_PS_DONE, or its task on the cores); a frozen ps's
+ * waits for its restart. */
+static void ps_done(sim_world *w, const sim_event *ev)
+{
+    int p = ev->a;
+    if (w->ps_dead[p] && defer_if_dead(w, p, ev)) return;
+    sim_psq_done(w, p);
 }
 
 /* A worker's push ends when every ack is in and, in sync, every accumulated push has
@@ -734,6 +770,9 @@ static void dispatch(sim_world *w, const sim_event *ev)
     case SIM_EV_CPU:
         cpu_event(w, k, (uint64_t)ev->b);
         return;
+    case SIM_EV_PS_DONE:
+        ps_done(w, ev);
+        return;
     case SIM_EV_FAIL:
         fire_failure(w, k);
         return;
@@ -754,6 +793,7 @@ void sim_world_dispatch(sim_world *w, const sim_event *ev)
 
 void sim_world_flush(sim_world *w)
 {
+    if (w->psm) sim_psq_flush(w);
     flush_dir(w, 0);
     flush_dir(w, 1);
 }

@@ -2,7 +2,8 @@
  * configuration, its unit-aware parsers, the run, and --calibrate-from. The simulator
  * drives the very same cluster/ rules as the real runtime (placement, sync accumulators,
  * async staleness, SSP gate, optimizers) in virtual time, over a flow-level max-min fair
- * network model and per-step compute-time distributions, and emits the same events into
+ * network model, per-step compute-time distributions, hosts whose cores the busy tasks
+ * share and, optionally, the ps's own work per message, and emits the same events into
  * the same trace files. Learning is simulated on a noisy quadratic surrogate (not the
  * real model). Runs are deterministic for a seed: all state hangs off one world struct.
  * Single-threaded; separate runs are independent. */
@@ -67,6 +68,19 @@ void sim_hosts_format(const sim_hosts *h, char *buf, size_t n);
  * when h->n is 0 (a host of its own). */
 int sim_host_of(const sim_hosts *h, int n_ps, int job, int task);
 
+/* --ps-pull-cost / --ps-push-cost T[,BW] | fit: the ps's own work for a message, as a
+ * single thread that handles one message at a time in arrival order: T per variable (a
+ * fixed cost per message) plus its bytes at BW ("20us,2GB/s"); "0" (the default): no
+ * work, the ps answers at once; "fit": what --calibrate-from fits (sim_options_calibrate
+ * replaces it; a run needs it replaced). msg_s in seconds, rate in bytes/s (0: bytes cost
+ * nothing). */
+typedef struct sim_ps_cost { double msg_s, rate; int fit; } sim_ps_cost;
+int sim_parse_ps_cost(const char *s, const char *what, sim_ps_cost *out, char *err);
+/* Writes c back in the syntax sim_parse_ps_cost reads ("20us,2000MB/s", "0"). */
+void sim_ps_cost_format(const sim_ps_cost *c, char *buf, size_t n);
+/* Seconds of the ps's work for msgs messages carrying `bytes` in all. */
+double sim_ps_cost_s(const sim_ps_cost *c, int msgs, double bytes);
+
 /* ---- configuration ------------------------------------------------------------------ */
 
 enum sim_trace_level {
@@ -100,6 +114,8 @@ typedef struct sim_config {
     double *speed;          /* NULL or n_workers compute-time factors (borrowed) */
     sim_hosts hosts;        /* where the tasks run (--hosts) */
     int cores_per_host;     /* 0: unlimited; else a host's busy tasks share this many cores */
+    sim_ps_cost ps_pull_cost, ps_push_cost;  /* the ps's work per pull answer / push (all
+                             * zero: none, the ps answers at once, as before the model) */
     sim_failure failures[SIM_MAX_FAILURES];
     int n_failures;
     int nqm_dims;           /* surrogate dimension (default 32) */
@@ -177,6 +193,15 @@ typedef struct sim_calibration {
     double bandwidth;        /* bytes/s, fitted on pulls */
     double push_bandwidth;   /* bytes/s, fitted on pushes (includes the ps's apply) */
     double latency;          /* seconds, one way */
+    /* The ps's own work, fitted from the spacing of its answers while it had a queue
+     * (ps_pull_cost, ps_push_cost; zero when the trace shows none), and the network fitted
+     * with that work taken out of the phases (ps_bandwidth, ps_push_bandwidth, ps_latency:
+     * what goes with the costs; bandwidth, push_bandwidth and latency above fold it in). */
+    sim_ps_cost ps_pull_cost, ps_push_cost;
+    double ps_bandwidth, ps_push_bandwidth, ps_latency;
+    int64_t ps_samples[2];   /* gaps between answers (pulls, pushes) the costs were fitted on */
+    sim_dist ps_compute;     /* compute, with cores de-rated counting the ps's busy spans too */
+    double *ps_speed;        /* its per-worker factors (n_speed), owned */
     double model_bytes;      /* bytes pulled per worker step */
     double mean_step_s;      /* measured on the trace (global-step advances) */
     int64_t compute_spans, transfers;

@@ -225,3 +225,39 @@ int sim_host_of(const sim_hosts *h, int n_ps, int job, int task)
     }
     return (int)(((int64_t)(job == JOB_PS ? 0 : n_ps) + task) % h->n);
 }
+
+int sim_parse_ps_cost(const char *s, const char *what, sim_ps_cost *out, char *err)
+{
+    sim_ps_cost c = {0, 0, 0};
+    if (!strcmp(s, "fit")) {
+        c.fit = 1;
+        *out = c;
+        return DP_OK;
+    }
+    char head[64];
+    const char *comma = strchr(s, ',');
+    size_t n = comma ? (size_t)(comma - s) : strlen(s);
+    if (n == 0 || n >= sizeof head)
+        return dp_fail(err, DP_EINVAL, "%s: expected T[,BW] (a time per message, then a rate for the "
+                       "bytes, e.g. 20us,2GB/s) or fit, got \"%s\"", what, s);
+    memcpy(head, s, n);
+    head[n] = 0;
+    int rc = dp_parse_time(head, what, &c.msg_s, err);
+    if (rc) return rc;
+    if (comma && (rc = dp_parse_bandwidth(comma + 1, what, &c.rate, err))) return rc;
+    *out = c;
+    return DP_OK;
+}
+
+void sim_ps_cost_format(const sim_ps_cost *c, char *buf, size_t n)
+{
+    if (c->fit) snprintf(buf, n, "fit");
+    else if (c->rate > 0) snprintf(buf, n, "%.6gus,%.6gMB/s", c->msg_s * 1e6, c->rate / 1e6);
+    else if (c->msg_s > 0) snprintf(buf, n, "%.6gus", c->msg_s * 1e6);
+    else snprintf(buf, n, "0");
+}
+
+double sim_ps_cost_s(const sim_ps_cost *c, int msgs, double bytes)
+{
+    return (double)msgs * c->msg_s + (c->rate > 0 ? bytes / c->rate : 0);
+}

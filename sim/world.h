@@ -22,7 +22,7 @@
 enum {
     SIM_EV_PULL_ARRIVE = 1, SIM_EV_PULL_DELIVER, SIM_EV_COMPUTE_END, SIM_EV_PUSH_DELIVER,
     SIM_EV_ACKS, SIM_EV_SSP_REQ, SIM_EV_SSP_GO, SIM_EV_FAIL, SIM_EV_RESTART,
-    SIM_EV_TOKEN_ARRIVE, SIM_EV_DELIVER_BATCH, SIM_EV_CPU
+    SIM_EV_TOKEN_ARRIVE, SIM_EV_DELIVER_BATCH, SIM_EV_CPU, SIM_EV_PS_DONE
 };
 
 enum sim_wphase { SIM_W_IDLE = 0, SIM_W_SSP, SIM_W_PULL, SIM_W_COMPUTE, SIM_W_PUSH, SIM_W_DONE };
@@ -116,6 +116,27 @@ typedef struct sim_ack {  /* acknowledgements arriving together */
     int nev;              /* engine events this batch stands for (merged batches) */
 } sim_ack;
 
+/* The ps's own work (--ps-pull-cost, --ps-push-cost): a message a ps handles, queued
+ * in arrival order. Its effects on the ps's state (versions read, offers, applies) are
+ * made when it arrives, in that same order, so they are those of the real ps handling the
+ * queue in turn; what it sends back (the answer's flow, acks, RELEASEs) leaves when the
+ * ps has done its work. */
+enum { SIM_JOB_PULL = 0, SIM_JOB_PUSH = 1 };
+#define SIM_JOB_ACKS 3
+typedef struct sim_ps_job {
+    int32_t k, inc;       /* worker, its incarnation when the message came */
+    int kind;
+    double work_ns;       /* what it takes alone */
+    int acks[SIM_JOB_ACKS];  /* push: ack batches to send when done, in order; -1 none */
+    evt_record *ev;       /* push: the ps's events about it (APPLY, DROP, GLOBAL_STEP), owned */
+    int n_ev;
+} sim_ps_job;
+
+typedef struct sim_psq {  /* one ps's queue (a ring); its head is in work while n > 0 */
+    sim_ps_job *q;
+    int head, n, cap;
+} sim_psq;
+
 typedef struct sim_dbatch {  /* deliveries of flows that finished together */
     int n, cap;
     int *c, *p;           /* cohort, ps: in the order their events would have run */
@@ -207,7 +228,18 @@ typedef struct sim_world {
     int *wk_host;         /* per worker: its host (with cpu) */
     int64_t *cpu_at;      /* per host: time of its armed event, INT64_MAX none */
     uint64_t *cpu_gen;
-    int *cpu_done;        /* scratch: workers whose compute ended together */
+    int *cpu_done;        /* scratch: tasks whose work ended together (ps p is task W + p) */
+    int *ps_host;         /* with cpu and psm: per ps, its host */
+    /* the ps's own work (psq.c): on when a ps cost is not zero; then no twins (answers
+     * from equal shards no longer leave together) and so no locks */
+    int psm;
+    sim_psq *psq;         /* per ps */
+    int holding;          /* ack batches sent now are held for the job (held[0..n_held)), and
+                           * the ps's events (hev[0..n_hev)) */
+    int held[SIM_JOB_ACKS], n_held;
+    evt_record *hev;
+    int n_hev, cap_hev;
+    int *pp_k, *pp_p, n_pp, cap_pp;  /* pull answers whose flows start at this instant */
     /* ssp */
     ssp_gate *gate;
     int *ssp_wait;        /* workers waiting, their wanted step in ssp_step */
@@ -271,6 +303,7 @@ void sim_ack_add_vars(sim_world *w, int id, int k, int j0, int j1, int st);
  * every worker but skip */
 void sim_ack_add_release_set(sim_world *w, int id, int v, int mult, const int *ws, int n, int skip);
 void sim_ack_send(sim_world *w, int id);     /* arrives one latency later; empty: freed */
+void sim_ack_send_held(sim_world *w, int id);  /* a batch held for a ps's work (psq.c), now */
 /* acks about to be sent together: into the open batch when they may join it (*start:
  * its length then) or a new one (*start = -1); sim_ack_end sends them */
 int sim_ack_begin(sim_world *w, int *start);
@@ -283,6 +316,24 @@ void sim_ps_push_sync(sim_world *w, int p, int c, int i, int acks);
 void sim_ps_push(sim_world *w, int p, int k, int v, int acks);
 /* member i (worker k) of this round's cohort offered to lock L: the offer's result */
 int sim_ps_lock_offer(sim_world *w, sim_lock *L, int i, int k);
+
+/* ---- psq.c: the ps's own work ---- */
+void sim_psq_init(sim_world *w);
+void sim_psq_release(sim_world *w);
+/* worker k's pull requests reach every ps (its versions were read now) */
+void sim_psq_pull(sim_world *w, int k);
+/* member i of cohort c pushes to ps p (sync: the gradients; async / ssp: every variable) */
+void sim_psq_push(sim_world *w, int p, int c, int i);
+/* worker k's sync step token reaches ps p */
+void sim_psq_token(sim_world *w, int p, int k);
+/* starts the flows of the pull answers the ps finished at this instant (sim_world_flush) */
+void sim_psq_flush(sim_world *w);
+/* ps p finished the job at its queue's head: what it sends leaves now, the next starts */
+void sim_psq_done(sim_world *w, int p);
+
+/* ---- sim.c, for psq.c ---- */
+void sim_world_cpu_arm(sim_world *w, int h);  /* host h's work changed */
+int sim_world_cohort_new(sim_world *w);       /* an empty cohort's id */
 
 /* ---- emit.c ---- */
 int sim_emit_open(sim_world *w, char *err);

@@ -96,4 +96,23 @@ check "calibrated from it: one host of its cores ($(nproc))" \
 "$DOWNPOUR" sim --calibrate-from tests/data/real_sync_1ps_2w.trace --quiet >"$TMP/ho.out" 2>/dev/null
 check "an older trace (no hosts) calibrates to unlimited cores" \
     test "$(json "$TMP/ho.out" hosts)/$(json "$TMP/ho.out" cores_per_host)" = 0/0
+
+# --- the ps's own work: off by default, given, or fitted by calibration -------------------
+check "the summary says the ps costs nothing by default" \
+    test "$(json "$TMP/ho.out" ps_pull_cost)/$(json "$TMP/ho.out" ps_push_cost)" = 0/0
+bad_flag "ps cost not a time" "--ps-pull-cost: \"fast\" is not a time" --ps-pull-cost fast
+bad_flag "ps cost fit without a trace" "--ps-push-cost fit" --ps-push-cost fit
+# 4 workers, one ps taking 2 ms per push (2 gradients, then the token: 1 ms each) and a
+# 10 ms compute on a network that costs nothing: 10 + 4 * 3 = 22 ms a step
+"$DOWNPOUR" sim --ps 1 --workers 4 --steps 10 --model softmax --compute constant:mean=10ms --latency 0 \
+    --bandwidth 1e18B/s --ps-push-cost 1ms --quiet >"$TMP/p.out" 2>/dev/null
+check "pushes one at a time at the ps: 22 ms a step ($(json "$TMP/p.out" mean_step_s))" \
+    python3 -c "import sys; sys.exit(abs($(json "$TMP/p.out" mean_step_s) - 0.022) > 1e-6)"
+check "the summary says the push cost" test "$(json "$TMP/p.out" ps_push_cost)" = 1000us
+"$DOWNPOUR" sim --calibrate-from "$TMP/real.dptrace" --ps-pull-cost fit --ps-push-cost fit \
+    --trace "$TMP/pf.dptrace" --quiet >"$TMP/pf.out" 2>/dev/null
+check "fitted from a real run: the ps's work is not zero ($(json "$TMP/pf.out" ps_pull_cost))" \
+    sh -c "[ '$(json "$TMP/pf.out" ps_pull_cost)' != 0 ] && [ '$(json "$TMP/pf.out" global_step)' = 5 ]"
+check "its trace validates and says the costs" sh -c "'$DOWNPOUR' trace validate '$TMP/pf.dptrace' && \
+    '$DOWNPOUR' trace info --json '$TMP/pf.dptrace' | grep -q '\"ps_pull_cost\"'"
 done_tests
