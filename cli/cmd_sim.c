@@ -56,11 +56,18 @@ int cmd_sim(int argc, char **argv)
         rc = sim_calibrate(o.calibrate, &cal, err);
         if (!rc) {
             sim_options_calibrate(&o, &cal);
-            char d[128];
-            sim_dist_format(&cal.compute, d, sizeof d);
+            /* What the run uses (explicit keys and the ps's work taken into account). */
+            char d[128], pull[64], push[64], hosts[96];
+            sim_dist_format(&o.c.compute, d, sizeof d);
+            sim_ps_cost_format(&o.c.ps_pull_cost, pull, sizeof pull);
+            sim_ps_cost_format(&o.c.ps_push_cost, push, sizeof push);
+            sim_hosts_format(&o.c.hosts, hosts, sizeof hosts);
+            double push_bw = o.c.ps_push_bw > 0 ? o.c.ps_push_bw : o.c.ps_bw;
             fprintf(stderr, "downpour: sim: calibrated from %s: compute %s, bandwidth %.4g MB/s "
-                    "(pushes %.4g MB/s), latency %.4g us, measured mean step %.6g s\n", o.calibrate, d,
-                    cal.bandwidth / 1e6, cal.push_bandwidth / 1e6, cal.latency * 1e6, cal.mean_step_s);
+                    "(pushes %.4g MB/s), latency %.4g us, ps work %s a pull, %s a push, hosts %s, "
+                    "cores per host %d (0: unlimited), measured mean step %.6g s\n", o.calibrate, d,
+                    o.c.ps_bw / 1e6, push_bw / 1e6, o.c.latency * 1e6, pull, push, hosts[0] ? hosts : "0",
+                    o.c.cores_per_host, cal.mean_step_s);
         }
     }
     if (!rc) rc = sim_config_check(&o.c, err);
@@ -73,8 +80,7 @@ int cmd_sim(int argc, char **argv)
     sim_bar_init(&b, isatty(2) && !o.quiet);
     o.c.progress = sim_bar_progress;
     o.c.progress_ctx = &b;
-    fprintf(stderr, "downpour: sim: the loss reported is of a noisy quadratic surrogate, not of the "
-                    "real model\n");
+    fprintf(stderr, "downpour: sim: simulated; not modelled: %s (docs/simulator.md)\n", SIM_NOT_MODELLED);
     sim_result r;
     uint64_t t0 = dp_now_ns();
     rc = sim_run(&o.c, &r, err);

@@ -227,8 +227,7 @@ int lab_run_variant(const scenario *s, int engine, int variant, const lab_option
         sim_bar_init(&bar, isatty(2));
         so->c.progress = sim_bar_progress;
         so->c.progress_ctx = &bar;
-        fprintf(stderr, "downpour: sim: the loss reported is of a noisy quadratic surrogate, not of "
-                        "the real model\n");
+        fprintf(stderr, "downpour: sim: simulated; not modelled: %s (docs/simulator.md)\n", SIM_NOT_MODELLED);
         sim_result r;
         uint64_t t0 = dp_now_ns();
         rc = sim_run(&so->c, &r, err);

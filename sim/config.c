@@ -163,6 +163,7 @@ char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
     };
     json_t *j = run_summary_json(&c->run, &rr);
     json_object_set_new(j, "loss_model", json_string("noisy quadratic surrogate"));
+    json_object_set_new(j, "not_modelled", json_string(SIM_NOT_MODELLED));
     if (c->step_offset) {
         /* a fork: its steps continue the recorded run's */
         json_object_set_new(j, "steps", json_integer((json_int_t)(c->steps + c->step_offset)));

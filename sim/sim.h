@@ -74,6 +74,13 @@ int sim_host_of(const sim_hosts *h, int n_ps, int job, int task);
  * work, the ps answers at once; "fit": what --calibrate-from fits (sim_options_calibrate
  * replaces it; a run needs it replaced). msg_s in seconds, rate in bytes/s (0: bytes cost
  * nothing). */
+/* What the simulator does not model, one line for `downpour sim`, `run` and `compare` to
+ * print and the summary to carry ("not_modelled"); docs/simulator.md says more. */
+#define SIM_NOT_MODELLED "the real model's learning (a noisy quadratic surrogate stands in), TCP " \
+    "dynamics, packet latency variance, switch oversubscription, per-variable serialisation in " \
+    "a worker-ps flow, the CPU cost of sending and receiving, the ps's own work unless " \
+    "--ps-pull-cost/--ps-push-cost"
+
 typedef struct sim_ps_cost { double msg_s, rate; int fit; } sim_ps_cost;
 int sim_parse_ps_cost(const char *s, const char *what, sim_ps_cost *out, char *err);
 /* Writes c back in the syntax sim_parse_ps_cost reads ("20us,2000MB/s", "0"). */
