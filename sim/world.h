@@ -333,6 +333,14 @@ void sim_psq_done(sim_world *w, int p);
 
 /* ---- sim.c, for psq.c ---- */
 void sim_world_cpu_arm(sim_world *w, int h);  /* host h's work changed */
+
+/* flows.c: the network glue */
+void sim_flows_sync(sim_world *w);              /* network to now, finished flows delivered */
+void sim_flows_start(sim_world *w, int dir);    /* the flows of the cohort that began now */
+void sim_flows_cohort_done(sim_world *w, int c);/* one of cohort c's groups is delivered */
+/* The first of ps p's variables (an index into ps_vars) that a push phase carries: in
+ * sync the step token (variable 0, first on its ps) goes on its own after the gradients. */
+static inline int sim_push_first(const sim_world *w, int p) { return w->push_first[p]; }
 int sim_world_cohort_new(sim_world *w);       /* an empty cohort's id */
 
 /* ---- emit.c ---- */
