@@ -65,9 +65,11 @@ int cmd_sim(int argc, char **argv)
             double push_bw = o.c.ps_push_bw > 0 ? o.c.ps_push_bw : o.c.ps_bw;
             fprintf(stderr, "downpour: sim: calibrated from %s: compute %s, bandwidth %.4g MB/s "
                     "(pushes %.4g MB/s), latency %.4g us, ps work %s a pull, %s a push, hosts %s, "
-                    "cores per host %d (0: unlimited), measured mean step %.6g s\n", o.calibrate, d,
+                    "cores per host %d (0: unlimited), copying %.4g MB/s of CPU (0: free), measured "
+                    "mean step %.6g s%s\n", o.calibrate, d,
                     o.c.ps_bw / 1e6, push_bw / 1e6, o.c.latency * 1e6, pull, push, hosts[0] ? hosts : "0",
-                    o.c.cores_per_host, cal.mean_step_s);
+                    o.c.cores_per_host, o.c.copy_rate / 1e6, cal.mean_step_s,
+                    cal.copy_rate > 0 ? " (compute and copying from the CPU the workers measured)" : "");
         }
     }
     if (!rc) rc = sim_config_check(&o.c, err);

@@ -89,6 +89,10 @@ static const run_key keys[] = {
      "(a busy task on its host's cores), e.g. 20us,2GB/s; fit: fitted by calibrate_from; 0: none"},
     {"ps_push_cost", "placement", RUN_T_TEXT, "T[,BW]|fit", "0", NULL, 0, 0, 0, NULL, S, 0, NULL,
      "the ps's work per push (the update), like ps_pull_cost; 0: none"},
+    {"copy_bandwidth", "placement", RUN_T_TEXT, "BW|0", "0", NULL, 0, 0, 0, NULL, S, 0, NULL,
+     "a worker's sending and receiving as work on its host's shared cores: b bytes keep it busy "
+     "for b / BW while they travel, and its pull or push ends no sooner (the kernel's copying "
+     "on one host); 0: none (a calibrated real run measures it)"},
     {"bandwidth", "network", RUN_T_BANDWIDTH, "BW", "10Gbit", NULL, 0, 0, 0, NULL, S, 0, NULL,
      "every NIC, each direction, e.g. 10Gbit"},
     {"ps_bandwidth", "network", RUN_T_BANDWIDTH, "BW", NULL, NULL, 0, 0, 0, NULL, S, 0, NULL,

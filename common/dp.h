@@ -76,6 +76,11 @@ void dp_log(int level, const char *prefix, const char *fmt, ...)
 /* Monotonic nanoseconds (CLOCK_MONOTONIC) and wall-clock nanoseconds (CLOCK_REALTIME). */
 uint64_t dp_now_ns(void);
 uint64_t dp_wall_ns(void);
+/* CPU nanoseconds this process has used so far (CLOCK_PROCESS_CPUTIME_ID: all its threads,
+ * user and system): what a task did, as against how long it took on a shared host. */
+uint64_t dp_cpu_ns(void);
+/* CPU nanoseconds the calling thread has used so far (CLOCK_THREAD_CPUTIME_ID). */
+uint64_t dp_thread_cpu_ns(void);
 
 /* A small deterministic RNG (xoshiro256**, seeded through splitmix64). Embedded by
  * value in whatever owns it; no global state. */

@@ -13,7 +13,9 @@ enum evt_job { EVT_JOB_PS = 0, EVT_JOB_WORKER = 1, EVT_JOB_CLIENT = 2, EVT_JOB_H
 
 /* Event kinds. Field use per kind (fields not named are zero / -1):
  *   CLUSTER_START   str=config JSON                      CLUSTER_STOP  value=wall seconds
- *   TASK_START      str=host, bytes=pid                  TASK_STOP     value=exit status
+ *   TASK_START      str=host, bytes=pid                  TASK_STOP     value=exit status,
+ *                   value2=CPU seconds the task's work used (a real worker's training loop,
+ *                   a real ps's serving; 0 unknown)
  *   DEVICE          device=device name
  *   VAR_DEFINE      var, str=shape ("784x128"), bytes
  *   VAR_PLACE       var, peer=ps task, device            OP_PLACE      var=op name, str=op type, device
@@ -22,7 +24,9 @@ enum evt_job { EVT_JOB_PS = 0, EVT_JOB_WORKER = 1, EVT_JOB_CLIENT = 2, EVT_JOB_H
  *   PUSH_BEGIN/END  as pulls (PUSH_END: dur)
  *   APPLY           ps task, peer=worker, var, step=global step after, value=staleness, id=push id
  *   DROP            ps task, peer=worker, var, step=current step, value=staleness, id=push id
- *   COMPUTE_BEGIN/END worker, device, step (END: dur)
+ *   COMPUTE_BEGIN/END worker, device, step (END: dur, value2=the span's work in seconds:
+ *                   the CPU it used, plus a straggler's extra time; the simulator's its
+ *                   draw; 0 unknown. On a shared host dur is longer than the work)
  *   STEP_END        worker, step=local step, value=loss, value2=global step read
  *   BARRIER_WAIT/RELEASE  worker, step (RELEASE: dur waited)
  *   SSP_WAIT/RELEASE      worker, step, value=min clock of the others

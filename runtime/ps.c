@@ -342,7 +342,7 @@ static void on_wait_check(struct ev_loop *loop, ev_timer *w, int revents)
     }
 }
 
-static void print_stats(const ps_server *ps)
+static void print_stats(const ps_server *ps, double cpu_s)
 {
     /* The least updated of our trainable variables (-1 when we hold none): in sync mode
      * every variable ends at the global step. */
@@ -359,14 +359,14 @@ static void print_stats(const ps_server *ps)
            "\"stale_n\":%llu,\"stale_sum\":%llu,\"stale_max\":%lld,\"holds_step\":%d,"
            "\"gs_advances\":%llu,\"mean_step_s\":%.9f,\"events\":%llu,\"events_dropped\":%llu,"
            "\"var_step_min\":%lld,\"global_step\":%lld,\"rejected\":%llu,\"conns_refused\":%llu,"
-           "\"auth_failures\":%llu}\n",
+           "\"auth_failures\":%llu,\"cpu_s\":%.6f}\n",
            ps->index, (unsigned long long)ps->applies, (unsigned long long)ps->drops,
            (unsigned long long)ps->pulls, (unsigned long long)ps->stale.n,
            (unsigned long long)ps->stale.sum, (long long)ps->stale.max, ps->holds_step,
            (unsigned long long)ps->gs_advances, mean_step, (unsigned long long)rt_instr_sent(ps->in),
            (unsigned long long)rt_instr_dropped(ps->in), var_min, ps_global_step(ps),
            (unsigned long long)ps->rejected, (unsigned long long)net_listener_refused(ps->listener),
-           (unsigned long long)net_listener_auth_failures(ps->listener));
+           (unsigned long long)net_listener_auth_failures(ps->listener), cpu_s);
     fflush(stdout);
 }
 
@@ -451,12 +451,15 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
     dp_log(DP_LOG_INFO, ps.name, "serving %zu bytes of variables on %s (%s, %s)", bytes,
            spec_addr_format(at, sizeof at, me), update_mode_name(cfg->mode),
            optim_name(cfg->optimizer));
+    uint64_t cpu0 = dp_cpu_ns();
     ev_run(ps.loop, 0);
+    double cpu_s = (double)(dp_cpu_ns() - cpu0) / 1e9;  /* the CPU its serving took */
     if (ps.in) {
         evt_record e = rt_instr_record(ps.in, EVT_TASK_STOP);
+        e.value2 = cpu_s;
         rt_instr_emit(ps.in, &e);
     }
-    print_stats(&ps);
+    print_stats(&ps, cpu_s);
     net_listener_free(ps.listener);
     if (rt_stop_requested && ps.n_done < cfg->n_workers)
         dp_log(DP_LOG_INFO, ps.name, "stopped by signal");

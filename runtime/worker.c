@@ -507,7 +507,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     if (rc) goto out;
     double slow_factor = rt_config_straggler_factor(cfg, index);
 
-    uint64_t t_start = dp_now_ns(), t_compute = 0, t_wait = 0, t_paced = 0;
+    uint64_t t_start = dp_now_ns(), t_compute = 0, t_wait = 0, t_paced = 0, cpu_start = dp_cpu_ns();
     int64_t last_eval = -1;
     double accuracy = NAN, test_loss = NAN;
 train:
@@ -552,7 +552,8 @@ train:
         dataset_gather(&train, idx, cfg->batch, bx, by);
         int64_t ct0 = rt_instr_now(wk->in);
         wk_emit_step(wk, EVT_COMPUTE_BEGIN, ct0, 0, 0, 0);
-        uint64_t c0 = dp_now_ns();
+        /* towers compute on their devices' threads: the process's CPU counts them */
+        uint64_t c0 = dp_now_ns(), cpu0 = wk->tw ? dp_cpu_ns() : dp_thread_cpu_ns();
         err[0] = 0;
         float loss = wk->tw ? tw_step(wk->tw, wk->params, wk->grads, bx, by, cfg->batch, wk->local, err)
                             : nn_train_step(wk->net, wk->params, wk->grads, bx, by, cfg->batch);
@@ -561,10 +562,17 @@ train:
             break;
         }
         uint64_t c1 = dp_now_ns();
-        if (slow_factor > 1.0) sleep_ns((uint64_t)((double)(c1 - c0) * (slow_factor - 1.0)));
+        /* the span's work: the CPU it used (it may have waited for a core on a shared
+         * host) and a straggler's extra time, which stands for a slower machine */
+        uint64_t work = (wk->tw ? dp_cpu_ns() : dp_thread_cpu_ns()) - cpu0;
+        if (slow_factor > 1.0) {
+            uint64_t extra = (uint64_t)((double)(c1 - c0) * (slow_factor - 1.0));
+            sleep_ns(extra);
+            work += extra;
+        }
         t_compute += dp_now_ns() - c0;
         int64_t ct1 = rt_instr_now(wk->in);
-        wk_emit_step(wk, EVT_COMPUTE_END, ct1, ct1 - ct0, 0, 0);
+        wk_emit_step(wk, EVT_COMPUTE_END, ct1, ct1 - ct0, 0, (double)work / 1e9);
         if (!isfinite(loss)) {
             rc = dp_fail(err, DP_ERR, "%s: loss became %f at global step %lld (learning rate too high?)",
                          wk->name, (double)loss, (long long)wk->gs);
@@ -603,6 +611,7 @@ train:
         goto out;
     }
     double train_s = (double)(dp_now_ns() - t_start) / 1e9;
+    double train_cpu_s = (double)(dp_cpu_ns() - cpu_start) / 1e9;  /* the CPU training used */
     char ckpt_path[1024] = "";
     if (wk->chief) {
         rc = final_pull(wk);
@@ -651,7 +660,7 @@ train:
     printf(",\"events\":%llu,\"events_dropped\":%llu}\n", (unsigned long long)rt_instr_sent(wk->in),
            (unsigned long long)rt_instr_dropped(wk->in));
     fflush(stdout);
-    wk_emit_step(wk, EVT_TASK_STOP, 0, 0, 0, 0);
+    wk_emit_step(wk, EVT_TASK_STOP, 0, 0, 0, train_cpu_s);
     rc = DP_OK;
 out:
     wk->finishing = 1;

@@ -66,6 +66,9 @@ typedef struct wstat {
     int64_t *ps_end;         /* last pull_end per ps in the current phase, -1 none */
     double integ0;           /* pullers integral when this phase began */
     int in_phase;
+    double share;            /* the last compute span's work over its duration, -1 unknown */
+    double cpu_s;            /* the CPU its training used (task_stop), 0 unknown */
+    double moved;            /* bytes pulled and pushed */
 } wstat;
 
 typedef struct gap_end {
@@ -113,6 +116,29 @@ void sim_cal_derate(const sim_cal_span *g, int n, const sim_calibration *cal, do
     free(s0);
     free(t);
     free(open);
+}
+
+/* Where the trace measured a gap's share of a core (compute_end's work, a real run's
+ * CPU time), its work alone is the gap at that share; the others keep the model's. */
+static void measured_work(const sim_cal_span *g, const double *share, int n, double *work)
+{
+    for (int i = 0; i < n; i++)
+        if (share[i] > 0) work[i] = (double)(g[i].t1 - g[i].t0) / 1e9 * share[i];
+}
+
+/* A worker's CPU beyond its compute gaps' work went on sending and receiving (the
+ * kernel's copying, on a shared host): every worker said its CPU, the rate is the bytes
+ * they moved over that CPU. */
+static void copy_rate(const wstat *ws, int nw, sim_calibration *cal)
+{
+    double cpu = 0, bytes = 0;
+    for (int k = 0; k < nw; k++) {
+        if (!ws[k].c.n) continue;
+        if (!(ws[k].cpu_s > 0)) return;
+        cpu += ws[k].cpu_s - ws[k].c.sum;
+        bytes += ws[k].moved;
+    }
+    if (cpu > 0 && bytes > 0) cal->copy_rate = bytes / cpu;
 }
 
 static int dbl_cmp(const void *a, const void *b);
@@ -284,6 +310,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
     /* the recorded hosts had cores to share: gaps are kept and de-rated at the end */
     int derate = cal->cores > 0 && cal->hosts.n > 0;
     sim_cal_span *gaps = NULL;
+    double *shares = NULL;   /* per gap, its compute span's measured share (-1 unknown) */
     int n_gaps = 0, cap_gaps = 0;
     sim_cal_ps *answers = sim_cal_ps_new();  /* every ps's answers, for its own work */
     while ((rc = trace_reader_next(r, &e)) == 1) {
@@ -322,6 +349,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
             memset(ws + cap_w, 0, (size_t)(nc - cap_w) * sizeof *ws);
             for (int i = cap_w; i < nc; i++) {
                 ws[i].last_pull_end = ws[i].first_push = ws[i].last_push_end = -1;
+                ws[i].share = -1;
                 cb[i] = -1;
             }
             cap_w = nc;
@@ -329,6 +357,8 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
         if (k > max_w) max_w = k;
         wstat *s = &ws[k];
         int p = e.peer;
+        if (e.kind == EVT_TASK_STOP && e.value2 > 0 && isfinite(e.value2)) s->cpu_s = e.value2;
+        if (e.kind == EVT_PULL_BEGIN || e.kind == EVT_PUSH_BEGIN) s->moved += (double)e.bytes;
         if (e.kind == EVT_PULL_BEGIN) {
             if (p > max_ps) max_ps = p;
             if (!s->ps_bytes) {
@@ -425,13 +455,16 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
                     if (n_gaps == cap_gaps) {
                         cap_gaps = cap_gaps ? 2 * cap_gaps : 1024;
                         gaps = xrealloc(gaps, (size_t)cap_gaps * sizeof *gaps);
+                        shares = xrealloc(shares, (size_t)cap_gaps * sizeof *shares);
                     }
+                    shares[n_gaps] = s->share;
                     gaps[n_gaps++] = (sim_cal_span){s->last_pull_end, e.t, JOB_WORKER, k};
                 } else {
                     double g = (double)(e.t - s->last_pull_end) / 1e9;
                     s->c.sum += g; s->c.sumsq += g * g; s->c.n++;
                 }
                 s->last_pull_end = -1;
+                s->share = -1;
             }
         } else if (e.kind == EVT_BARRIER_WAIT) {
             s->barrier = 1;
@@ -445,6 +478,13 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
             s->last_push_end = -1;
         } else if (e.kind == EVT_COMPUTE_BEGIN) {
             cb[k] = e.t;
+        } else if (e.kind == EVT_COMPUTE_END && phases > 0) {
+            /* a real worker says the work its span did (the CPU it used): the gap's
+             * work alone is the gap at that share, however the host's cores were shared */
+            if (e.value2 > 0 && e.dur > 0 && isfinite(e.value2)) {
+                double sh = e.value2 * 1e9 / (double)e.dur;
+                s->share = sh < 1 ? sh : 1;
+            }
         } else if (e.kind == EVT_COMPUTE_END && phases == 0) {
             /* only when the trace has no pulls: use the compute spans themselves */
             double d = e.dur > 0 ? (double)e.dur / 1e9 : cb[k] >= 0 ? (double)(e.t - cb[k]) / 1e9 : -1;
@@ -472,10 +512,12 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
     double *work = xmalloc((size_t)(n_gaps > 0 ? n_gaps : 1) * sizeof *work);
     if (derate) {
         sim_cal_derate(gaps, n_gaps, cal, work);
+        measured_work(gaps, shares, n_gaps, work);
         for (int i = 0; i < n_gaps; i++) {
             wstat *s = &ws[gaps[i].task];
             s->c.sum += work[i]; s->c.sumsq += work[i] * work[i]; s->c.n++;
         }
+        copy_rate(ws, nw, cal);
     }
     for (int k = 0; k < nw; k++) cs[k] = ws[k].c;
     cal->n_speed = nw;
@@ -521,6 +563,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
      * compute de-rated counting the ps's busy spans too */
     sim_cal_ps_fit(answers, gaps, n_gaps, derate ? work : NULL, cal);
     if (derate) {
+        measured_work(gaps, shares, n_gaps, work);
         memset(cs, 0, (size_t)(nw > 0 ? nw : 1) * sizeof *cs);
         for (int i = 0; i < n_gaps; i++) {
             csum *c = &cs[gaps[i].task];
@@ -540,6 +583,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
 out:
     sim_cal_ps_free(answers);
     free(gaps);
+    free(shares);
     for (int i = 0; i < cap_w; i++) free(ws[i].ps_bytes), free(ws[i].ps_end), free(ws[i].push_ps);
     free(ws);
     free(cb);

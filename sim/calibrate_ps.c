@@ -19,8 +19,6 @@
 
 /* Fewer gaps than this in a direction: no cost fitted for it. */
 #define MIN_GAPS 8
-/* Bytes/s standing for "the transfer costs nothing beyond the ps's work". */
-#define FREE_BW 1e12
 
 typedef struct answer {
     int64_t req, end;        /* ns: the first request, the answer's arrival */
@@ -236,8 +234,8 @@ static void sort_done(int *idx, int n, const by_done_ctx *x)
  * an answer that long before it arrived; acks carry no bytes): the samples in the order
  * the ps sent its answers, the costs from the gaps (de-rated with the compute gaps when
  * gap_work), the network from the rest. */
-static void fit_round(sim_cal_ps *c, double L, double pull_bw, int idle_busy, const sim_cal_span *gaps,
-                      int n_gaps, double *gap_work, sim_calibration *cal)
+static void fit_round(sim_cal_ps *c, double L, double pull_bw, int idle_busy, int keep_costs,
+                      const sim_cal_span *gaps, int n_gaps, double *gap_work, sim_calibration *cal)
 {
     int total = 0;
     for (int p = 0; p < c->n_ps; p++) total += c->n[p];
@@ -307,10 +305,12 @@ static void fit_round(sim_cal_ps *c, double L, double pull_bw, int idle_busy, co
     for (int p = 0, base = 0; p < c->n_ps; base += c->n[p], p++)
         for (int i = 0; i < c->n[p]; i++)
             if (sm[base + i].waited) reg_add(&r[c->a[p][i].push], c->a[p][i].m, c->a[p][i].bytes, sm[base + i].y);
-    cal->ps_pull_cost = reg_solve(&r[0]);
-    cal->ps_push_cost = reg_solve(&r[1]);
-    cal->ps_samples[0] = r[0].n;
-    cal->ps_samples[1] = r[1].n;
+    if (!keep_costs) {
+        cal->ps_pull_cost = reg_solve(&r[0]);
+        cal->ps_push_cost = reg_solve(&r[1]);
+        cal->ps_samples[0] = r[0].n;
+        cal->ps_samples[1] = r[1].n;
+    }
     /* the network from the answers that found the ps idle: 2L, the ps's work, and the
      * transfer, sharing the link with those that arrived meanwhile (least squares through
      * the origin on bytes times the transfers sharing, as calibrate.c's fit) */
@@ -328,9 +328,36 @@ static void fit_round(sim_cal_ps *c, double L, double pull_bw, int idle_busy, co
         }
     double *bw[2] = {&cal->ps_bandwidth, &cal->ps_push_bandwidth};
     for (int d = 0; d < 2; d++)
-        *bw[d] = sby[d] > 0 && sb[d] / sby[d] < FREE_BW ? sb[d] / sby[d] : FREE_BW;
+        *bw[d] = sby[d] > 0 && sb[d] / sby[d] < SIM_FREE_BW ? sb[d] / sby[d] : SIM_FREE_BW;
     cal->ps_latency = L;
     free(sm);
+}
+
+/* The fit's time per message is mostly the busiest ps's, and it would charge every
+ * other ps as much for each of its small answers (with 4 ps, 3 near-idle ps would load
+ * the shared cores as much as the busy one). A ps's work is taken as its bytes at a rate
+ * per direction, the rate at which the busiest ps (the most bytes answered) did the work
+ * the fit found for its answers. */
+static void bytes_only(const sim_cal_ps *c, sim_calibration *cal)
+{
+    int big = -1;
+    double big_b = 0;
+    for (int p = 0; p < c->n_ps; p++) {
+        double b = 0;
+        for (int i = 0; i < c->n[p]; i++) b += c->a[p][i].bytes;
+        if (b > big_b) big_b = b, big = p;
+    }
+    sim_ps_cost *cost[2] = {&cal->ps_pull_cost, &cal->ps_push_cost};
+    for (int d = 0; d < 2; d++) {
+        double work = 0, bytes = 0;
+        for (int i = 0; big >= 0 && i < c->n[big]; i++) {
+            const answer *a = &c->a[big][i];
+            if (a->push != d) continue;
+            work += sim_ps_cost_s(cost[d], a->m, a->bytes);
+            bytes += a->bytes;
+        }
+        *cost[d] = work > 0 && bytes > 0 ? (sim_ps_cost){0, bytes / work, 0} : (sim_ps_cost){0, 0, 0};
+    }
 }
 
 void sim_cal_ps_fit(sim_cal_ps *c, const sim_cal_span *gaps, int n_gaps, double *gap_work, sim_calibration *cal)
@@ -341,6 +368,9 @@ void sim_cal_ps_fit(sim_cal_ps *c, const sim_cal_span *gaps, int n_gaps, double 
     /* the order the ps sent its answers in depends on their transfers, and with cores
      * its busy time on every answer counts: a second round with the first's bandwidth
      * and costs */
-    fit_round(c, L, FREE_BW, 0, gaps, n_gaps, gap_work, cal);
-    fit_round(c, L, cal->ps_bandwidth, 1, gaps, n_gaps, gap_work, cal);
+    fit_round(c, L, SIM_FREE_BW, 0, 0, gaps, n_gaps, gap_work, cal);
+    fit_round(c, L, cal->ps_bandwidth, 1, 0, gaps, n_gaps, gap_work, cal);
+    /* then the bytes alone, and the network once more with that work */
+    bytes_only(c, cal);
+    fit_round(c, L, cal->ps_bandwidth, 1, 1, gaps, n_gaps, gap_work, cal);
 }

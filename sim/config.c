@@ -15,6 +15,7 @@
 
 #include "cluster/spec.h"
 #include "common/dp.h"
+#include "common/units.h"
 
 static int sim_extra(void *ctx, const run_key *k, const run_value *v, const char *what, char *err)
 {
@@ -31,7 +32,10 @@ static int sim_extra(void *ctx, const run_key *k, const run_value *v, const char
     else if (!strcmp(n, "cores_per_host")) c->cores_per_host = (int)v->i;
     else if (!strcmp(n, "ps_pull_cost")) return sim_parse_ps_cost(v->text, what, &c->ps_pull_cost, err);
     else if (!strcmp(n, "ps_push_cost")) return sim_parse_ps_cost(v->text, what, &c->ps_push_cost, err);
-    else if (!strcmp(n, "nqm_dims")) c->nqm_dims = (int)v->i;
+    else if (!strcmp(n, "copy_bandwidth")) {
+        c->copy_rate = 0;
+        return strcmp(v->text, "0") ? dp_parse_bandwidth(v->text, what, &c->copy_rate, err) : DP_OK;
+    } else if (!strcmp(n, "nqm_dims")) c->nqm_dims = (int)v->i;
     else if (!strcmp(n, "max_sim_time")) c->max_sim_s = v->d;
     else if (!strcmp(n, "trace_level")) return sim_parse_trace_level(v->text, &c->trace_level, &c->trace_sample, err);
     else if (!strcmp(n, "trace")) snprintf(c->trace, sizeof c->trace, "%s", v->text);
@@ -109,8 +113,14 @@ void sim_options_calibrate(sim_options *o, const sim_calibration *cal)
     sim_config *c = &o->c;
     int set_bw = given(o, "bandwidth"), set_psbw = given(o, "ps_bandwidth"), set_wkbw = given(o, "worker_bandwidth");
     int set_model = given(o, "model") || given(o, "model_bytes");
+    /* A real run on shared cores that measured its CPU: the ps's work (fitted) and the
+     * workers' copying (measured) load the cores, unless the flags say otherwise. */
+    int measured = cal->copy_rate > 0 && cal->cores > 0;
+    if (measured && !given(o, "ps_pull_cost") && !given(o, "ps_push_cost"))
+        c->ps_pull_cost.fit = c->ps_push_cost.fit = 1;
+
     /* "fit": the ps's fitted work, and the network, compute and speeds fitted with it;
-     * else (the default) those with its work folded in, as without the model */
+     * else those with its work folded in, as without the model */
     int psm = c->ps_pull_cost.fit || c->ps_push_cost.fit;
     double bw = psm ? cal->ps_bandwidth : cal->bandwidth, push_bw = psm ? cal->ps_push_bandwidth : cal->push_bandwidth;
     double lat = psm ? cal->ps_latency : cal->latency;
@@ -144,6 +154,10 @@ void sim_options_calibrate(sim_options *o, const sim_calibration *cal)
         if (!keep) c->hosts.n_rules = 0;
     }
     if (!given(o, "cores_per_host") && cal->cores > 0) c->cores_per_host = cal->cores;
+    if (measured && !given(o, "copy_bandwidth")) c->copy_rate = cal->copy_rate;
+    /* all on one host with the ps's work its own: the transfers cross no ps NIC
+     * (loopback), each goes as fast as its worker takes it */
+    if (measured && psm && c->hosts.n == 1 && !set_bw && !set_psbw) c->ps_bw = c->ps_push_bw = SIM_FREE_BW;
     /* per-worker speeds carry over when the cluster has the same workers */
     if (cal->speed && cal->n_speed == c->n_workers) c->speed = psm && cal->ps_speed ? cal->ps_speed : cal->speed;
 }
@@ -172,6 +186,7 @@ char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
     json_object_set_new(j, "model_bytes", json_integer((json_int_t)r->model_bytes));
     json_object_set_new(j, "hosts", json_integer(c->hosts.n));
     json_object_set_new(j, "cores_per_host", json_integer(c->cores_per_host));
+    json_object_set_new(j, "copy_bandwidth", json_real(c->copy_rate));
     char cost[96];
     sim_ps_cost_format(&c->ps_pull_cost, cost, sizeof cost);
     json_object_set_new(j, "ps_pull_cost", json_string(cost));

@@ -134,6 +134,20 @@ void sim_cpu_start(sim_cpu *c, int h, int id, double work_ns, int64_t now)
     sift_up(c, ho, ho->n - 1);
 }
 
+void sim_cpu_add(sim_cpu *c, int id, double work_ns, int64_t now)
+{
+    dp_assert("sim_cpu: adding work to a task that is not busy", id >= 0 && id < c->n_tasks && c->tasks[id].pos >= 0);
+    cpu_host *ho = &c->hosts[c->tasks[id].host];
+    advance(c, ho, now);
+    c->tasks[id].mark += work_ns > 0 ? work_ns : 0;
+    sift_down(c, ho, c->tasks[id].pos);
+}
+
+int sim_cpu_is_busy(const sim_cpu *c, int id)
+{
+    return id >= 0 && id < c->n_tasks && c->tasks[id].pos >= 0;
+}
+
 int sim_cpu_cancel(sim_cpu *c, int id, int64_t now)
 {
     if (id < 0 || id >= c->n_tasks || c->tasks[id].pos < 0) return -1;

@@ -23,6 +23,10 @@ void sim_cpu_free(sim_cpu *c);
 /* Task `id` (not busy) starts work_ns (>= 0) of work, what it takes alone, on host h at
  * now (never earlier than the host's last call). */
 void sim_cpu_start(sim_cpu *c, int h, int id, double work_ns, int64_t now);
+/* Busy task `id` has work_ns (>= 0) more to do, from now. */
+void sim_cpu_add(sim_cpu *c, int id, double work_ns, int64_t now);
+/* Whether task `id` is busy. */
+int sim_cpu_is_busy(const sim_cpu *c, int id);
 /* Task `id` stops at now, its remaining work dropped (it died); no-op when not busy.
  * Returns its host, or -1. */
 int sim_cpu_cancel(sim_cpu *c, int id, int64_t now);

@@ -115,7 +115,10 @@ void sim_flows_start(sim_world *w, int dir)
     }
     memcpy(co->members, w->pend[dir], (size_t)n * sizeof *co->members);
     qsort(co->members, (size_t)n, sizeof *co->members, int_cmp);
-    for (int i = 0; i < n; i++) co->incs[i] = w->wk[co->members[i]].inc;
+    for (int i = 0; i < n; i++) {
+        co->incs[i] = w->wk[co->members[i]].inc;
+        sim_world_copy(w, co->members[i], w->model_bytes);
+    }
     co->groups_left = 0;
     co->link = -1;
     if (w->twins) {

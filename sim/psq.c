@@ -197,6 +197,7 @@ void sim_psq_flush(sim_world *w)
         for (int j = 0; j < m; j++) {
             co->members[j] = (int)(key[i + j] & 0xffffffff);
             co->incs[j] = w->wk[co->members[j]].inc;
+            sim_world_copy(w, co->members[j], w->ps_bytes[p]);
         }
         co->groups_left = 1;
         co->link = -1;

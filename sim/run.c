@@ -109,13 +109,15 @@ static void make_locks(sim_world *w)
 
 /* --hosts / --cores-per-host: the shared cores, only where some host has more busy
  * tasks than cores (its workers, and its ps with the ps's own work; elsewhere no work can
- * slow down, and it runs as without hosts). Task ids: worker k is k, ps p is W + p. */
+ * slow down, and it runs as without hosts), or where the workers' copying is work on
+ * them (--copy-bandwidth: a pull or push lasts at least its copying, shared or not).
+ * Task ids: worker k is k, ps p is W + p. */
 static void hosts_init(sim_world *w)
 {
     const sim_config *c = w->cfg;
     int H = c->hosts.n;
     if (H <= 0 || c->cores_per_host <= 0) return;
-    int *count = xcalloc((size_t)H, sizeof *count), crowded = 0;
+    int *count = xcalloc((size_t)H, sizeof *count), crowded = c->copy_rate > 0;
     w->wk_host = xmalloc((size_t)w->W * sizeof *w->wk_host);
     for (int k = 0; k < w->W; k++) {
         w->wk_host[k] = sim_host_of(&c->hosts, w->P, JOB_WORKER, k);
@@ -280,6 +282,7 @@ static void world_release(sim_world *w)
     ssp_gate_free(w->gate);
     free(w->ssp_wait);
     free(w->ssp_step);
+    for (int k = 0; w->wk && k < w->W; k++) free(w->wk[k].late_ps);
     free(w->wk);
     for (int i = 0; i < w->n_snaps; i++) free(w->snap[i]);
     free(w->snap);

@@ -57,7 +57,8 @@ static void fire_failure(sim_world *w, int i)
     } else {
         sim_wk *k = &w->wk[f->task];
         if (k->phase == SIM_W_DONE) return;
-        if (w->cpu && k->phase == SIM_W_COMPUTE) {
+        k->copying = k->net_done = k->n_late = 0;
+        if (w->cpu && (k->phase == SIM_W_COMPUTE || sim_cpu_is_busy(w->cpu, f->task))) {
             /* its work leaves the host: the others there speed up now */
             int h = sim_cpu_cancel(w->cpu, f->task, w->now);
             if (h >= 0) cpu_arm(w, h);
@@ -238,9 +239,47 @@ static void pull_arrive(sim_world *w, int k)
     w->pend[0][w->n_pend[0]++] = k;
 }
 
+/* Worker k's pull_end events for ps p's variables, now. */
+static void emit_pull_end(sim_world *w, int k, int p)
+{
+    sim_wk *wk = &w->wk[k];
+    const int64_t *ver = sim_read_versions(w, k);
+    for (int j = w->ps_first[p]; j < w->ps_first[p + 1]; j++) {
+        int v = w->ps_vars[j];
+        sim_emit_wk(w, EVT_PULL_END, k, p, v, wk->local, (int64_t)w->cat.v[v].count * 4, w->now - wk->t_phase,
+                    (double)ver[v], 0, sim_msg_id(w, k, v));
+    }
+}
+
+/* ... once its copying is done, as a real worker's come when the bytes are read. */
+static void late_pull_end(sim_world *w, int k, int p)
+{
+    sim_wk *wk = &w->wk[k];
+    if (!wk->late_ps) wk->late_ps = xmalloc((size_t)w->P * sizeof *wk->late_ps);
+    wk->late_ps[wk->n_late++] = p;
+}
+
+void sim_world_copy(sim_world *w, int k, double bytes)
+{
+    if (!w->cpu || !(w->cfg->copy_rate > 0) || !(bytes > 0)) return;
+    sim_wk *wk = &w->wk[k];
+    int h = w->wk_host[k];
+    double ns = bytes / w->cfg->copy_rate * 1e9;
+    if (sim_cpu_is_busy(w->cpu, k)) sim_cpu_add(w->cpu, k, ns, w->now);
+    else sim_cpu_start(w->cpu, h, k, ns, w->now);
+    wk->copying = 1;
+    cpu_arm(w, h);
+}
+
 static void pull_done(sim_world *w, int k)
 {
     sim_wk *wk = &w->wk[k];
+    if (wk->copying) {  /* the bytes are in; the copying out of the kernel is not done */
+        wk->net_done = 1;
+        return;
+    }
+    for (int i = 0; i < wk->n_late; i++) emit_pull_end(w, k, wk->late_ps[i]);
+    wk->n_late = 0;
     sim_emit_wk_phase(w, EVT_PULL_END, k, wk->local, w->now - wk->t_phase);
     wk->gs_read = sim_read_versions(w, k)[w->step_var];
     if (wk->gs_read >= w->cfg->steps) {
@@ -256,6 +295,7 @@ static void pull_done(sim_world *w, int k)
     wk->t_compute = w->now;
     sim_emit_wk(w, EVT_COMPUTE_BEGIN, k, -1, -1, wk->local, 0, 0, 0, 0, 0);
     double d = sim_draw_compute(w, k);
+    wk->work_s = (double)ns_of(d) / 1e9;
     if (w->cpu) {
         /* work on its host's shared cores: it ends when the host has done it */
         int h = w->wk_host[k];
@@ -269,7 +309,7 @@ static void pull_done(sim_world *w, int k)
 static void compute_end(sim_world *w, int k)
 {
     sim_wk *wk = &w->wk[k];
-    sim_emit_wk(w, EVT_COMPUTE_END, k, -1, -1, wk->local, 0, w->now - wk->t_compute, 0, 0, 0);
+    sim_emit_wk(w, EVT_COMPUTE_END, k, -1, -1, wk->local, 0, w->now - wk->t_compute, 0, wk->work_s, 0);
     sim_nqm_grad(w, k);
     wk->phase = SIM_W_PUSH;
     wk->t_phase = w->now;
@@ -289,6 +329,10 @@ static void compute_end(sim_world *w, int k)
 static void push_done(sim_world *w, int k)
 {
     sim_wk *wk = &w->wk[k];
+    if (wk->copying) {
+        wk->net_done = 1;
+        return;
+    }
     if (wk->t_wait >= 0)
         sim_emit_wk(w, EVT_BARRIER_RELEASE, k, -1, -1, wk->local, 0, w->now - wk->t_wait, 0, 0, 0);
     sim_emit_wk(w, EVT_STEP_END, k, -1, -1, wk->local, 0, 0, wk->loss_read, (double)wk->gs_read, 0);
@@ -333,9 +377,19 @@ static void cpu_event(sim_world *w, int h, uint64_t gen)
             ps_done(w, &e);
             continue;
         }
-        dp_assert("sim: a worker's compute ended while it was not computing (a death not cancelled)",
-                  !w->wk[k].dead && w->wk[k].phase == SIM_W_COMPUTE);
-        compute_end(w, k);
+        sim_wk *wk = &w->wk[k];
+        dp_assert("sim: a worker's work ended while it was not working (a death not cancelled)",
+                  !wk->dead && (wk->phase == SIM_W_COMPUTE || wk->copying));
+        if (wk->phase == SIM_W_COMPUTE) {
+            compute_end(w, k);
+            continue;
+        }
+        /* its transfer's copying is done: the pull or push ends if its bytes are through */
+        wk->copying = 0;
+        if (!wk->net_done) continue;
+        wk->net_done = 0;
+        if (wk->phase == SIM_W_PULL) pull_done(w, k);
+        else push_done(w, k);
     }
     w->events += (uint64_t)(n > 0 ? n - 1 : 0);
     cpu_arm(w, h);
@@ -354,11 +408,9 @@ static void deliver(sim_world *w, const sim_event *ev)
             int k = co->members[i];
             sim_wk *wk = &w->wk[k];
             if (wk->dead || wk->inc != co->incs[i]) continue;
-            for (int j = v0; w->tw && w->detail[k] && j < v1; j++) {
-                const int64_t *ver = sim_read_versions(w, k);
-                int v = w->ps_vars[j];
-                sim_emit_wk(w, EVT_PULL_END, k, p, v, wk->local, (int64_t)w->cat.v[v].count * 4,
-                            w->now - wk->t_phase, (double)ver[v], 0, sim_msg_id(w, k, v));
+            if (w->tw && w->detail[k]) {
+                if (wk->copying) late_pull_end(w, k, p);
+                else emit_pull_end(w, k, p);
             }
             wk->outstanding -= v1 - v0;
             if (wk->outstanding == 0) pull_done(w, k);

@@ -78,8 +78,12 @@ int sim_host_of(const sim_hosts *h, int n_ps, int job, int task);
  * print and the summary to carry ("not_modelled"); docs/simulator.md says more. */
 #define SIM_NOT_MODELLED "the real model's learning (a noisy quadratic surrogate stands in), TCP " \
     "dynamics, packet latency variance, switch oversubscription, per-variable serialisation in " \
-    "a worker-ps flow, the CPU cost of sending and receiving, the ps's own work unless " \
-    "--ps-pull-cost/--ps-push-cost"
+    "a worker-ps flow, the operating system's scheduler (cores are shared equally), the hub's " \
+    "and the kernel's own CPU, the CPU cost of sending and receiving unless --copy-bandwidth, " \
+    "the ps's own work unless --ps-pull-cost/--ps-push-cost"
+
+/* Bytes/s standing for "the transfer costs nothing" (beyond the ps's work, on one host). */
+#define SIM_FREE_BW 1e12
 
 typedef struct sim_ps_cost { double msg_s, rate; int fit; } sim_ps_cost;
 int sim_parse_ps_cost(const char *s, const char *what, sim_ps_cost *out, char *err);
@@ -121,6 +125,8 @@ typedef struct sim_config {
     double *speed;          /* NULL or n_workers compute-time factors (borrowed) */
     sim_hosts hosts;        /* where the tasks run (--hosts) */
     int cores_per_host;     /* 0: unlimited; else a host's busy tasks share this many cores */
+    double copy_rate;       /* bytes/s a worker sends or receives per CPU second on a shared
+                             * host (its transfers keep it busy on the cores); 0: free */
     sim_ps_cost ps_pull_cost, ps_push_cost;  /* the ps's work per pull answer / push (all
                              * zero: none, the ps answers at once, as before the model) */
     sim_failure failures[SIM_MAX_FAILURES];
@@ -207,6 +213,7 @@ typedef struct sim_calibration {
     sim_ps_cost ps_pull_cost, ps_push_cost;
     double ps_bandwidth, ps_push_bandwidth, ps_latency;
     int64_t ps_samples[2];   /* gaps between answers (pulls, pushes) the costs were fitted on */
+    double copy_rate;        /* bytes a worker sends or receives per CPU second (0: not said) */
     sim_dist ps_compute;     /* compute, with cores de-rated counting the ps's busy spans too */
     double *ps_speed;        /* its per-worker factors (n_speed), owned */
     double model_bytes;      /* bytes pulled per worker step */

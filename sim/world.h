@@ -36,8 +36,13 @@ typedef struct sim_wk {
     int token;            /* sync: the step token (second part of the push) is out */
     int64_t t_phase;      /* ns: start of the current pull/push */
     int64_t t_compute;
+    double work_s;           /* the compute's work alone (its draw), for compute_end */
     int64_t t_wait;       /* barrier / ssp wait start */
     int dead;
+    int copying;          /* its transfer's CPU (copy_rate) is not done yet */
+    int net_done;         /* ... while its pull or push is, which ends when the copy does */
+    int *late_ps;         /* traced in detail: ps whose pull_end events wait for the copying */
+    int n_late;
     int32_t inc;          /* incarnation: events of an earlier life are ignored */
     int32_t inc_epoch;    /* w->inc_epoch when inc last changed */
     int snap;             /* versions read at the last pull (world snapshot), -1 none */
@@ -355,6 +360,10 @@ void sim_emit_ps(sim_world *w, int kind, int ps, int wk, int var, int64_t step, 
 /* Sample level, for a worker without per-message events: the begin or end of its whole
  * pull or push phase (PULL_/PUSH_BEGIN/END with no variable, bytes = the model's). */
 void sim_emit_wk_phase(sim_world *w, int kind, int wk, int64_t step, int64_t dur);
+
+/* Worker k sends or receives bytes: with copy_rate on shared cores, that CPU work on its
+ * host (sim.c); its pull or push ends only once it is done. */
+void sim_world_copy(sim_world *w, int k, double bytes);
 
 /* ---- nqm.c ---- */
 void sim_nqm_init(sim_world *w);

@@ -93,7 +93,15 @@ assert m['hosts'] == [{'name': socket.gethostname(), 'cores': os.cpu_count()}] a
 "$DOWNPOUR" sim --calibrate-from "$TMP/real.dptrace" --quiet >"$TMP/hc.out" 2>/dev/null
 check "calibrated from it: one host of its cores ($(nproc))" \
     test "$(json "$TMP/hc.out" hosts)/$(json "$TMP/hc.out" cores_per_host)" = "1/$(nproc)"
+check "a real run says its CPU: calibrated, copying and the ps's work are on ($(json "$TMP/hc.out" copy_bandwidth) B/s, $(json "$TMP/hc.out" ps_pull_cost) a pull)" \
+    python3 -c "import sys; sys.exit(not ($(json "$TMP/hc.out" copy_bandwidth) > 0 and '$(json "$TMP/hc.out" ps_pull_cost)' != '0'))"
+"$DOWNPOUR" sim --calibrate-from "$TMP/real.dptrace" --copy-bandwidth 0 --ps-pull-cost 0 --ps-push-cost 0 \
+    --quiet >"$TMP/hc0.out" 2>/dev/null
+check "flags win over what it measured" \
+    test "$(json "$TMP/hc0.out" copy_bandwidth)/$(json "$TMP/hc0.out" ps_pull_cost)" = 0.0/0
 "$DOWNPOUR" sim --calibrate-from tests/data/real_sync_1ps_2w.trace --quiet >"$TMP/ho.out" 2>/dev/null
+check "an older trace (no CPU said) turns none of it on" \
+    test "$(json "$TMP/ho.out" copy_bandwidth)" = 0.0
 check "an older trace (no hosts) calibrates to unlimited cores" \
     test "$(json "$TMP/ho.out" hosts)/$(json "$TMP/ho.out" cores_per_host)" = 0/0
 

@@ -170,9 +170,9 @@ static void test_sim_step(void)
 }
 
 /* The exact shortcuts (twin ps, shared accumulators, delivery runs) hand workers to
- * their compute in the same order, so shared cores give the same run with them and
- * without; and the same seed, the same run. */
-static void test_shortcuts_and_seed(void)
+ * their compute (and their copying) in the same order, so shared cores give the same run
+ * with them and without; and the same seed, the same run. */
+static void test_shortcuts_and_seed(double copy_rate, sim_result *out)
 {
     sim_config c;
     sim_config_init(&c);
@@ -185,6 +185,7 @@ static void test_shortcuts_and_seed(void)
     c.hosts.n = 4;
     c.cores_per_host = 4;
     c.stragglers[c.n_stragglers++] = (run_straggler){2, 2};
+    c.copy_rate = copy_rate;
     sim_result a, b, d;
     CHECK(run(&c, &a) == 0);
     CHECK(run(&c, &d) == 0);
@@ -195,6 +196,7 @@ static void test_shortcuts_and_seed(void)
               "shortcuts %.9f s %llu events loss %.9g drops %lld locks %d, none %.9f s %llu events loss %.9g drops %lld", a.mean_step_s,
               (unsigned long long)a.sim_events, a.final_loss, (long long)a.dropped, a.locks, b.mean_step_s, (unsigned long long)b.sim_events, b.final_loss, (long long)b.dropped);
     CHECK(a.mean_step_s == d.mean_step_s && a.sim_events == d.sim_events && a.final_loss == d.final_loss);
+    *out = a;
 }
 
 /* compute_end durations of worker k from a trace (up to n), returns how many */
@@ -381,7 +383,12 @@ int main(void)
     test_closed_form_together();
     test_join_and_leave();
     test_sim_step();
-    test_shortcuts_and_seed();
+    sim_result plain, copied;
+    test_shortcuts_and_seed(0, &plain);
+    /* the workers' copying on the cores (--copy-bandwidth; test_sim_measured.c) too */
+    test_shortcuts_and_seed(2e9, &copied);
+    CHECK_MSG(plain.mean_step_s < copied.mean_step_s, "copying costs: %.6f s without, %.6f s with",
+              plain.mean_step_s, copied.mean_step_s);
     test_sim_trace_durations(dir);
     test_calibration(dir);
     test_parse();

@@ -1,0 +1,230 @@
+/* test_sim_measured.c — what a real run measures of its CPU, and the simulator's use of
+ * it, against closed forms worked out by hand here:
+ *   sim_cpu_add: a busy task given more work keeps sharing the cores until it is done
+ *     (one core, two 10 ms tasks, 5 ms more for one at 5 ms: 20 ms and 25 ms);
+ *   --copy-bandwidth R: a worker's sending and receiving of B bytes is B / R of work on
+ *     its host's cores while the transfer lasts, and its pull or push ends no sooner;
+ *     sync with a free network, constant compute C, W workers on one host of c cores in
+ *     lockstep: step = (C + 2 B / R) * max(1, W / c) (the exact shortcuts with copying:
+ *     test_sim_cores.c);
+ *   calibration reads a span's work from compute_end (a real worker's CPU time, the
+ *     simulator's draw): from a simulated trace with copying on shared cores the compute
+ *     comes back exactly, where the gaps are longer than the work;
+ *   the copying rate from a hand-written real-style trace: the CPU the worker's training
+ *     used beyond its compute gaps' work, over the bytes it moved; and what a calibrated
+ *     run turns on with it (the ps's fitted work, the copying, free ps links on one host),
+ *     flags winning;
+ *   --copy-bandwidth parsing. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/dp.h"
+#include "events/trace.h"
+#include "sim/cpu.h"
+#include "sim/sim.h"
+#include "tests/check.h"
+
+#define MS 1000000LL  /* ns */
+
+#define CHECK_REL(a, b, tol) CHECK_MSG(fabs((a) - (b)) <= (tol) * fabs(b), \
+    "%.9g vs %.9g (rel tol %g, off %.3f%%)", (double)(a), (double)(b), (double)(tol), \
+    100 * fabs((a) - (b)) / fabs(b))
+
+/* The MLP's bytes pulled (and pushed) per worker step, worked out from its shapes:
+ * 784x128 + 128 + 128x10 + 10 floats (global_step carries none). */
+#define MLP_BYTES (4.0 * (784 * 128 + 128 + 128 * 10 + 10))
+
+static void test_cpu_add(void)
+{
+    sim_cpu *c = sim_cpu_new(1, 1, 2);
+    sim_cpu_start(c, 0, 0, 10.0 * MS, 0);
+    sim_cpu_start(c, 0, 1, 10.0 * MS, 0);
+    CHECK(sim_cpu_is_busy(c, 0) && sim_cpu_is_busy(c, 1));
+    CHECK(sim_cpu_next(c, 0) == 20 * MS);
+    /* at 5 ms each has done 2.5: task 0 now has 12.5 left, task 1 7.5; at 1/2 each task 1
+     * is done 15 ms later, at 20 ms, and task 0's last 5 alone end at 25 ms */
+    sim_cpu_add(c, 0, 5.0 * MS, 5 * MS);
+    CHECK_MSG(sim_cpu_next(c, 0) == 20 * MS, "next %lld", (long long)sim_cpu_next(c, 0));
+    int ids[2];
+    CHECK(sim_cpu_pop(c, 0, 20 * MS, ids) == 1 && ids[0] == 1 && !sim_cpu_is_busy(c, 1));
+    CHECK_MSG(sim_cpu_next(c, 0) == 25 * MS, "next %lld", (long long)sim_cpu_next(c, 0));
+    CHECK(sim_cpu_pop(c, 0, 25 * MS, ids) == 1 && ids[0] == 0 && !sim_cpu_is_busy(c, 0));
+    CHECK(sim_cpu_next(c, 0) == INT64_MAX);
+    sim_cpu_free(c);
+}
+
+static int run(const sim_config *c, sim_result *r)
+{
+    char err[DP_ERRLEN];
+    int rc = sim_run(c, r, err);
+    if (rc) fprintf(stderr, "sim_run: %s\n", err);
+    return rc;
+}
+
+/* Sync, one ps, a free network, constant compute C, W workers on one host of `cores`. */
+static void one_host(sim_config *c, int workers, int cores, double C)
+{
+    sim_config_init(c);
+    c->n_ps = 1;
+    c->n_workers = workers;
+    c->steps = 20;
+    c->compute = (sim_dist){SIM_DIST_CONSTANT, C, 0, 0};
+    c->latency = 0;
+    c->ps_bw = c->worker_bw = 1e18;
+    c->hosts.n = 1;
+    c->cores_per_host = cores;
+}
+
+static void test_copy_closed_form(void)
+{
+    static const int cases[][2] = {{1, 1}, {2, 1}, {3, 2}, {4, 2}, {2, 2}};
+    const double C = 0.010, copy = 0.002;  /* each way, alone */
+    for (size_t i = 0; i < DP_ARRAY_LEN(cases); i++) {
+        int W = cases[i][0], cores = cases[i][1];
+        sim_config c;
+        one_host(&c, W, cores, C);
+        c.copy_rate = MLP_BYTES / copy;
+        sim_result r;
+        CHECK(run(&c, &r) == 0);
+        double want = (C + 2 * copy) * (W > cores ? (double)W / cores : 1.0);
+        CHECK_REL(r.mean_step_s, want, 1e-4);
+        printf("sync, %d workers on %d cores, C = 10 ms, copying 2 ms each way: step %.6f s, closed form %.6f s\n",
+               W, cores, r.mean_step_s, want);
+    }
+    /* a copying faster than the transfer changes nothing when nothing is shared: the
+     * transfer (1 ms at this bandwidth) is the longer */
+    sim_config c;
+    one_host(&c, 1, 1, C);
+    c.ps_bw = c.worker_bw = MLP_BYTES / 0.001;
+    sim_result plain, copied;
+    CHECK(run(&c, &plain) == 0);
+    c.copy_rate = MLP_BYTES / 0.0005;
+    CHECK(run(&c, &copied) == 0);
+    CHECK_REL(copied.mean_step_s, plain.mean_step_s, 1e-6);
+    CHECK_REL(plain.mean_step_s, C + 0.002, 1e-4);
+}
+
+/* A simulated trace says each span's work: the compute comes back to the ns, although
+ * four workers on two cores (and their copying) made every gap longer. */
+static void test_calibrate_sim_work(const char *dir)
+{
+    const char *path = check_path(dir, "measured.trace");
+    char err[DP_ERRLEN];
+    sim_config c;
+    one_host(&c, 4, 2, 0.010);
+    c.steps = 100;
+    c.copy_rate = MLP_BYTES / 0.001;
+    snprintf(c.trace, sizeof c.trace, "%s", path);
+    sim_result truth;
+    CHECK(run(&c, &truth) == 0);
+    sim_calibration cal;
+    int rc = sim_calibrate(path, &cal, err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc) return;
+    CHECK(cal.compute.kind == SIM_DIST_CONSTANT);
+    CHECK_REL(cal.compute.mean, 0.010, 1e-6);
+    CHECK_MSG(truth.mean_step_s > 0.02, "the gaps were longer than the work: step %.6f s", truth.mean_step_s);
+    /* a simulated trace says no task's CPU: no copying rate, nothing turned on */
+    CHECK(cal.copy_rate == 0);
+    sim_calibration_release(&cal);
+    unlink(path);
+}
+
+static void add(trace_writer *tw, int kind, int64_t t, int peer, int64_t bytes, int64_t dur, double value2)
+{
+    evt_record e;
+    evt_init(&e, kind, EVT_JOB_WORKER, 0);
+    e.t = t;
+    e.peer = peer;
+    e.peer_job = peer >= 0 ? EVT_JOB_PS : 0;
+    e.bytes = bytes;
+    e.dur = dur;
+    e.value2 = value2;
+    e.var = 1;
+    e.id = (uint64_t)t + 1;
+    trace_writer_add(tw, &e);
+}
+
+/* One real-style worker on one host of two cores: every step a 1000-byte pull of 1 ms, a
+ * compute gap of 2 ms whose span used 1 ms of CPU (a share of 1/2: 1 ms of work), a
+ * 1000-byte push of 1 ms; its training used 50 steps x 1.25 ms of CPU. Copying: the 0.25
+ * ms a step beyond the work, for 2000 bytes: 8 MB/s. */
+static void test_copy_rate_from_trace(const char *dir)
+{
+    const char *path = check_path(dir, "realish.trace");
+    char err[DP_ERRLEN];
+    trace_writer *tw = trace_writer_open(path, "{\"engine\":\"real\",\"ps\":1,\"workers\":1,\"mode\":\"sync\","
+                                         "\"hosts\":[{\"name\":\"h\",\"cores\":2}],\"task_hosts\":\"1\"}", err);
+    CHECK_MSG(tw != NULL, "%s", err);
+    if (!tw) return;
+    const int steps = 50;
+    for (int s = 0; s < steps; s++) {
+        int64_t t = (int64_t)s * 4 * MS;
+        add(tw, EVT_PULL_BEGIN, t, 0, 1000, 0, 0);
+        add(tw, EVT_PULL_END, t + MS, 0, 1000, MS, 0);
+        add(tw, EVT_COMPUTE_BEGIN, t + MS, -1, 0, 0, 0);
+        add(tw, EVT_COMPUTE_END, t + 3 * MS, -1, 0, 2 * MS, 0.001);
+        add(tw, EVT_PUSH_BEGIN, t + 3 * MS, 0, 1000, 0, 0);
+        add(tw, EVT_PUSH_END, t + 4 * MS, 0, 1000, MS, 0);
+        add(tw, EVT_STEP_END, t + 4 * MS, -1, 0, 0, 0);
+    }
+    add(tw, EVT_TASK_STOP, (int64_t)steps * 4 * MS, -1, 0, 0, steps * 0.00125);
+    CHECK(trace_writer_close(tw, err) == 0);
+    sim_calibration cal;
+    int rc = sim_calibrate(path, &cal, err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc) return;
+    CHECK_REL(cal.compute.mean, 0.001, 1e-6);
+    CHECK_REL(cal.copy_rate, 2000 / 0.00025, 1e-6);
+    printf("hand-written trace: compute %.6f ms (gap 2 ms at a share of 1/2), copying %.4g MB/s (8 MB/s)\n",
+           cal.compute.mean * 1e3, cal.copy_rate / 1e6);
+    /* what a calibrated run takes from it: the ps's work fitted, the copying, free ps
+     * links on the one host */
+    sim_options o;
+    sim_options_init(&o);
+    char *argv[] = {"sim", NULL};
+    CHECK(sim_options_parse(&o, 1, argv, err) == 0);
+    sim_options_calibrate(&o, &cal);
+    CHECK(o.c.copy_rate == cal.copy_rate && o.c.hosts.n == 1 && o.c.cores_per_host == 2);
+    CHECK(o.c.ps_bw == SIM_FREE_BW);
+    CHECK(o.c.ps_pull_cost.msg_s == cal.ps_pull_cost.msg_s && o.c.ps_pull_cost.rate == cal.ps_pull_cost.rate &&
+          o.c.ps_push_cost.rate == cal.ps_push_cost.rate);
+    /* flags win: no copying, the ps's work folded into the network as without it */
+    sim_options_init(&o);
+    char *argv2[] = {"sim", "--copy-bandwidth", "0", "--ps-pull-cost", "0", "--ps-push-cost", "0", NULL};
+    CHECK(sim_options_parse(&o, 7, argv2, err) == 0);
+    sim_options_calibrate(&o, &cal);
+    CHECK(o.c.copy_rate == 0 && o.c.ps_pull_cost.rate == 0 && o.c.ps_push_cost.rate == 0);
+    CHECK(o.c.ps_bw == cal.bandwidth);
+    sim_calibration_release(&cal);
+    unlink(path);
+}
+
+static void test_parse(void)
+{
+    char err[DP_ERRLEN];
+    sim_config c;
+    sim_config_init(&c);
+    CHECK(c.copy_rate == 0);
+    CHECK(sim_config_set(&c, "copy_bandwidth", "2GB/s", "--copy-bandwidth", err) == 0 && c.copy_rate == 2e9);
+    CHECK(sim_config_set(&c, "copy_bandwidth", "0", "--copy-bandwidth", err) == 0 && c.copy_rate == 0);
+    CHECK(sim_config_set(&c, "copy_bandwidth", "fast", "--copy-bandwidth", err) == DP_EINVAL &&
+          strstr(err, "--copy-bandwidth") && strstr(err, "fast"));
+    CHECK(sim_config_set(&c, "copy_bandwidth", "-1GB/s", "--copy-bandwidth", err) == DP_EINVAL);
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/downpour-test-sim-measured.XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    test_cpu_add();
+    test_copy_closed_form();
+    test_calibrate_sim_work(dir);
+    test_copy_rate_from_trace(dir);
+    test_parse();
+    rmdir(dir);
+    return CHECK_DONE();
+}
