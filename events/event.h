@@ -31,7 +31,7 @@ enum evt_job { EVT_JOB_PS = 0, EVT_JOB_WORKER = 1, EVT_JOB_CLIENT = 2, EVT_JOB_H
  *   BARRIER_WAIT/RELEASE  worker, step (RELEASE: dur waited)
  *   SSP_WAIT/RELEASE      worker, step, value=min clock of the others
  *   GLOBAL_STEP     step=new global step
- *   EVAL            step, value=accuracy, value2=loss
+ *   EVAL            step, value=accuracy, value2=loss, dur=ns it took (0 unknown)
  *   CHECKPOINT_WRITE/RESTORE  step, str=path
  *   FAILURE/RECOVERY  task that failed (peer=-1), str=reason
  *   LOG             str=text, value=level

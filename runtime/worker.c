@@ -247,7 +247,9 @@ static int open_devices(worker *wk, char *err)
 /* Chief: evaluates the pulled parameters on the test set, logs and emits EVAL. */
 static double evaluate(worker *wk, const dataset *test, double *loss, const char *what)
 {
+    uint64_t t0 = dp_now_ns();
     double acc = nn_evaluate(wk->eval_net, wk->params, test->x, test->y, test->n, loss);
+    int64_t took = (int64_t)(dp_now_ns() - t0);
     dp_log(DP_LOG_INFO, wk->name, "%s at global step %lld: accuracy %.4f, loss %.4f", what,
            (long long)wk->gs, acc, *loss);
     if (wk->in) {
@@ -255,6 +257,7 @@ static double evaluate(worker *wk, const dataset *test, double *loss, const char
         e.step = wk->gs;
         e.value = acc;
         e.value2 = *loss;
+        e.dur = took;
         rt_instr_emit(wk->in, &e);
     }
     return acc;

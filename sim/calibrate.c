@@ -5,7 +5,10 @@
  *            the median of the workers' means; each worker's factor is its mean over that;
  *            the shape is constant (cv < 5%) or lognormal with the pooled cv. When the
  *            metadata says the hosts and their cores, a gap is the work it would have
- *            taken alone: integral of min(1, cores / open gaps on its host) over it.
+ *            taken alone: integral of min(1, cores / open gaps on its host) over it;
+ *            when compute_end says the span's work (a real worker's CPU time), the gap at
+ *            that share instead. The chief's evaluations (EVAL with a duration) are taken
+ *            out of their gaps: they are not step work (and not simulated).
  *   network: each worker's pull phase (first pull_begin .. a ps's last pull_end) gives,
  *            per ps, a duration d and x = max(bytes from that ps * workers pulling at once,
  *            bytes through the worker's NIC by then); least squares d = 2L + x / B gives
@@ -69,6 +72,8 @@ typedef struct wstat {
     double share;            /* the last compute span's work over its duration, -1 unknown */
     double cpu_s;            /* the CPU its training used (task_stop), 0 unknown */
     double moved;            /* bytes pulled and pushed */
+    int64_t eval_ns;         /* the chief's evaluation in the current gap (not step work) */
+    int64_t eval_total;      /* ... in all */
 } wstat;
 
 typedef struct gap_end {
@@ -126,16 +131,16 @@ static void measured_work(const sim_cal_span *g, const double *share, int n, dou
         if (share[i] > 0) work[i] = (double)(g[i].t1 - g[i].t0) / 1e9 * share[i];
 }
 
-/* A worker's CPU beyond its compute gaps' work went on sending and receiving (the
- * kernel's copying, on a shared host): every worker said its CPU, the rate is the bytes
- * they moved over that CPU. */
+/* A worker's CPU beyond its compute gaps' work (and the chief's evaluations) went on
+ * sending and receiving (the kernel's copying, on a shared host): every worker said its
+ * CPU, the rate is the bytes they moved over that CPU. */
 static void copy_rate(const wstat *ws, int nw, sim_calibration *cal)
 {
     double cpu = 0, bytes = 0;
     for (int k = 0; k < nw; k++) {
         if (!ws[k].c.n) continue;
         if (!(ws[k].cpu_s > 0)) return;
-        cpu += ws[k].cpu_s - ws[k].c.sum;
+        cpu += ws[k].cpu_s - ws[k].c.sum - (double)ws[k].eval_total / 1e9;
         bytes += ws[k].moved;
     }
     if (cpu > 0 && bytes > 0) cal->copy_rate = bytes / cpu;
@@ -358,6 +363,9 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
         wstat *s = &ws[k];
         int p = e.peer;
         if (e.kind == EVT_TASK_STOP && e.value2 > 0 && isfinite(e.value2)) s->cpu_s = e.value2;
+        /* the chief's evaluation (every eval_every steps, not modelled) is no compute */
+        if (e.kind == EVT_EVAL && e.dur > 0 && s->last_pull_end >= 0 && e.t - e.dur >= s->last_pull_end)
+            s->eval_ns += e.dur, s->eval_total += e.dur;
         if (e.kind == EVT_PULL_BEGIN || e.kind == EVT_PUSH_BEGIN) s->moved += (double)e.bytes;
         if (e.kind == EVT_PULL_BEGIN) {
             if (p > max_ps) max_ps = p;
@@ -368,6 +376,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
             if (!s->in_phase) {
                 s->in_phase = 1;
                 s->phase_t0 = e.t;
+                s->eval_ns = 0;
                 integ += (double)pulling * (double)(e.t - integ_t);
                 integ_t = e.t;
                 s->integ0 = integ;
@@ -451,6 +460,9 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
             if (p >= 0 && p < np_alloc) s->push_ps[p] += (double)e.bytes;
             if (s->first_push < 0 && s->last_pull_end >= 0) {
                 s->first_push = e.t;
+                int64_t t0 = s->last_pull_end + s->eval_ns;
+                if (t0 > e.t) t0 = e.t;
+                s->eval_ns = 0;
                 if (derate) {
                     if (n_gaps == cap_gaps) {
                         cap_gaps = cap_gaps ? 2 * cap_gaps : 1024;
@@ -458,9 +470,9 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
                         shares = xrealloc(shares, (size_t)cap_gaps * sizeof *shares);
                     }
                     shares[n_gaps] = s->share;
-                    gaps[n_gaps++] = (sim_cal_span){s->last_pull_end, e.t, JOB_WORKER, k};
+                    gaps[n_gaps++] = (sim_cal_span){t0, e.t, JOB_WORKER, k};
                 } else {
-                    double g = (double)(e.t - s->last_pull_end) / 1e9;
+                    double g = (double)(e.t - t0) / 1e9;
                     s->c.sum += g; s->c.sumsq += g * g; s->c.n++;
                 }
                 s->last_pull_end = -1;

@@ -11,7 +11,8 @@
  *     simulator's draw): from a simulated trace with copying on shared cores the compute
  *     comes back exactly, where the gaps are longer than the work;
  *   the copying rate from a hand-written real-style trace: the CPU the worker's training
- *     used beyond its compute gaps' work, over the bytes it moved; and what a calibrated
+ *     used beyond its compute gaps' work, over the bytes it moved; the chief's evaluation
+ *     taken out of its gap and of that CPU (not step work); and what a calibrated
  *     run turns on with it (the ps's fitted work, the copying, free ps links on one host),
  *     flags winning;
  *   --copy-bandwidth parsing. */
@@ -150,8 +151,10 @@ static void add(trace_writer *tw, int kind, int64_t t, int peer, int64_t bytes, 
 
 /* One real-style worker on one host of two cores: every step a 1000-byte pull of 1 ms, a
  * compute gap of 2 ms whose span used 1 ms of CPU (a share of 1/2: 1 ms of work), a
- * 1000-byte push of 1 ms; its training used 50 steps x 1.25 ms of CPU. Copying: the 0.25
- * ms a step beyond the work, for 2000 bytes: 8 MB/s. */
+ * 1000-byte push of 1 ms; in the last step's gap first a 10 ms evaluation (EVAL, not step
+ * work); its training used 50 steps x 1.25 ms of CPU and the evaluation's 10. Compute: 1 ms
+ * every step (constant). Copying: the 0.25 ms a step beyond the work, for 2000 bytes: 8
+ * MB/s. */
 static void test_copy_rate_from_trace(const char *dir)
 {
     const char *path = check_path(dir, "realish.trace");
@@ -162,21 +165,23 @@ static void test_copy_rate_from_trace(const char *dir)
     if (!tw) return;
     const int steps = 50;
     for (int s = 0; s < steps; s++) {
-        int64_t t = (int64_t)s * 4 * MS;
+        int64_t t = (int64_t)s * 4 * MS, ev = s == steps - 1 ? 10 * MS : 0;
         add(tw, EVT_PULL_BEGIN, t, 0, 1000, 0, 0);
         add(tw, EVT_PULL_END, t + MS, 0, 1000, MS, 0);
-        add(tw, EVT_COMPUTE_BEGIN, t + MS, -1, 0, 0, 0);
-        add(tw, EVT_COMPUTE_END, t + 3 * MS, -1, 0, 2 * MS, 0.001);
-        add(tw, EVT_PUSH_BEGIN, t + 3 * MS, 0, 1000, 0, 0);
-        add(tw, EVT_PUSH_END, t + 4 * MS, 0, 1000, MS, 0);
-        add(tw, EVT_STEP_END, t + 4 * MS, -1, 0, 0, 0);
+        if (ev) add(tw, EVT_EVAL, t + MS + ev, -1, 0, ev, 0);
+        add(tw, EVT_COMPUTE_BEGIN, t + MS + ev, -1, 0, 0, 0);
+        add(tw, EVT_COMPUTE_END, t + 3 * MS + ev, -1, 0, 2 * MS, 0.001);
+        add(tw, EVT_PUSH_BEGIN, t + 3 * MS + ev, 0, 1000, 0, 0);
+        add(tw, EVT_PUSH_END, t + 4 * MS + ev, 0, 1000, MS, 0);
+        add(tw, EVT_STEP_END, t + 4 * MS + ev, -1, 0, 0, 0);
     }
-    add(tw, EVT_TASK_STOP, (int64_t)steps * 4 * MS, -1, 0, 0, steps * 0.00125);
+    add(tw, EVT_TASK_STOP, (int64_t)steps * 4 * MS + 10 * MS, -1, 0, 0, steps * 0.00125 + 0.010);
     CHECK(trace_writer_close(tw, err) == 0);
     sim_calibration cal;
     int rc = sim_calibrate(path, &cal, err);
     CHECK_MSG(rc == 0, "%s", err);
     if (rc) return;
+    CHECK(cal.compute.kind == SIM_DIST_CONSTANT);
     CHECK_REL(cal.compute.mean, 0.001, 1e-6);
     CHECK_REL(cal.copy_rate, 2000 / 0.00025, 1e-6);
     printf("hand-written trace: compute %.6f ms (gap 2 ms at a share of 1/2), copying %.4g MB/s (8 MB/s)\n",
