@@ -78,7 +78,8 @@ int sim_host_of(const sim_hosts *h, int n_ps, int job, int task);
  * print and the summary to carry ("not_modelled"); docs/simulator.md says more. */
 #define SIM_NOT_MODELLED "the real model's learning (a noisy quadratic surrogate stands in), TCP " \
     "dynamics, packet latency variance, switch oversubscription, per-variable serialisation in " \
-    "a worker-ps flow, the operating system's scheduler (cores are shared equally), the hub's " \
+    "a worker-ps flow, the chief's evaluations, the operating system's scheduler (cores are " \
+    "shared equally), the hub's " \
     "and the kernel's own CPU, the CPU cost of sending and receiving unless --copy-bandwidth, " \
     "the ps's own work unless --ps-pull-cost/--ps-push-cost"
 
