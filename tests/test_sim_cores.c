@@ -24,12 +24,9 @@
 #include "sim/cpu.h"
 #include "sim/sim.h"
 #include "tests/check.h"
+#include "tests/sim_check.h"
 
 #define MS 1000000LL  /* ns */
-
-#define CHECK_REL(a, b, tol) CHECK_MSG(fabs((a) - (b)) <= (tol) * fabs(b), \
-    "%.9g vs %.9g (rel tol %g, off %.3f%%)", (double)(a), (double)(b), (double)(tol), \
-    100 * fabs((a) - (b)) / fabs(b))
 
 /* Runs host 0 of c until idle; finish[id] gets each task's finishing time. */
 static void drain(sim_cpu *c, int64_t *finish, int n_tasks)
@@ -122,14 +119,6 @@ static void test_join_and_leave(void)
     CHECK(sim_cpu_pop(c, 1, 2 * MS, ids) == 1 && ids[0] == 2);
     CHECK(sim_cpu_next(c, 1) == 4 * MS && sim_cpu_next(c, 0) == 2 * MS && sim_cpu_busy(c, 0) == 2);
     sim_cpu_free(c);
-}
-
-static int run(const sim_config *c, sim_result *r)
-{
-    char err[DP_ERRLEN];
-    int rc = sim_run(c, r, err);
-    if (rc) fprintf(stderr, "sim_run: %s\n", err);
-    return rc;
 }
 
 /* A sync cluster whose network costs ~nothing: constant compute C, no latency. */

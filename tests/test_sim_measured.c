@@ -27,12 +27,9 @@
 #include "sim/cpu.h"
 #include "sim/sim.h"
 #include "tests/check.h"
+#include "tests/sim_check.h"
 
 #define MS 1000000LL  /* ns */
-
-#define CHECK_REL(a, b, tol) CHECK_MSG(fabs((a) - (b)) <= (tol) * fabs(b), \
-    "%.9g vs %.9g (rel tol %g, off %.3f%%)", (double)(a), (double)(b), (double)(tol), \
-    100 * fabs((a) - (b)) / fabs(b))
 
 /* The MLP's bytes pulled (and pushed) per worker step, worked out from its shapes:
  * 784x128 + 128 + 128x10 + 10 floats (global_step carries none). */
@@ -55,14 +52,6 @@ static void test_cpu_add(void)
     CHECK(sim_cpu_pop(c, 0, 25 * MS, ids) == 1 && ids[0] == 0 && !sim_cpu_is_busy(c, 0));
     CHECK(sim_cpu_next(c, 0) == INT64_MAX);
     sim_cpu_free(c);
-}
-
-static int run(const sim_config *c, sim_result *r)
-{
-    char err[DP_ERRLEN];
-    int rc = sim_run(c, r, err);
-    if (rc) fprintf(stderr, "sim_run: %s\n", err);
-    return rc;
 }
 
 /* Sync, one ps, a free network, constant compute C, W workers on one host of `cores`. */

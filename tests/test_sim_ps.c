@@ -27,20 +27,9 @@
 #include "events/trace.h"
 #include "sim/sim.h"
 #include "tests/check.h"
+#include "tests/sim_check.h"
 
 #define MS 1000000LL  /* ns */
-
-#define CHECK_REL(a, b, tol) CHECK_MSG(fabs((a) - (b)) <= (tol) * fabs(b), \
-    "%.9g vs %.9g (rel tol %g, off %.3f%%)", (double)(a), (double)(b), (double)(tol), \
-    100 * fabs((a) - (b)) / fabs(b))
-
-static int run(const sim_config *c, sim_result *r)
-{
-    char err[DP_ERRLEN];
-    int rc = sim_run(c, r, err);
-    if (rc) fprintf(stderr, "sim_run: %s\n", err);
-    return rc;
-}
 
 /* One ps, W workers, softmax, constant compute C, a network that costs nothing. */
 static void quiet(sim_config *c, int workers, double C, int mode)
