@@ -20,4 +20,17 @@ static inline int run(const sim_config *c, sim_result *r)
     return rc;
 }
 
+/* A sync cluster whose network costs ~nothing: one ps, constant compute C, no latency,
+ * 20 steps. */
+static inline void quiet_net(sim_config *c, int workers, double C)
+{
+    sim_config_init(c);
+    c->n_ps = 1;
+    c->n_workers = workers;
+    c->steps = 20;
+    c->compute = (sim_dist){SIM_DIST_CONSTANT, C, 0, 0};
+    c->latency = 0;
+    c->ps_bw = c->worker_bw = 1e18;
+}
+
 #endif

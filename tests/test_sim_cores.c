@@ -121,18 +121,6 @@ static void test_join_and_leave(void)
     sim_cpu_free(c);
 }
 
-/* A sync cluster whose network costs ~nothing: constant compute C, no latency. */
-static void quiet_net(sim_config *c, int workers, double C)
-{
-    sim_config_init(c);
-    c->n_ps = 1;
-    c->n_workers = workers;
-    c->steps = 20;
-    c->compute = (sim_dist){SIM_DIST_CONSTANT, C, 0, 0};
-    c->latency = 0;
-    c->ps_bw = c->worker_bw = 1e18;
-}
-
 static void test_sim_step(void)
 {
     static const int cases[][2] = {{4, 2}, {4, 1}, {6, 4}, {3, 2}, {2, 2}, {2, 4}};

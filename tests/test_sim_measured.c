@@ -57,13 +57,7 @@ static void test_cpu_add(void)
 /* Sync, one ps, a free network, constant compute C, W workers on one host of `cores`. */
 static void one_host(sim_config *c, int workers, int cores, double C)
 {
-    sim_config_init(c);
-    c->n_ps = 1;
-    c->n_workers = workers;
-    c->steps = 20;
-    c->compute = (sim_dist){SIM_DIST_CONSTANT, C, 0, 0};
-    c->latency = 0;
-    c->ps_bw = c->worker_bw = 1e18;
+    quiet_net(c, workers, C);
     c->hosts.n = 1;
     c->cores_per_host = cores;
 }
