@@ -11,6 +11,7 @@
 
 #include "cluster/optim.h"
 #include "common/dp.h"
+#include "runtime/blas.h"
 #include "runtime/data.h"
 #include "runtime/towers.h"
 
@@ -54,6 +55,7 @@ static double run(const rt_config *cfg, int strategy, int n_cpu, int steps, cons
 
 int main(int argc, char **argv)
 {
+    rt_blas_tune(argv);
     if (argc != 5) {
         fprintf(stderr, "usage: bench_local softmax|mlp HIDDEN BATCH STEPS\n");
         return 2;

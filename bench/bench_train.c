@@ -10,11 +10,13 @@
 
 #include "cluster/optim.h"
 #include "common/dp.h"
+#include "runtime/blas.h"
 #include "runtime/data.h"
 #include "runtime/nn.h"
 
 int main(int argc, char **argv)
 {
+    rt_blas_tune(argv);
     if (argc != 6) {
         fprintf(stderr, "usage: bench_train DATA_DIR|synthetic softmax|mlp HIDDEN BATCH STEPS\n");
         return 2;
@@ -56,5 +58,25 @@ int main(int argc, char **argv)
     }
     double secs = (double)(dp_now_ns() - t0) / 1e9;
     printf("samples_per_s %.1f\n", (double)steps * batch / secs);
+    /* The bound the step's two large matrix products alone set (MLP: the forward
+     * batch x 784 . 784 x H and the weight gradient 784 x batch . batch x H, as nn.c calls
+     * them), timed here right after, the same number of times: the rest of a step
+     * (gathering, the small layer, element-wise passes, the update) is what the ratio
+     * to it leaves. */
+    if (m == MODEL_MLP) {
+        float *w = params[0], *h = xcalloc((size_t)batch * hidden, sizeof *h);
+        float *gw = xcalloc((size_t)DATA_FEATURES * hidden, sizeof *gw);
+        t0 = dp_now_ns();
+        for (int s = 0; s < steps; s++) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, hidden, DATA_FEATURES, 1.0f, x,
+                        DATA_FEATURES, w, hidden, 0.0f, h, hidden);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, DATA_FEATURES, hidden, batch, 1.0f, x,
+                        DATA_FEATURES, h, hidden, 0.0f, gw, hidden);
+        }
+        secs = (double)(dp_now_ns() - t0) / 1e9;
+        printf("gemm_bound_samples_per_s %.1f\n", (double)steps * batch / secs);
+        free(h);
+        free(gw);
+    }
     return 0;
 }

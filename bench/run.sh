@@ -56,8 +56,11 @@ echo "training throughput (MLP 784-128-10, batch 64/worker, $STEPS steps, data: 
 CASES=("1 async" "1 sync" "2 sync" "2 async" "4 sync" "4 async")
 declare -A BEST
 for i in 1 2 3; do
-    v=$("$B/bench_train" "$DATA" mlp 128 64 "$STEPS" | awk '/samples_per_s/{print $2}')
+    "$B/bench_train" "$DATA" mlp 128 64 "$STEPS" >"$TMP/bt.txt"
+    v=$(awk '$1=="samples_per_s"{print $2}' "$TMP/bt.txt")
     BEST[base]=$(max "${BEST[base]:-0}" "${v:-0}")
+    g=$(awk '$1=="gemm_bound_samples_per_s"{print $2}' "$TMP/bt.txt")
+    BEST[gemm]=$(max "${BEST[gemm]:-0}" "${g:-0}")
     for c in "${CASES[@]}"; do
         read -r nw mode <<<"$c"
         cluster "$TMP/r.json" --ps 1 --workers "$nw" --mode "$mode" --steps "$STEPS" &&
@@ -66,6 +69,8 @@ for i in 1 2 3; do
 done
 base=${BEST[base]}
 row "in-process training, no ps, best of 3 (baseline)" "$base samples/s" "1.00" "goal: reference"
+row "its two large matrix products alone, the step's GEMM-only bound, best of 3" "${BEST[gemm]} samples/s" \
+    "the step at $(ratio "$base" "${BEST[gemm]}") of it" "goal: >= 0.85 (OpenBLAS kernel: $(OPENBLAS_VERBOSE=2 "$B/bench_train" synthetic softmax 8 8 1 2>&1 | awk '/^Core:/{c=$2} END{print c}'))"
 # One worker: async is plain sequential SGD through the ps (the distribution overhead
 # alone); sync adds the step token's round trip (SyncReplicasOptimizer's barrier).
 one=${BEST[1 async]:-0}

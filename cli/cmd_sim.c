@@ -69,7 +69,7 @@ int cmd_sim(int argc, char **argv)
                     "mean step %.6g s%s\n", o.calibrate, d,
                     o.c.ps_bw / 1e6, push_bw / 1e6, o.c.latency * 1e6, pull, push, hosts[0] ? hosts : "0",
                     o.c.cores_per_host, o.c.copy_rate / 1e6, cal.mean_step_s,
-                    cal.copy_rate > 0 ? " (compute and copying from the CPU the workers measured)" : "");
+                    cal.cpu_measured ? " (compute and copying from the CPU the workers measured)" : "");
         }
     }
     if (!rc) rc = sim_config_check(&o.c, err);

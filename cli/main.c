@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cmds.h"
+#include "runtime/blas.h"
 
 typedef struct command {
     const char *name;
@@ -39,6 +40,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    rt_blas_tune(argv);  /* OpenBLAS's kernel for this CPU (runtime/blas.c) */
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -15,7 +15,8 @@ enum evt_job { EVT_JOB_PS = 0, EVT_JOB_WORKER = 1, EVT_JOB_CLIENT = 2, EVT_JOB_H
  *   CLUSTER_START   str=config JSON                      CLUSTER_STOP  value=wall seconds
  *   TASK_START      str=host, bytes=pid                  TASK_STOP     value=exit status,
  *                   value2=CPU seconds the task's work used (a real worker's training loop,
- *                   a real ps's serving; 0 unknown)
+ *                   with a straggler's extra time as in COMPUTE_END; a real ps's serving;
+ *                   0 unknown)
  *   DEVICE          device=device name
  *   VAR_DEFINE      var, str=shape ("784x128"), bytes
  *   VAR_PLACE       var, peer=ps task, device            OP_PLACE      var=op name, str=op type, device

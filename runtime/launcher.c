@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <ev.h>
+#include <cblas.h>
 #include <jansson.h>
 
 #include "cluster/spec.h"
@@ -436,6 +437,7 @@ static void print_summary(launcher *l, double wall_s)
         .events_dropped = l->events_dropped, .trace = cfg->trace,
     };
     json_t *o = run_summary_json(&cfg->run, &rr);
+    json_object_set_new(o, "blas_core", json_string(openblas_get_corename()));  /* the tasks' too */
     if (rejected > 0) json_object_set_new(o, "gradients_rejected", json_integer((json_int_t)rejected));
     if (cfg->n_faults) {
         /* --fail: what was injected and what became of it */

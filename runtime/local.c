@@ -226,6 +226,7 @@ static void print_summary(lc_run *r, double wall_s, double train_s, int64_t step
     json_t *o = run_summary_json(&d, &rr);
     json_object_set_new(o, "strategy", json_string(local_strategy_name(cfg->strategy)));
     json_object_set_new(o, "towers", json_integer(tw_towers(r->tw)));
+    json_object_set_new(o, "blas_core", json_string(openblas_get_corename()));
     json_t *devs = json_array();
     for (int i = 0; i < dev_count(r->devs); i++) json_array_append_new(devs, json_string(dev_name(r->devs, i)));
     json_object_set_new(o, "devices", devs);

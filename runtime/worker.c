@@ -511,6 +511,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     double slow_factor = rt_config_straggler_factor(cfg, index);
 
     uint64_t t_start = dp_now_ns(), t_compute = 0, t_wait = 0, t_paced = 0, cpu_start = dp_cpu_ns();
+    uint64_t t_slow = 0;  /* a straggler's extra time, counted as work as in compute_end */
     int64_t last_eval = -1;
     double accuracy = NAN, test_loss = NAN;
 train:
@@ -572,6 +573,7 @@ train:
             uint64_t extra = (uint64_t)((double)(c1 - c0) * (slow_factor - 1.0));
             sleep_ns(extra);
             work += extra;
+            t_slow += extra;
         }
         t_compute += dp_now_ns() - c0;
         int64_t ct1 = rt_instr_now(wk->in);
@@ -614,7 +616,8 @@ train:
         goto out;
     }
     double train_s = (double)(dp_now_ns() - t_start) / 1e9;
-    double train_cpu_s = (double)(dp_cpu_ns() - cpu_start) / 1e9;  /* the CPU training used */
+    /* the work training did: its CPU, and a straggler's extra time (compute_end's too) */
+    double train_cpu_s = (double)(dp_cpu_ns() - cpu_start + t_slow) / 1e9;
     char ckpt_path[1024] = "";
     if (wk->chief) {
         rc = final_pull(wk);

@@ -143,6 +143,8 @@ static void copy_rate(const wstat *ws, int nw, sim_calibration *cal)
         cpu += ws[k].cpu_s - ws[k].c.sum - (double)ws[k].eval_total / 1e9;
         bytes += ws[k].moved;
     }
+    cal->cpu_measured = 1;
+    /* a short run can leave nothing measurable beyond the work: no copying then */
     if (cpu > 0 && bytes > 0) cal->copy_rate = bytes / cpu;
 }
 

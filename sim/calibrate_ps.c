@@ -38,8 +38,8 @@ struct sim_cal_ps {
     applied *ring;           /* ACK_RING per worker */
     int *ring_at;
     int n_w;
-    double ack_sum;          /* APPLY to the pusher's ack: one way, ps to worker */
-    int64_t ack_n;
+    double *ack;             /* APPLY to the pusher's ack: one way, ps to worker (s) */
+    int64_t ack_n, ack_cap;
 };
 
 sim_cal_ps *sim_cal_ps_new(void)
@@ -56,6 +56,7 @@ void sim_cal_ps_free(sim_cal_ps *c)
     free(c->cap);
     free(c->ring);
     free(c->ring_at);
+    free(c->ack);
     free(c);
 }
 
@@ -99,11 +100,27 @@ void sim_cal_ps_ack(sim_cal_ps *c, int worker, uint32_t var, uint64_t id, int64_
     for (int i = 0; i < ACK_RING; i++) {
         int j = (c->ring_at[worker] - 1 - i + 2 * ACK_RING) % ACK_RING;  /* newest first */
         if (r[j].id == id && r[j].var == var && r[j].t <= t) {
-            c->ack_sum += (double)(t - r[j].t) / 1e9;
-            c->ack_n++;
+            if (c->ack_n == c->ack_cap) {
+                c->ack_cap = c->ack_cap ? 2 * c->ack_cap : 1024;
+                c->ack = xrealloc(c->ack, (size_t)c->ack_cap * sizeof *c->ack);
+            }
+            c->ack[c->ack_n++] = (double)(t - r[j].t) / 1e9;
             return;
         }
     }
+}
+
+static int dbl_cmp(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The median of v[0..n) (sorted in place), n >= 1. */
+static double median(double *v, int64_t n)
+{
+    qsort(v, (size_t)n, sizeof *v, dbl_cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static int by_end(const void *x, const void *y)
@@ -363,7 +380,7 @@ static void bytes_only(const sim_cal_ps *c, sim_calibration *cal)
 void sim_cal_ps_fit(sim_cal_ps *c, const sim_cal_span *gaps, int n_gaps, double *gap_work, sim_calibration *cal)
 {
     /* one way: the ps's own events against the acks they led to, else the network fit's */
-    double L = c->ack_n ? c->ack_sum / (double)c->ack_n : cal->latency > 0 ? cal->latency : 0;
+    double L = c->ack_n ? median(c->ack, c->ack_n) : cal->latency > 0 ? cal->latency : 0;
     merge_answers(c);
     /* the order the ps sent its answers in depends on their transfers, and with cores
      * its busy time on every answer counts: a second round with the first's bandwidth

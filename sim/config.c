@@ -115,7 +115,7 @@ void sim_options_calibrate(sim_options *o, const sim_calibration *cal)
     int set_model = given(o, "model") || given(o, "model_bytes");
     /* A real run on shared cores that measured its CPU: the ps's work (fitted) and the
      * workers' copying (measured) load the cores, unless the flags say otherwise. */
-    int measured = cal->copy_rate > 0 && cal->cores > 0;
+    int measured = cal->cpu_measured && cal->cores > 0;
     if (measured && !given(o, "ps_pull_cost") && !given(o, "ps_push_cost"))
         c->ps_pull_cost.fit = c->ps_push_cost.fit = 1;
 

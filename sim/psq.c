@@ -37,6 +37,10 @@ static void job_start(sim_world *w, int p)
 {
     const sim_psq *q = &w->psq[p];
     const sim_ps_job *j = &q->q[q->head];
+    /* a pull answer streams through the socket as the ps writes it: the worker's copying
+     * runs beside the ps's work, not after it */
+    if (j->kind == SIM_JOB_PULL && !w->wk[j->k].dead && w->wk[j->k].inc == j->inc)
+        sim_world_copy(w, j->k, w->ps_bytes[p]);
     if (w->cpu) {
         int h = w->ps_host[p];
         sim_cpu_start(w->cpu, h, w->W + p, j->work_ns, w->now);
@@ -197,7 +201,6 @@ void sim_psq_flush(sim_world *w)
         for (int j = 0; j < m; j++) {
             co->members[j] = (int)(key[i + j] & 0xffffffff);
             co->incs[j] = w->wk[co->members[j]].inc;
-            sim_world_copy(w, co->members[j], w->ps_bytes[p]);
         }
         co->groups_left = 1;
         co->link = -1;

@@ -214,7 +214,9 @@ typedef struct sim_calibration {
     sim_ps_cost ps_pull_cost, ps_push_cost;
     double ps_bandwidth, ps_push_bandwidth, ps_latency;
     int64_t ps_samples[2];   /* gaps between answers (pulls, pushes) the costs were fitted on */
-    double copy_rate;        /* bytes a worker sends or receives per CPU second (0: not said) */
+    int cpu_measured;        /* every worker said its CPU (task_stop) and its spans' work */
+    double copy_rate;        /* bytes a worker sends or receives per CPU second (0: not said,
+                              * or nothing beyond the work to measure) */
     sim_dist ps_compute;     /* compute, with cores de-rated counting the ps's busy spans too */
     double *ps_speed;        /* its per-worker factors (n_speed), owned */
     double model_bytes;      /* bytes pulled per worker step */

@@ -58,6 +58,19 @@ else bad "local's placement log differs: $(head -5 "$TMP/d")"; fi
 check "the summary says engine local" test "$(json "$TMP/local.json" engine)" = local
 check "the summary says strategy single" test "$(json "$TMP/local.json" strategy)" = single
 check "the summary counts the steps" test "$(json "$TMP/local.json" global_step)" = 3
+# OpenBLAS falls back to its SSE3 kernel (Prescott) on CPU models it does not know; on a
+# CPU with AVX2 (read from /proc/cpuinfo here, not by the code under test) downpour runs
+# with a kernel that uses it (runtime/blas.c), and a user's OPENBLAS_CORETYPE stands
+core=$(json "$TMP/local.json" blas_core)
+if grep -qw avx2 /proc/cpuinfo; then
+    check "OpenBLAS runs an AVX2 or AVX-512 kernel on this AVX2 CPU ($core)" \
+        sh -c "case '$core' in Prescott|Core2|Penryn|Dunnington|Nehalem|Atom|Katmai|Coppermine|Northwood|Banias) exit 1;; esac"
+else
+    skip "the BLAS kernel: this CPU has no AVX2"
+fi
+OPENBLAS_CORETYPE=Prescott $L --steps 3 >"$TMP/pres.json" 2>/dev/null
+check "a user's OPENBLAS_CORETYPE stands ($(json "$TMP/pres.json" blas_core))" \
+    test "$(json "$TMP/pres.json" blas_core)" = Prescott
 
 # every worker of a cluster logs its own ops on its own task
 "$DOWNPOUR" cluster --ps 1 --workers 2 --model softmax --data synthetic --synthetic-samples 500 --steps 3 \

@@ -6,7 +6,8 @@
  *     its host's cores while the transfer lasts, and its pull or push ends no sooner;
  *     sync with a free network, constant compute C, W workers on one host of c cores in
  *     lockstep: step = (C + 2 B / R) * max(1, W / c) (the exact shortcuts with copying:
- *     test_sim_cores.c);
+ *     test_sim_cores.c); with the ps's own work a pull answer's copying runs beside it
+ *     (C + 4 ms, not C + 6);
  *   calibration reads a span's work from compute_end (a real worker's CPU time, the
  *     simulator's draw): from a simulated trace with copying on shared cores the compute
  *     comes back exactly, where the gaps are longer than the work;
@@ -77,6 +78,17 @@ static void test_copy_closed_form(void)
         CHECK_REL(r.mean_step_s, want, 1e-4);
         printf("sync, %d workers on %d cores, C = 10 ms, copying 2 ms each way: step %.6f s, closed form %.6f s\n",
                W, cores, r.mean_step_s, want);
+    }
+    /* with the ps's own work (2 ms a pull answer) on two cores, a pull answer's copying
+     * runs beside it, as the answer streams: C + 2 (pull) + 2 (push) ms, not C + 6 */
+    {
+        sim_config c;
+        one_host(&c, 1, 2, C);
+        c.copy_rate = MLP_BYTES / copy;
+        c.ps_pull_cost = (sim_ps_cost){0, MLP_BYTES / 0.002, 0};
+        sim_result r;
+        CHECK(run(&c, &r) == 0);
+        CHECK_REL(r.mean_step_s, C + 0.004, 1e-4);
     }
     /* a copying faster than the transfer changes nothing when nothing is shared: the
      * transfer (1 ms at this bandwidth) is the longer */
