@@ -30,7 +30,9 @@ int optim_slot_width(opt_kind k);
 /* Initialises a slot of n floats (zeros for momentum, adagrad_init for adagrad). */
 void optim_slot_init(const optim_conf *c, float *slot, size_t n);
 
-/* Applies gradient g (n floats) to var, updating slot (n floats or NULL for sgd). */
-void optim_apply(const optim_conf *c, float *var, float *slot, const float *g, size_t n);
+/* Applies gradient g (n floats) to var, updating slot (n floats or NULL for sgd); the three
+ * do not overlap. */
+void optim_apply(const optim_conf *c, float *restrict var, float *restrict slot, const float *restrict g,
+                 size_t n);
 
 #endif

@@ -106,11 +106,42 @@ static void test_adagrad(void)
     CHECK_NEAR(v2[1], -1.007754355547677, TOL);
 }
 
+/* The blocked loops (vectorised) give, bit for bit, the plain element-by-element update,
+ * over a length that is not a multiple of the block, with and without a slot. */
+static void test_long_vectors(void)
+{
+    enum { N = 1003 };
+    static float var[N], ref[N], slot[N], sref[N], g[N];
+    for (int kind = 0; kind < 2; kind++) {
+        optim_conf c;
+        optim_conf_init(&c, kind ? OPT_MOMENTUM : OPT_SGD, 0.037f);
+        for (int i = 0; i < N; i++) {
+            var[i] = ref[i] = 0.25f * (float)(i % 17) - 1.0f;
+            slot[i] = sref[i] = 0.01f * (float)(i % 5);
+            g[i] = 0.3f * (float)((i * 7) % 11) - 1.3f;
+        }
+        for (int round = 0; round < 3; round++) {
+            optim_apply(&c, var, kind ? slot : NULL, g, N);
+            for (int i = 0; i < N; i++) {
+                if (kind) {
+                    sref[i] = c.momentum * sref[i] + g[i];
+                    ref[i] -= c.lr * sref[i];
+                } else {
+                    ref[i] -= c.lr * g[i];
+                }
+            }
+        }
+        int same = !memcmp(var, ref, sizeof var) && (!kind || !memcmp(slot, sref, sizeof slot));
+        CHECK_MSG(same, "%s over %d floats differs from the plain loop", kind ? "momentum" : "sgd", N);
+    }
+}
+
 int main(void)
 {
     test_conf();
     test_sgd();
     test_momentum();
     test_adagrad();
+    test_long_vectors();
     return CHECK_DONE();
 }
