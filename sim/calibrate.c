@@ -174,8 +174,7 @@ static int64_t fit_compute(const csum *cs, int nw, sim_dist *out, double **speed
         free(means);
         return 0;
     }
-    qsort(means, (size_t)nm, sizeof *means, dbl_cmp);
-    double base = nm % 2 ? means[nm / 2] : 0.5 * (means[nm / 2 - 1] + means[nm / 2]);
+    double base = sim_cal_median(means, (size_t)nm);
     free(means);
     *speed = xmalloc((size_t)nw * sizeof **speed);
     for (int k = 0; k < nw; k++)
@@ -257,6 +256,12 @@ static int dbl_cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+double sim_cal_median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, dbl_cmp);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* A worker's flows of one phase all cross its NIC, sharing it equally while they last, so

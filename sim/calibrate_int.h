@@ -5,6 +5,7 @@
 #ifndef SIM_CALIBRATE_INT_H
 #define SIM_CALIBRATE_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sim/sim.h"
@@ -20,6 +21,9 @@ typedef struct sim_cal_span {
  * where n(t) spans were open at t, did the work of the integral of min(1, cores / n(t))
  * over it alone; work[i] gets it in seconds. One sweep over the spans' ends. */
 void sim_cal_derate(const sim_cal_span *s, int n, const sim_calibration *cal, double *work);
+
+/* The median of v[0..n) (n >= 1; v is sorted in place). */
+double sim_cal_median(double *v, size_t n);
 
 typedef struct sim_cal_ps sim_cal_ps;
 

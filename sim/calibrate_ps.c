@@ -110,19 +110,6 @@ void sim_cal_ps_ack(sim_cal_ps *c, int worker, uint32_t var, uint64_t id, int64_
     }
 }
 
-static int dbl_cmp(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
-/* The median of v[0..n) (sorted in place), n >= 1. */
-static double median(double *v, int64_t n)
-{
-    qsort(v, (size_t)n, sizeof *v, dbl_cmp);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static int by_end(const void *x, const void *y)
 {
     const answer *a = x, *b = y;
@@ -380,7 +367,7 @@ static void bytes_only(const sim_cal_ps *c, sim_calibration *cal)
 void sim_cal_ps_fit(sim_cal_ps *c, const sim_cal_span *gaps, int n_gaps, double *gap_work, sim_calibration *cal)
 {
     /* one way: the ps's own events against the acks they led to, else the network fit's */
-    double L = c->ack_n ? median(c->ack, c->ack_n) : cal->latency > 0 ? cal->latency : 0;
+    double L = c->ack_n ? sim_cal_median(c->ack, (size_t)c->ack_n) : cal->latency > 0 ? cal->latency : 0;
     merge_answers(c);
     /* the order the ps sent its answers in depends on their transfers, and with cores
      * its busy time on every answer counts: a second round with the first's bandwidth

@@ -21,6 +21,7 @@
 #include "events/trace.h"
 #include "sim/sim.h"
 #include "tests/check.h"
+#include "tests/sim_check.h"
 
 static double harmonic(int n)
 {
@@ -28,18 +29,6 @@ static double harmonic(int n)
     for (int i = 1; i <= n; i++) h += 1.0 / i;
     return h;
 }
-
-static int run(const sim_config *c, sim_result *r)
-{
-    char err[DP_ERRLEN];
-    int rc = sim_run(c, r, err);
-    if (rc) fprintf(stderr, "sim_run: %s\n", err);
-    return rc;
-}
-
-#define CHECK_REL(a, b, tol) CHECK_MSG(fabs((a) - (b)) <= (tol) * fabs(b), \
-    "%.9g vs %.9g (rel tol %g, off %.3f%%)", (double)(a), (double)(b), (double)(tol), \
-    100 * fabs((a) - (b)) / fabs(b))
 
 static void test_step_closed_form(void)
 {
