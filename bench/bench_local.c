@@ -55,7 +55,7 @@ static double run(const rt_config *cfg, int strategy, int n_cpu, int steps, cons
 
 int main(int argc, char **argv)
 {
-    rt_blas_tune(argv);
+    rt_blas_tune(argv, 1);
     if (argc != 5) {
         fprintf(stderr, "usage: bench_local softmax|mlp HIDDEN BATCH STEPS\n");
         return 2;

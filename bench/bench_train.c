@@ -16,7 +16,7 @@
 
 int main(int argc, char **argv)
 {
-    rt_blas_tune(argv);
+    rt_blas_tune(argv, 1);
     if (argc != 6) {
         fprintf(stderr, "usage: bench_train DATA_DIR|synthetic softmax|mlp HIDDEN BATCH STEPS\n");
         return 2;

@@ -40,7 +40,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    rt_blas_tune(argv);  /* OpenBLAS's kernel for this CPU (runtime/blas.c) */
+    /* OpenBLAS's kernel for this CPU, and one BLAS thread for a task (runtime/blas.c) */
+    rt_blas_tune(argv, argc > 1 && !strcmp(argv[1], "task"));
     if (argc < 2) {
         usage(stderr);
         return 2;

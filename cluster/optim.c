@@ -53,11 +53,7 @@ void optim_slot_init(const optim_conf *c, float *slot, size_t n)
     for (size_t i = 0; i < n; i++) slot[i] = v;
 }
 
-/* Blocks of OPTIM_BLOCK elements with a fixed trip count (and restrict pointers) are what
- * the compiler vectorises at -O2; the same operations element by element, so the results
- * are bit for bit those of the plain loop. */
-#define OPTIM_BLOCK 8
-
+/* In blocks of DP_VEC_BLOCK (common/dp.h): vectorised, bit for bit the plain loop. */
 void optim_apply(const optim_conf *c, float *restrict var, float *restrict slot, const float *restrict g,
                  size_t n)
 {
@@ -66,15 +62,15 @@ void optim_apply(const optim_conf *c, float *restrict var, float *restrict slot,
     size_t i = 0;
     switch (c->kind) {
     case OPT_SGD:
-        for (; i + OPTIM_BLOCK <= n; i += OPTIM_BLOCK)
-            for (size_t j = i; j < i + OPTIM_BLOCK; j++) var[j] -= lr * g[j];
+        for (; i + DP_VEC_BLOCK <= n; i += DP_VEC_BLOCK)
+            for (size_t j = i; j < i + DP_VEC_BLOCK; j++) var[j] -= lr * g[j];
         for (; i < n; i++) var[i] -= lr * g[i];
         break;
     case OPT_MOMENTUM: {
         assert(((void)"optim_apply: momentum needs a slot", n == 0 || slot));
         const float m = c->momentum;
-        for (; i + OPTIM_BLOCK <= n; i += OPTIM_BLOCK)
-            for (size_t j = i; j < i + OPTIM_BLOCK; j++) {
+        for (; i + DP_VEC_BLOCK <= n; i += DP_VEC_BLOCK)
+            for (size_t j = i; j < i + DP_VEC_BLOCK; j++) {
                 slot[j] = m * slot[j] + g[j];
                 var[j] -= lr * slot[j];
             }

@@ -30,6 +30,12 @@ enum dp_err {
 /* An assert that carries its reason, libev style: dp_assert("shard out of range", i < n). */
 #define dp_assert(why, cond) assert(((void)(why), (cond)))
 #define DP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* Element-wise float loops: GCC at -O2 vectorises only loops with a fixed trip count, so
+ * the hot ones run in blocks of DP_VEC_BLOCK elements (restrict pointers) and finish the
+ * rest one by one; each element gets the same operations, so the results are bit for
+ * bit those of the plain loop. Used by the optimizer (cluster/optim.c) and the CPU ops
+ * (runtime/nn.c). */
+#define DP_VEC_BLOCK 8
 #define dp_container_of(ptr, type, member) \
     ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 

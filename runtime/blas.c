@@ -4,7 +4,8 @@
  * "Intel(R) Xeon(R) Processor") a training step ran 3x slower than with the SkylakeX
  * kernel (docs/runtime.md, "BLAS kernel"). OPENBLAS_CORETYPE selects the kernel, but the
  * library reads it when it is loaded, before main: a process that finds the fallback
- * sets it and runs itself again, once. */
+ * sets it and runs itself again, once. A process that runs BLAS on one thread (a task)
+ * sets OPENBLAS_NUM_THREADS=1 the same way, so that the library starts no thread. */
 #include "runtime/blas.h"
 
 #include <stdlib.h>
@@ -29,11 +30,22 @@ const char *rt_blas_better_core(void)
     return NULL;
 }
 
-void rt_blas_tune(char **argv)
+int rt_blas_one_thread_env(void)
 {
-    if (getenv("OPENBLAS_CORETYPE")) return;  /* chosen already (by us, or by the user) */
-    const char *core = rt_blas_better_core();
-    if (!core || setenv("OPENBLAS_CORETYPE", core, 1)) return;
+    if (getenv("OPENBLAS_NUM_THREADS")) return 0;  /* the user's (or ours, inherited) */
+    return setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0;
+}
+
+void rt_blas_tune(char **argv, int one_thread)
+{
+    int again = 0;
+    /* A library loaded for several threads starts a helper thread that spins for about
+     * 0.2 s of a core before it sleeps, although a task never gives it work. */
+    if (one_thread && openblas_get_num_threads() > 1) again |= rt_blas_one_thread_env();
+    const char *core = getenv("OPENBLAS_CORETYPE") ? NULL : rt_blas_better_core();
+    if (core && !setenv("OPENBLAS_CORETYPE", core, 1)) again = 1;
+    if (!again) return;  /* chosen already (by us, or by the user) */
     execv("/proc/self/exe", argv);
-    unsetenv("OPENBLAS_CORETYPE");  /* no exec: the library's own choice stands */
+    /* no exec: the library's own choices stand */
+    if (core) unsetenv("OPENBLAS_CORETYPE");
 }

@@ -7,10 +7,17 @@
  * has more; NULL when its own choice stands. */
 const char *rt_blas_better_core(void);
 
+/* Sets OPENBLAS_NUM_THREADS=1 in this process's environment, for a process about to
+ * run one BLAS thread (a task: the launcher sets it before it runs one), unless it is
+ * set already. Returns 1 when it set it. */
+int rt_blas_one_thread_env(void);
+
 /* At the start of main: when rt_blas_better_core() names one and OPENBLAS_CORETYPE is
- * unset, sets it and runs this program again with the same arguments (the library reads
- * it only when it loads); children inherit it. Returns when nothing was done (or the
- * exec failed, which leaves the library's choice). */
-void rt_blas_tune(char **argv);
+ * unset, sets it; when one_thread (the process will run BLAS on one thread) and the
+ * library was loaded for more with OPENBLAS_NUM_THREADS unset, sets that to 1. Then, if
+ * it set either, runs this program again with the same arguments (the library reads
+ * them only when it loads); children inherit them. Returns when nothing was done (or
+ * the exec failed, which leaves the library's choices). */
+void rt_blas_tune(char **argv, int one_thread);
 
 #endif

@@ -28,6 +28,7 @@
 #include "net/auth.h"
 #include "net/conn.h"
 #include "net/sock.h"
+#include "runtime/blas.h"
 #include "runtime/instr.h"
 #include "runtime/netns.h"
 
@@ -293,6 +294,7 @@ int launcher_spawn(launcher *l, child *c, char **argv, char *err)
             snprintf(v, sizeof v, "%d", c->restarts);
             setenv("DOWNPOUR_RESTART", v, 1);
         }
+        rt_blas_one_thread_env();   /* a task runs BLAS on one thread (runtime/blas.c) */
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         if (l->nn && netns_slot(l, c) >= 0 && netns_enter(netns_task_fd(l->nn, netns_slot(l, c))) < 0) {

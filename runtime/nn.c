@@ -266,19 +266,45 @@ static void cpu_matmul(const float *in, const float *w, const float *bias, float
                 fused ? 1.0f : 0.0f, out, n);
 }
 
+/* The element-wise passes, in blocks of DP_VEC_BLOCK (common/dp.h): vectorised, and bit
+ * for bit the plain loops. */
+
+/* out[j] += x[j], j < n */
+static void vec_add(float *restrict out, const float *restrict x, size_t n)
+{
+    size_t j = 0;
+    for (; j + DP_VEC_BLOCK <= n; j += DP_VEC_BLOCK)
+        for (size_t k = j; k < j + DP_VEC_BLOCK; k++) out[k] += x[k];
+    for (; j < n; j++) out[j] += x[j];
+}
+
+/* h = max(h, 0) as h > 0 ? h : 0 (a NaN becomes 0) */
+static void vec_relu(float *restrict h, size_t n)
+{
+    size_t j = 0;
+    for (; j + DP_VEC_BLOCK <= n; j += DP_VEC_BLOCK)
+        for (size_t k = j; k < j + DP_VEC_BLOCK; k++) h[k] = h[k] > 0.0f ? h[k] : 0.0f;
+    for (; j < n; j++) h[j] = h[j] > 0.0f ? h[j] : 0.0f;
+}
+
+/* dh = h > 0 ? dh : 0 */
+static void vec_relu_grad(float *restrict dh, const float *restrict h, size_t n)
+{
+    size_t j = 0;
+    for (; j + DP_VEC_BLOCK <= n; j += DP_VEC_BLOCK)
+        for (size_t k = j; k < j + DP_VEC_BLOCK; k++) dh[k] = h[k] > 0.0f ? dh[k] : 0.0f;
+    for (; j < n; j++) dh[j] = h[j] > 0.0f ? dh[j] : 0.0f;
+}
+
 static void cpu_bias_add(float *out, const float *bias, int batch, int n)
 {
-    for (int i = 0; i < batch; i++)
-        for (int j = 0; j < n; j++) out[(size_t)i * n + j] += bias[j];
+    for (int i = 0; i < batch; i++) vec_add(out + (size_t)i * n, bias, (size_t)n);
 }
 
 static void cpu_col_sum(float *out, const float *x, int batch, int n)
 {
     memset(out, 0, (size_t)n * sizeof *out);
-    for (int i = 0; i < batch; i++) {
-        const float *row = x + (size_t)i * n;
-        for (int j = 0; j < n; j++) out[j] += row[j];
-    }
+    for (int i = 0; i < batch; i++) vec_add(out, x + (size_t)i * n, (size_t)n);
 }
 
 /* 1 when op's MatMul and the add that follows it run on one CPU device (or unplaced). */
@@ -301,12 +327,9 @@ static void cpu_op(nn_net *net, int op)
     case GOP_HID_ADD:
         if (!fused(net, GOP_HID_MATMUL)) cpu_bias_add(tf(net, NT_H), tf(net, NT_B1), b, hd);
         break;
-    case GOP_HID_RELU: {
-        float *h = tf(net, NT_H);
-        size_t m = (size_t)b * (size_t)hd;
-        for (size_t k = 0; k < m; k++) h[k] = h[k] > 0.0f ? h[k] : 0.0f;
+    case GOP_HID_RELU:
+        vec_relu(tf(net, NT_H), (size_t)b * (size_t)hd);
         break;
-    }
     case GOP_SM_MATMUL:
         cpu_matmul(tf(net, NT_A), tf(net, NT_W2), tf(net, NT_B2), tf(net, NT_LOGITS), b, w, NN_OUT,
                    fused(net, GOP_SM_MATMUL));
@@ -350,14 +373,10 @@ static void cpu_op(nn_net *net, int op)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b, hd, NN_OUT, 1.0f, tf(net, NT_DLOGITS),
                     NN_OUT, tf(net, NT_W2), NN_OUT, 0.0f, tf(net, NT_DH), hd);
         break;
-    case GOP_RELU_GRAD: {
+    case GOP_RELU_GRAD:
         /* through the ReLU: h > 0 where the pre-activation was */
-        float *dh = tf(net, NT_DH);
-        const float *h = tf(net, NT_H);
-        size_t m = (size_t)b * (size_t)hd;
-        for (size_t k = 0; k < m; k++) dh[k] = h[k] > 0.0f ? dh[k] : 0.0f;
+        vec_relu_grad(tf(net, NT_DH), tf(net, NT_H), (size_t)b * (size_t)hd);
         break;
-    }
     case GOP_HID_ADD_GRAD:
         cpu_col_sum(tf(net, NT_GB1), tf(net, NT_DH), b, hd);
         break;

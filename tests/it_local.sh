@@ -71,6 +71,29 @@ fi
 OPENBLAS_CORETYPE=Prescott $L --steps 3 >"$TMP/pres.json" 2>/dev/null
 check "a user's OPENBLAS_CORETYPE stands ($(json "$TMP/pres.json" blas_core))" \
     test "$(json "$TMP/pres.json" blas_core)" = Prescott
+# A task runs BLAS on one thread: OpenBLAS is loaded for one (OPENBLAS_NUM_THREADS=1 from
+# the launcher, or from downpour's own restart), so no idle BLAS thread spins beside it;
+# a user's OPENBLAS_NUM_THREADS stands. Threads counted in /proc, our own children only.
+task_threads() { # task_threads ENV...: threads of the ps task of a long cluster run
+    env "$@" "$DOWNPOUR" cluster --ps 1 --workers 1 --data synthetic --synthetic-samples 500 --steps 1000000 \
+        --quiet --eval-every 0 >/dev/null 2>&1 &
+    local lp=$! ps="" n=""
+    for _ in $(seq 100); do
+        ps=$(child_pid "$lp" "task --job_name=ps") && n=$(awk '/^Threads:/{print $2}' "/proc/$ps/status" 2>/dev/null)
+        [ -n "$n" ] && break
+        sleep 0.1
+    done
+    kill "$lp" 2>/dev/null; wait "$lp" 2>/dev/null
+    echo "${n:-none}"
+}
+if [ "$(nproc)" -gt 1 ]; then
+    n=$(task_threads -u OPENBLAS_NUM_THREADS)
+    check "a cluster's task runs one thread, no BLAS thread beside it ($n)" test "$n" = 1
+    n=$(task_threads OPENBLAS_NUM_THREADS=2)
+    check "a user's OPENBLAS_NUM_THREADS stands: 2 gives the task a BLAS thread ($n)" test "$n" = 2
+else
+    skip "BLAS threads of a task: this machine has one core, OpenBLAS starts no thread"
+fi
 
 # every worker of a cluster logs its own ops on its own task
 "$DOWNPOUR" cluster --ps 1 --workers 2 --model softmax --data synthetic --synthetic-samples 500 --steps 3 \
