@@ -32,6 +32,9 @@ void sim_net_free(sim_net *n)
         free(n->links[i].vh);
         free(n->links[i].vq);
         free(n->links[i].bound);
+        free(n->links[i].bl);
+        free(n->links[i].sh);
+        free(n->links[i].rl);
         free(n->links[i].mt_g);
         free(n->links[i].mt_pos);
         free(n->links[i].lab);
@@ -57,6 +60,14 @@ void sim_net_free(sim_net *n)
     free(n->kset);
     free(n->bound);
     free(n->scratch);
+    free(n->fh);
+    free(n->kc_rep);
+    free(n->kc_mu);
+    free(n->kc_first);
+    free(n->kc_chain);
+    free(n->kc_bucket);
+    free(n->kc_h);
+    free(n->kc_vd);
     free(n->links);
     free(n->free_links);
     free(n->g);
@@ -94,7 +105,11 @@ int sim_net_link_add(sim_net *n, double cap, int temporary)
     l->vt_ok = 0;
     l->n_bound = 0;
     l->plan = -1;
-    l->in_k = 0;
+    l->in_k = l->in_s = 0;
+    l->pure = 0;
+    l->shape_ok = 0;
+    l->shape_v = ++n->shape_seq;
+    l->eq_link = -1;
     l->last_perm = -1;
     l->twin_rep = -1;
     l->twin_n = 0;
@@ -163,7 +178,11 @@ static int group_add(sim_net *n, const int *links, const double *w, int nl, doub
     g->left = g->m;
     n->n_flows += g->m;
     for (int i = 0; i < nl; i++)
-        if (n->links[links[i]].temporary) n->links[links[i]].nflows += g->m;
+        if (n->links[links[i]].temporary) {
+            n->links[links[i]].nflows += g->m;
+            n->links[links[i]].shape_ok = 0;
+            n->links[links[i]].shape_v = ++n->shape_seq;
+        }
     if (m > 0) {
         g->seq = seq;
         g->shaped = 1;
@@ -376,7 +395,11 @@ static void group_remove(sim_net *n, int id)
     if (n->fast) sim_net_fast_removed(n, id);
     for (int i = 0; i < g->nl; i++) {
         sim_net_link *l = &n->links[g->link[i]];
-        if (l->temporary) l->nflows -= g->m;
+        if (l->temporary) {
+            l->nflows -= g->m;
+            l->shape_ok = 0;
+            l->shape_v = ++n->shape_seq;
+        }
         int last = l->groups[--l->n_groups];
         if (last != id || g->pos[i] != l->n_groups) {
             l->groups[g->pos[i]] = last;
@@ -668,4 +691,9 @@ int sim_net_active(const sim_net *n)
 uint64_t sim_net_solves(const sim_net *n)
 {
     return n->solves;
+}
+
+uint64_t sim_net_sat_joins(const sim_net *n)
+{
+    return n->sat_joins;
 }

@@ -83,5 +83,8 @@ int sim_net_active(const sim_net *n);
 void sim_net_fast_enable(sim_net *n, int on);
 /* Number of rate recomputations so far. */
 uint64_t sim_net_solves(const sim_net *n);
+/* Number of times a NIC joined the fast path's saturated set S so far (net_sat.c: its
+ * rate fixed until its groups change; for tests that must reach it, and the bench). */
+uint64_t sim_net_sat_joins(const sim_net *n);
 
 #endif

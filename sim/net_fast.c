@@ -9,7 +9,11 @@
  * max-min allocation that is feasible and gives every flow a saturated link it is
  * largest on is THE allocation); the check proves it (sum of the ps rates a NIC sees <=
  * its capacity) or adds the offenders to K and solves again. NICs whose flows sum to
- * under 90% of their capacity leave K. Twins (net.h): a class's group sits on its rep;
+ * under 90% of their capacity leave K. A NIC of K that the relaxed solve finds saturated
+ * by its own flows alone joins S instead (net_sat.c: its rate fixed, its load a constant
+ * on its ps links, checked at each solve), and NICs of K of one shape are solved once
+ * (net_shape.c), so a start or finish re-solves the ps links, the rest of K and what it
+ * touched. Twins (net.h): a class's group sits on its rep;
  * passes read the other links' r and load from the rep (n->prep) and visit only reps
  * where a twin has nothing to add, and NIC-side sums replay the per-link groups'
  * additions and order, so results are bit for bit the per-link ones.
@@ -21,7 +25,7 @@
 #include "common/dp.h"
 #include "sim/net_int.h"
 
-static void *grow(void *p, int *cap, int need, size_t size)
+void *sim_net_grow(void *p, int *cap, int need, size_t size)
 {
     if (need <= *cap) return p;
     int c = *cap ? *cap : 16;
@@ -44,7 +48,7 @@ static int vt_before(const sim_net_vt_entry *a, const sim_net_vt_entry *b)
 
 static void vt_push(sim_net_link *l, sim_net_vt_entry e)
 {
-    l->vh = grow(l->vh, &l->cap_vh, l->n_vh + 1, sizeof *l->vh);
+    l->vh = sim_net_grow(l->vh, &l->cap_vh, l->n_vh + 1, sizeof *l->vh);
     int i = l->n_vh++;
     while (i > 0) {
         int p = (i - 1) / 4;
@@ -103,7 +107,7 @@ static void vt_insert(sim_net_link *l, sim_net_vt_entry e)
         l->n_vq -= l->vq_head;
         l->vq_head = 0;
     }
-    l->vq = grow(l->vq, &l->cap_vq, l->n_vq + 1, sizeof *l->vq);
+    l->vq = sim_net_grow(l->vq, &l->cap_vq, l->n_vq + 1, sizeof *l->vq);
     l->vq[l->n_vq++] = e;
 }
 
@@ -138,26 +142,40 @@ static void bulk_add(sim_net *n, int id, double rem)
     sim_net_group *g = &n->g[id];
     sim_net_link *l = &n->links[g->link[0]];
     g->state = SIM_NG_BULK;
+    l->bl = sim_net_grow(l->bl, &l->cap_bl, l->n_bl + 1, sizeof *l->bl);
+    g->blpos = l->n_bl;
+    l->bl[l->n_bl++] = id;
     g->target = l->V + rem;
     g->gen++;
     l->load += g->w[0];
     vt_insert(l, (sim_net_vt_entry){g->target, g->seq, g->gen, id});
 }
 
+/* A BULK group leaves its link's list (its marks go stale by its state). */
+static void bulk_drop(sim_net *n, int id)
+{
+    sim_net_group *g = &n->g[id];
+    sim_net_link *l = &n->links[g->link[0]];
+    int last = l->bl[--l->n_bl];
+    l->bl[g->blpos] = last;
+    n->g[last].blpos = g->blpos;
+    l->vt_ok = 0;
+}
+
 static void bind(sim_net *n, int id, double rem)
 {
     sim_net_group *g = &n->g[id];
     sim_net_link *l = &n->links[g->link[0]];
-    if (g->state == SIM_NG_BULK) l->vt_ok = 0;
+    if (g->state == SIM_NG_BULK) bulk_drop(n, id);
     g->state = SIM_NG_BOUND;
     g->rem = rem;
     g->rate = 0;
-    l->bound = grow(l->bound, &l->cap_bound, l->n_bound + 1, sizeof *l->bound);
+    l->bound = sim_net_grow(l->bound, &l->cap_bound, l->n_bound + 1, sizeof *l->bound);
     g->bpos = l->n_bound;
     l->bound[l->n_bound++] = id;
     l->bound_w += g->w[0];
     if (g->w[0] != floor(g->w[0])) n->frac_w = 1;
-    n->bound = grow(n->bound, &n->cap_bound, n->n_bound + 1, sizeof *n->bound);
+    n->bound = sim_net_grow(n->bound, &n->cap_bound, n->n_bound + 1, sizeof *n->bound);
     g->apos = n->n_bound;
     n->bound[n->n_bound++] = id;
 }
@@ -180,7 +198,7 @@ static void unbind(sim_net *n, int id)
 /* Temporary link k joins K: its BULK groups become BOUND with their bytes left. */
 static void k_add(sim_net *n, int k)
 {
-    n->kset = grow(n->kset, &n->cap_k, n->n_k + 1, sizeof *n->kset);
+    n->kset = sim_net_grow(n->kset, &n->cap_k, n->n_k + 1, sizeof *n->kset);
     sim_net_link *t = &n->links[k];
     t->in_k = n->n_k + 1;
     n->kset[n->n_k++] = k;
@@ -213,16 +231,55 @@ static void k_remove(sim_net *n, int k, int rebulk)
     }
 }
 
+/* NIC k of S goes back to K (its groups changed, or a ps link's level fell below its
+ * rate): its groups become BOUND with their bytes left. */
+static void s_leave(sim_net *n, int k)
+{
+    sim_net_link *t = &n->links[k];
+    t->in_s = 0;
+    n->kset = sim_net_grow(n->kset, &n->cap_k, n->n_k + 1, sizeof *n->kset);
+    t->in_k = n->n_k + 1;
+    n->kset[n->n_k++] = k;
+    for (int i = 0; i < t->n_groups; i++) {
+        int id = t->groups[i];
+        if (n->g[id].state != SIM_NG_SAT) continue;
+        double rem = sim_net_sat_part(n, id);
+        bind(n, id, rem);
+    }
+}
+
+/* NIC k of K, which the last relaxed solve found saturated by its own flows (t->pure),
+ * joins S at its rate cap / flows (the level that solve froze its flows at, or within
+ * 1e-12 of it). */
+static void s_join(sim_net *n, int k)
+{
+    k_remove(n, k, 0);
+    sim_net_link *t = &n->links[k];
+    t->in_s = 1;
+    n->sat_joins++;
+    for (int i = 0; i < t->n_groups; i++) {
+        int id = t->groups[i];
+        sim_net_group *g = &n->g[id];
+        if (g->state != SIM_NG_BOUND) continue;
+        double rem = g->rem;
+        unbind(n, id);
+        g->rem = rem;
+        g->rate = t->cap / (double)t->nflows;
+        sim_net_sat_join(n, id);
+    }
+}
+
 void sim_net_fast_enter(sim_net *n)
 {
     for (int i = 0; i < n->n_perm; i++) {
         sim_net_link *l = &n->links[n->perm[i]];
         l->V = l->r = l->load = 0;
-        l->n_vh = l->n_bound = 0;
+        l->n_vh = l->n_bound = l->n_bl = 0;
         l->bound_w = 0;
         l->vq_head = l->n_vq = 0;
         l->vt_ok = 0;
     }
+    sim_net_sat_reset(n);
     n->n_k = n->n_bound = 0;
     for (int i = 0; i < n->n_active; i++) {
         int id = n->active[i];
@@ -241,18 +298,22 @@ void sim_net_fast_leave(sim_net *n)
             g->rem = g->target - l->V;
             if (g->rem < 0) g->rem = 0;
             g->rate = l->r;
+        } else if (g->state == SIM_NG_SAT) {
+            g->rem = sim_net_sat_part(n, n->active[i]);  /* the rate stays */
+            n->links[g->link[1]].in_s = 0;
         }
         g->state = SIM_NG_PLAIN;
         g->bpos = g->apos = -1;
     }
     for (int i = 0; i < n->n_perm; i++) {
         sim_net_link *l = &n->links[n->perm[i]];
-        l->n_vh = l->n_bound = 0;
+        l->n_vh = l->n_bound = l->n_bl = 0;
         l->bound_w = 0;
         l->vq_head = l->n_vq = 0;
         l->vt_ok = 0;
         l->load = 0;
     }
+    sim_net_sat_reset(n);
     for (int i = 0; i < n->n_k; i++) n->links[n->kset[i]].in_k = 0;
     n->n_k = n->n_bound = 0;
     n->fast = 0;
@@ -262,6 +323,7 @@ void sim_net_fast_added(sim_net *n, int id)
 {
     sim_net_group *g = &n->g[id];
     if (!g->shaped) return;  /* stays PLAIN; the next solve leaves the fast path */
+    if (n->links[g->link[1]].in_s) s_leave(n, g->link[1]);  /* its rate changes */
     if (n->links[g->link[1]].in_k) bind(n, id, g->rem);
     else bulk_add(n, id, g->rem);
 }
@@ -271,12 +333,18 @@ void sim_net_fast_removed(sim_net *n, int id)
     sim_net_group *g = &n->g[id];
     if (g->state == SIM_NG_BULK) {
         n->links[g->link[0]].load -= g->w[0];
-        n->links[g->link[0]].vt_ok = 0;
-    } else if (g->state == SIM_NG_BOUND) unbind(n, id);
+        bulk_drop(n, id);
+    } else if (g->state == SIM_NG_BOUND) {
+        unbind(n, id);
+    } else if (g->state == SIM_NG_SAT) {
+        sim_net_sat_part(n, id);
+    }
     g->state = SIM_NG_PLAIN;
     if (g->shaped) {
         sim_net_link *t = &n->links[g->link[1]];
         if (t->in_k && t->n_groups == 1) k_remove(n, g->link[1], 0);
+        if (t->in_s && t->n_groups == 1) t->in_s = 0;
+        else if (t->in_s) s_leave(n, g->link[1]);  /* the others' rate rises */
     }
 }
 
@@ -299,69 +367,57 @@ static void classes_update(sim_net *n)
     n->prep_n = n->n_perm;
 }
 
-/* The relaxed solve's queue of link levels: an indexed binary heap of (x, link), one
- * entry per link (l->hpos = index + 1), so raising a level moves its entry instead of
- * adding one. It pops links in the same (x, link id) order as net.c's lazy heap, whose
- * superseded entries are skipped: only each link's latest level counts in both. */
+/* The relaxed solve's queue of link levels: a binary heap of (x, link). A link is in it
+ * at most once (queued at the start, requeued only once popped), so the keys are
+ * distinct and it pops links in the same (x, link id) order as net.c's lazy heap, whose
+ * superseded entries are skipped, however it was built. Entries touch no link struct. */
 
 static int lv_before(const sim_net_level *a, const sim_net_level *b)
 {
     return a->x < b->x || (a->x == b->x && a->link < b->link);
 }
 
-static void lv_place(sim_net *n, int i, sim_net_level e)
-{
-    n->heap[i] = e;
-    n->links[e.link].hpos = i + 1;
-}
-
-static void lv_up(sim_net *n, int i, sim_net_level e)
-{
-    while (i > 0) {
-        int p = (i - 1) / 2;
-        if (!lv_before(&e, &n->heap[p])) break;
-        lv_place(n, i, n->heap[p]);
-        i = p;
-    }
-    lv_place(n, i, e);
-}
-
-static void lv_down(sim_net *n, int i, sim_net_level e)
+static void lv_down(sim_net_level *h, int nh, int i, sim_net_level e)
 {
     for (;;) {
         int c = 2 * i + 1;
-        if (c >= n->n_heap) break;
-        if (c + 1 < n->n_heap && lv_before(&n->heap[c + 1], &n->heap[c])) c++;
-        if (!lv_before(&n->heap[c], &e)) break;
-        lv_place(n, i, n->heap[c]);
+        if (c >= nh) break;
+        if (c + 1 < nh && lv_before(&h[c + 1], &h[c])) c++;
+        if (!lv_before(&h[c], &e)) break;
+        h[i] = h[c];
         i = c;
     }
-    lv_place(n, i, e);
+    h[i] = e;
 }
 
-/* Sets link id's level to x (adds it when absent). */
-static void lv_set(sim_net *n, int id, double x)
+/* Appends link id at level x; with heapify, restores the heap order as it goes (else
+ * lv_heapify does it once, for the start's batch). */
+static void lv_add(sim_net *n, int id, double x, int heapify)
 {
-    sim_net_level e = {x, id, 0};
-    int i = n->links[id].hpos - 1;
-    if (i < 0) {
-        if (n->n_heap == n->cap_heap) {
-            n->cap_heap = n->cap_heap ? n->cap_heap * 2 : 256;
-            n->heap = xrealloc(n->heap, (size_t)n->cap_heap * sizeof *n->heap);
-        }
-        lv_up(n, n->n_heap++, e);
-    } else if (lv_before(&e, &n->heap[i])) {
-        lv_up(n, i, e);
-    } else {
-        lv_down(n, i, e);
+    if (n->n_heap == n->cap_heap) {
+        n->cap_heap = n->cap_heap ? n->cap_heap * 2 : 256;
+        n->heap = xrealloc(n->heap, (size_t)n->cap_heap * sizeof *n->heap);
     }
+    sim_net_level e = {x, id, 0};
+    int i = n->n_heap++;
+    while (heapify && i > 0) {
+        int p = (i - 1) / 2;
+        if (!lv_before(&e, &n->heap[p])) break;
+        n->heap[i] = n->heap[p];
+        i = p;
+    }
+    n->heap[i] = e;
+}
+
+static void lv_heapify(sim_net *n)
+{
+    for (int i = n->n_heap / 2 - 1; i >= 0; i--) lv_down(n->heap, n->n_heap, i, n->heap[i]);
 }
 
 static sim_net_level lv_pop(sim_net *n)
 {
     sim_net_level top = n->heap[0], last = n->heap[--n->n_heap];
-    n->links[top.link].hpos = 0;
-    if (n->n_heap) lv_down(n, 0, last);
+    if (n->n_heap) lv_down(n->heap, n->n_heap, 0, last);
     return top;
 }
 
@@ -380,14 +436,16 @@ static void raise_level(sim_net *n, int id, double x)
     m->lv_dirty = 1;
 }
 
-/* Progressive filling over the ps links (BULK weight plus BOUND groups) and K. */
+/* Progressive filling over the ps links (BULK weight plus BOUND groups) and K (one NIC
+ * of each shape class standing for its members). */
 static void relaxed_solve(sim_net *n)
 {
     n->n_heap = 0;
     n->fz_stamp++;  /* every BOUND group unfrozen */
     for (int i = 0; i < n->n_creps; i++) {
         sim_net_link *l = &n->links[n->creps[i]];
-        l->frozen = 0;
+        l->frozen = l->satload;  /* S's flows: frozen from the start, at their fixed rates */
+        l->sat_lim = INFINITY;
         l->r = 0;
         l->n_ub = l->n_bound;
         if (n->frac_w) {
@@ -397,17 +455,26 @@ static void relaxed_solve(sim_net *n)
             l->unfrozen = l->load + l->bound_w;  /* whole numbers: the same in any order */
         }
         l->lv_dirty = 0;
-        if (l->unfrozen > 0) lv_set(n, n->creps[i], l->cap / l->unfrozen);
+        l->n_rl = 0;
+        if (l->unfrozen > 0) lv_add(n, n->creps[i], (l->cap - l->frozen) / l->unfrozen, 0);
     }
-    for (int i = 0; i < n->n_k; i++) {
-        sim_net_link *t = &n->links[n->kset[i]];
+    sim_net_k_classes(n);
+    for (int c = 0; c < n->n_kc; c++) {
+        sim_net_link *t = &n->links[n->kc_rep[c]];
+        for (int j = 0; j < t->n_groups; j++) {
+            sim_net_link *l = &n->links[n->g[t->groups[j]].link[0]];
+            l->rl = sim_net_grow(l->rl, &l->cap_rl, l->n_rl + 1, sizeof *l->rl);
+            l->rl[l->n_rl++] = t->groups[j];
+        }
         /* every group on a NIC is shaped (weight 1 there, or a cohort group's member
          * count): the sum of the weights is its flow count, exactly, without visiting */
         t->frozen = 0;
         t->unfrozen = (double)t->nflows;
+        t->minfz = INFINITY;
         t->lv_dirty = 0;
-        lv_set(n, n->kset[i], t->cap / t->unfrozen);
+        lv_add(n, n->kc_rep[c], t->cap / t->unfrozen, 0);
     }
+    lv_heapify(n);
     double level_now = 0;
     while (n->n_heap) {
         sim_net_level e = lv_pop(n);
@@ -420,35 +487,53 @@ static void relaxed_solve(sim_net *n)
             l->lv_dirty = 0;
             double xm = (l->cap - l->frozen) / l->unfrozen, key = xm > l->raise_x ? xm : l->raise_x;
             if (key != e.x) {
-                lv_set(n, e.link, key);
+                lv_add(n, e.link, key, 1);
                 continue;
             }
         }
         double x = e.x > level_now ? e.x : level_now;
         level_now = x;
+        /* a NIC saturated by its own flows alone (s_join): at its first level, and any of
+         * its flows that froze before it did so at that level too (a tie computed in
+         * another order: within 1e-12, as sim_net_sat_violator allows) */
+        if (l->temporary) {
+            double key = l->cap / (double)l->nflows;
+            if (x <= key * (1 + 1e-12) && l->minfz >= key * (1 - 1e-12)) l->pure = n->fz_stamp;
+        }
         int side = l->temporary ? 0 : 1;  /* the other link of this link's groups */
-        int cnt = l->temporary ? l->n_groups : l->n_ub ? l->n_bound : 0;  /* none left: skip */
-        const int *ids = l->temporary ? l->groups : l->bound;
-        if (!l->temporary) l->r = x;
+        int cnt = l->temporary ? l->n_groups : l->n_ub ? l->n_rl : 0;  /* none left: skip */
+        const int *ids = l->temporary ? l->groups : l->rl;
+        if (!l->temporary) l->r = l->sat_lim = x;
         for (int k = 0; k < cnt; k++) {
             sim_net_group *g = &n->g[ids[k]];
             if (g->fz == n->fz_stamp) continue;
             g->fz = n->fz_stamp;
-            n->links[g->link[0]].n_ub--;
+            int mu = n->kc_mu[n->links[g->link[1]].kc];  /* the NICs it stands for */
+            n->links[g->link[0]].n_ub -= mu;
             g->rate = x;
             sim_net_link *m = &n->links[g->link[side]];
-            if (side == 1 && g->m > 1) {
-                /* m twin links freezing their flow in turn (all at level x): the NIC's
-                 * frozen load gets x added m times, as the plain groups would add it */
-                for (int q = 0; q < g->m; q++) m->frozen += x;
+            if (side == 0) {
+                /* the class's members freezing their flow in turn, all at level x */
+                for (int q = 0; q < mu; q++) {
+                    m->frozen += g->w[0] * x;
+                    m->unfrozen -= g->w[0];
+                }
             } else {
-                m->frozen += g->w[side] * x;
+                if (g->m > 1) {
+                    /* m twin links freezing their flow in turn (all at level x): the NIC's
+                     * frozen load gets x added m times, as the plain groups would add it */
+                    for (int q = 0; q < g->m; q++) m->frozen += x;
+                } else {
+                    m->frozen += g->w[1] * x;
+                }
+                m->unfrozen -= g->w[1];
             }
-            m->unfrozen -= g->w[side];
+            if (side == 1 && x < m->minfz) m->minfz = x;
             raise_level(n, g->link[side], x);
         }
         l->unfrozen = 0;
     }
+    sim_net_k_classes_copy(n);
 }
 
 /* a and b are perm indices; a class's rate is its rep's; ties in link id order */
@@ -509,7 +594,7 @@ static int nic_sum_cmp(const sim_net *n, const sim_net_link *t, int link_r, doub
  * only the NICs of groups on the few "hot" links (largest rates) are summed exactly. */
 static int check(sim_net *n)
 {
-    n->scratch = grow(n->scratch, &n->cap_scratch, n->n_perm, sizeof *n->scratch);
+    n->scratch = sim_net_grow(n->scratch, &n->cap_scratch, n->n_perm, sizeof *n->scratch);
     int m = 0;
     double lam = 0, thr = n->min_temp_cap * (1 - 1e-12);
     /* Usually the ps rates sum to far below any NIC's capacity. Summed per class (each
@@ -536,10 +621,13 @@ static int check(sim_net *n)
     n->stamp++;
     int added = 0;
     for (int i = 0; i < h; i++) {
-        const sim_net_link *l = &n->links[n->prep[n->scratch[i]]];  /* a twin's NICs are its rep's */
-        for (int j = 0; j < l->n_groups; j++) {
-            const sim_net_group *g = &n->g[l->groups[j]];
-            if (g->state != SIM_NG_BULK) continue;
+        sim_net_link *l = &n->links[n->prep[n->scratch[i]]];  /* a twin's NICs are its rep's */
+        if (l->stamp == n->stamp) continue;  /* a class's rep: once */
+        l->stamp = n->stamp;
+        /* from the end: k_add takes a group off this list by moving its last one in,
+         * and a NIC has one group on it */
+        for (int j = l->n_bl - 1; j >= 0; j--) {
+            const sim_net_group *g = &n->g[l->bl[j]];
             sim_net_link *t = &n->links[g->link[1]];
             if (t->stamp == n->stamp) continue;
             t->stamp = n->stamp;
@@ -552,6 +640,21 @@ static int check(sim_net *n)
     return added;
 }
 
+/* Sends back to K every NIC of S that a ps link's bound (sim_net_sat_violator) rules
+ * out; returns how many. */
+static int s_check(sim_net *n)
+{
+    int out = 0;
+    for (int i = 0; i < n->n_creps; i++) {
+        int id;
+        while ((id = sim_net_sat_violator(n, n->creps[i])) >= 0) {
+            s_leave(n, n->g[id].link[1]);
+            out++;
+        }
+    }
+    return out;
+}
+
 void sim_net_fast_solve(sim_net *n)
 {
     n->solves++;
@@ -562,17 +665,37 @@ void sim_net_fast_solve(sim_net *n)
         } else {
             for (int i = 0; i < n->n_creps; i++) {
                 sim_net_link *l = &n->links[n->creps[i]];
-                l->r = l->load > 0 ? l->cap / l->load : 0;
+                l->r = l->load > 0 ? (l->cap - l->satload) / l->load : 0;
+                l->sat_lim = l->load > 0 ? l->r : INFINITY;
             }
         }
-        if (!check(n)) break;
+        if (check(n)) continue;
+        if (!n->n_sat_g || !s_check(n)) break;
     }
-    /* NICs well below capacity leave K: their groups' rates are their ps links' r */
+    /* NICs saturated by their own flows join S; those well below capacity leave K:
+     * their groups' rates are their ps links' r */
+    double best = INFINITY;
+    for (int c = 0; c < n->n_kc; c++) n->kc_vd[c] = 2;  /* not yet summed */
     for (int i = n->n_k - 1; i >= 0; i--) {
         int k = n->kset[i];
-        if (nic_sum_cmp(n, &n->links[k], 0, 0.9 * n->links[k].cap) < 0) k_remove(n, k, 1);
+        sim_net_link *t = &n->links[k];
+        if (t->pure == n->fz_stamp) {
+            s_join(n, k);
+            continue;
+        }
+        /* a class's members have the same rates in the same order: the same sum */
+        if (n->kc_vd[t->kc] == 2) n->kc_vd[t->kc] = nic_sum_cmp(n, t, 0, 0.9 * t->cap) < 0;
+        if (n->kc_vd[t->kc]) {
+            k_remove(n, k, 1);
+            continue;
+        }
+        for (int j = 0; j < t->n_groups; j++) {  /* its groups stay BOUND */
+            const sim_net_group *g = &n->g[t->groups[j]];
+            dp_assert("sim_net: every group gets a positive rate", g->rate > 0);
+            double dt = g->rem / g->rate;
+            if (dt < best) best = dt;
+        }
     }
-    double best = INFINITY;
     for (int i = 0; i < n->n_creps; i++) {  /* a twin has no marks */
         sim_net_link *l = &n->links[n->creps[i]];
         vt_clean(n, l);
@@ -581,12 +704,8 @@ void sim_net_fast_solve(sim_net *n)
         double dt = (vt_top(l)->target - l->V) / l->r;
         if (dt < best) best = dt;
     }
-    for (int i = 0; i < n->n_bound; i++) {
-        const sim_net_group *g = &n->g[n->bound[i]];
-        dp_assert("sim_net: every group gets a positive rate", g->rate > 0);
-        double dt = g->rem / g->rate;
-        if (dt < best) best = dt;
-    }
+    double ts = sim_net_sat_next(n) - n->t;
+    if (ts < best) best = ts;
     n->next_t = n->t + (best > 0 ? best : 0);
     n->dirty = 0;
 }
@@ -618,7 +737,7 @@ int sim_net_fast_advance(sim_net *n, double dt)
             nd++;
         }
     }
-    return nd;
+    return n->n_sat_g ? sim_net_sat_advance(n, n->t + dt, nd) : nd;
 }
 
 double sim_net_fast_rate(const sim_net *n, int id)
@@ -630,5 +749,6 @@ double sim_net_fast_rate(const sim_net *n, int id)
 double sim_net_fast_remaining(const sim_net *n, int id)
 {
     const sim_net_group *g = &n->g[id];
+    if (g->state == SIM_NG_SAT) return g->rem - g->rate * (n->t - g->t0);
     return g->state == SIM_NG_BULK ? g->target - n->links[g->link[0]].V : g->rem;
 }

@@ -3,15 +3,19 @@
  * groups). Not part of the public interface: include only from sim/net*.c.
  * Group states: PLAIN (rem and rate valid), BULK (fast path: drains at its permanent
  * link's rate r; rem = target - link V), BOUND (fast path: its temporary link is a
- * candidate bottleneck; rem and rate valid, listed on its permanent link). */
+ * candidate bottleneck; rem and rate valid, listed on its permanent link), SAT (fast
+ * path, net_sat.c: its NIC is saturated by its own flows alone, so its rate is fixed at
+ * cap / flows; rate valid, rem is its bytes left at time t0). A NIC's groups are all in
+ * one state: BULK (not in K nor S), BOUND (in K) or SAT (in S). */
 #ifndef SIM_NET_INT_H
 #define SIM_NET_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sim/net.h"
 
-enum { SIM_NG_PLAIN = 0, SIM_NG_BULK = 1, SIM_NG_BOUND = 2 };
+enum { SIM_NG_PLAIN = 0, SIM_NG_BULK = 1, SIM_NG_BOUND = 2, SIM_NG_SAT = 3 };
 
 typedef struct sim_net_vt_entry {
     double target; uint64_t seq; uint32_t gen; int group;
@@ -26,7 +30,6 @@ typedef struct sim_net_link {
     int *groups;        /* groups crossing this link */
     int n_groups, cap_groups;
     uint32_t ver;
-    int hpos;           /* net_fast.c's relaxed solve: index in its level heap + 1, 0 none */
     int lv_dirty;       /* relaxed solve: raised since its entry was set (see raise_level) */
     double raise_x;     /* and the level at that raise */
     int temporary, alive;
@@ -47,9 +50,30 @@ typedef struct sim_net_link {
     double bound_w;     /* the sum of its BOUND groups' weights on it (whole numbers unless
                          * n->frac_w: then summed over the list at each solve) */
     int n_ub;           /* relaxed solve: its BOUND groups not yet frozen */
+    int *bl;            /* its BULK groups (any order; check() visits them) */
+    int n_bl, cap_bl;
+    /* net_sat.c, permanent links (reps): the load of its SAT groups (sum of w x their
+     * rate), how many there are, a lazy max-heap of their rates (stale entries skipped)
+     * and, after a solve, the level its own flows froze at (INFINITY: it did not) */
+    double satload, sat_lim;
+    int n_sat;
+    sim_net_vt_entry *sh;
+    int n_sh, cap_sh;
     /* fast path, temporary links: index in the candidate set + 1 (0: not in it), the
      * check's sum of rates and its visit stamp */
     int in_k;
+    int in_s;           /* in S: saturated by its own flows (net_sat.c) */
+    uint64_t pure;      /* == n->fz_stamp: the last relaxed solve froze all its flows at
+                         * cap / nflows (within 1e-12), by itself or in a tie: joins S */
+    double minfz;       /* relaxed solve: the least level its flows froze at by ps links */
+    int kc, kc_next;    /* relaxed solve: its shape class in K and the next NIC of it */
+    int shape_ok;       /* shape_h is its groups' (cleared when a group comes or goes) */
+    uint64_t shape_h;
+    uint64_t shape_v;   /* a new number (n->shape_seq) whenever its groups change */
+    int eq_link;        /* net_shape.c: the NIC it was last found of the same shape as, */
+    uint64_t eq_v, eq_rv; /* at these shape_v (its own, that NIC's) */
+    int *rl;            /* relaxed solve, ps links: the BOUND groups of the classes' reps */
+    int n_rl, cap_rl;
     double sum;
     uint32_t stamp;
     /* twins (see sim_net_twin): permanent links, the class's representative (itself
@@ -96,6 +120,9 @@ typedef struct sim_net_group {
     double target;                /* BULK: finishes when its link's V reaches this */
     uint32_t gen;                 /* bumped each time it enters its link's heap */
     int bpos, apos;               /* BOUND: index in its link's bound list, in n->bound */
+    int blpos;                    /* BULK: index in its link's bl */
+    double t0;                    /* SAT: when it joined S (rem is its bytes left then) */
+    uint32_t sgen;                /* SAT: bumped each time it joins S (heap entries' gen) */
     int m;                        /* flows it stands for on its NIC (twins: class size) */
     int twin;                     /* made by sim_net_cohort_add: members on its NIC's table */
     int left;                     /* advance: members not yet reported */
@@ -159,6 +186,18 @@ struct sim_net {
     int n_plans;
     uint64_t fz_stamp;            /* relaxed solves so far (see sim_net_group.fz) */
     int frac_w;                   /* a BOUND group has had a weight that is not a whole number */
+    /* net_sat.c: the SAT groups' finishing times (a lazy min-heap), their count */
+    sim_net_vt_entry *fh;
+    int n_fh, cap_fh;
+    int n_sat_g;
+    uint64_t sat_joins;           /* NICs that joined S so far */
+    /* the relaxed solve's shape classes of K (net_shape.c): per class its rep (lowest
+     * link id), members, first member, the next class in its hash bucket; the buckets */
+    int *kc_rep, *kc_mu, *kc_first, *kc_chain, *kc_bucket;
+    int *kc_vd;                   /* after the solve: the class's 0.9-capacity verdict */
+    uint64_t shape_seq;           /* the last shape_v handed out */
+    uint64_t *kc_h;               /* per class: its shape hash */
+    int n_kc, cap_kc, cap_kb;
 };
 
 /* A cohort NIC's member j: its group, cookie and the next member of its group. */
@@ -190,5 +229,20 @@ void sim_net_fast_solve(sim_net *n);              /* rates and n->next_t */
 int sim_net_fast_advance(sim_net *n, double dt);  /* fills n->keys; returns the count */
 double sim_net_fast_rate(const sim_net *n, int id);
 double sim_net_fast_remaining(const sim_net *n, int id);
+/* p (an array of *cap elements of size bytes) grown to hold need, doubling; returns it
+ * (reallocated: the old pointer is gone), *cap updated. Aborts when out of memory. */
+void *sim_net_grow(void *p, int *cap, int need, size_t size);
+
+/* net_sat.c: S, the NICs saturated by their own flows (see net_sat.c's top) */
+void sim_net_sat_join(sim_net *n, int id);         /* a PLAIN group, rem at n->t, rate set */
+double sim_net_sat_part(sim_net *n, int id);       /* leaves S; returns its rem at n->t */
+void sim_net_sat_reset(sim_net *n);                /* S empty (entering / leaving the fast path) */
+int sim_net_sat_violator(sim_net *n, int link);    /* a group of S that breaks link's bound, or -1 */
+double sim_net_sat_next(sim_net *n);               /* the earliest finish, INFINITY none */
+int sim_net_sat_advance(sim_net *n, double t, int nd); /* finished ones to n->keys[nd..] */
+
+/* net_shape.c: K's shape classes for the relaxed solve (see net_shape.c's top) */
+void sim_net_k_classes(sim_net *n);                /* t->kc, kc_rep, kc_mu, kc_first */
+void sim_net_k_classes_copy(sim_net *n);           /* the reps' rates and verdicts to the others */
 
 #endif

@@ -88,12 +88,20 @@ static void test_maxmin(void)
     sim_net_free(n);
 }
 
+static uint64_t sat_joins_seen;  /* NICs that joined S in the fast-path comparisons */
+
 /* Random (ps link, worker NIC) flow sets, the shape the simulator builds: the fast path
- * (net_fast.c: BULK groups on ps-link clocks, a candidate set of saturating NICs) must
- * give the same rates, completion times and completion order as the general progressive
- * filling, with tight NICs (many saturate), loose ones (none does) and mixes, and with
- * cohorts arriving while others are in flight. Returns the number of mismatches. */
-static int fast_vs_general(uint64_t seed, int P, int cohorts, double nic_lo, double nic_hi)
+ * (net_fast.c: BULK groups on ps-link clocks, a candidate set of saturating NICs, and
+ * net_sat.c's set S of NICs saturated by their own flows, left alone between solves)
+ * must give the same rates, completion times and completion order as the general
+ * progressive filling, with tight NICs (many saturate), loose ones (none does) and
+ * mixes, and with cohorts arriving while others are in flight: starts and ends in any
+ * order. ps capacities are ps_lo .. ps_hi, workers per group 1 .. k_max. With few, NICs
+ * come in a few shapes (capacity nic_lo or nic_hi, one of two ps-link subsets), so that
+ * the relaxed solve's shape classes stand for many NICs at once. Returns the number of
+ * mismatches. */
+static int flows_vs_general(uint64_t seed, int P, int cohorts, double nic_lo, double nic_hi, double ps_lo,
+                            double ps_hi, int k_max, int few)
 {
     dp_rng r;
     dp_rng_seed(&r, seed);
@@ -101,7 +109,7 @@ static int fast_vs_general(uint64_t seed, int P, int cohorts, double nic_lo, dou
     sim_net_fast_enable(b, 0);
     int ps[64];
     for (int p = 0; p < P; p++) {
-        double cap = 1 + 9 * dp_rng_uniform(&r);
+        double cap = ps_lo + (ps_hi - ps_lo) * dp_rng_uniform(&r);
         ps[p] = sim_net_link_add(a, cap, 0);
         if (sim_net_link_add(b, cap, 0) != ps[p]) return 1;
     }
@@ -112,10 +120,12 @@ static int fast_vs_general(uint64_t seed, int P, int cohorts, double nic_lo, dou
         int burst = started < cohorts ? 1 + (int)(dp_rng_next(&r) % 3) : 0;
         for (int c = 0; c < burst && started < cohorts; c++, started++) {
             double cap = nic_lo + (nic_hi - nic_lo) * dp_rng_uniform(&r);
+            int shape = (int)(dp_rng_next(&r) % 2);
+            if (few) cap = shape ? nic_hi : nic_lo;
             int na = sim_net_link_add(a, cap, 1), nb = sim_net_link_add(b, cap, 1);
-            double k = (double)(1 + dp_rng_next(&r) % 4);
+            double k = (double)(1 + dp_rng_next(&r) % (unsigned)k_max);
             for (int p = 0; p < P; p++) {
-                if (dp_rng_uniform(&r) < 0.3) continue;
+                if (few ? (p + shape) % 3 == 0 : dp_rng_uniform(&r) < 0.3) continue;
                 double bytes = 1 + 99 * dp_rng_uniform(&r);
                 int la[2] = {ps[p], na}, lb[2] = {ps[p], nb};
                 double w[2] = {k, 1};
@@ -149,9 +159,29 @@ static int fast_vs_general(uint64_t seed, int P, int cohorts, double nic_lo, dou
         t = tn;
         if (bad) break;
     }
+    sat_joins_seen += sim_net_sat_joins(a);
     sim_net_free(a);
     sim_net_free(b);
     return bad;
+}
+
+static int fast_vs_general(uint64_t seed, int P, int cohorts, double nic_lo, double nic_hi)
+{
+    return flows_vs_general(seed, P, cohorts, nic_lo, nic_hi, 1, 10, 4, 0);
+}
+
+/* NIC-bound: ps links far faster than the NICs, one worker a group (the simulator's
+ * workers starting at scattered times), so that most NICs are saturated by their own
+ * flows (S) and ps levels fall below some of them as flows come and go. */
+static int nic_bound_vs_general(uint64_t seed, int P, int cohorts, double nic_lo, double nic_hi)
+{
+    return flows_vs_general(seed, P, 2 * cohorts, nic_lo, nic_hi, 2 * P, 6 * P, 1, 0);
+}
+
+/* NIC-bound with NICs of a few shapes only (many NICs of one shape class in K). */
+static int shapes_vs_general(uint64_t seed, int P, int cohorts, double nic_lo, double nic_hi)
+{
+    return flows_vs_general(seed, P, 2 * cohorts, nic_lo, nic_hi, 1.5 * P, 4 * P, 2, 1);
 }
 
 typedef int (*flow_compare_fn)(uint64_t seed, int P, int cohorts, double nic_lo, double nic_hi);
@@ -175,6 +205,59 @@ static void test_fast_exact(void)
 {
     int cases = 0, bad = random_flow_cases(fast_vs_general, 9, &cases);
     CHECK_MSG(bad == 0, "%d of %d random flow sets differ", bad, cases);
+    uint64_t joins = sat_joins_seen;
+    CHECK_MSG(joins > 100, "S was joined only %llu times", (unsigned long long)joins);
+    cases = 0;
+    bad = random_flow_cases(nic_bound_vs_general, 9, &cases);
+    CHECK_MSG(bad == 0, "%d of %d random NIC-bound flow sets differ", bad, cases);
+    CHECK_MSG(sat_joins_seen - joins > 1000, "S was joined only %llu times in NIC-bound sets",
+              (unsigned long long)(sat_joins_seen - joins));
+    cases = 0;
+    bad = random_flow_cases(shapes_vs_general, 9, &cases);
+    CHECK_MSG(bad == 0, "%d of %d random flow sets of few NIC shapes differ", bad, cases);
+}
+
+/* S by hand: a NIC of 1 saturated by its one flow (rate 1, ps link of 10 far from
+ * full) joins S; 19 flows from fast NICs then bring the ps level to 10 / 20 = 0.5, below
+ * its rate, so it must leave S and get 0.5; once they finish it is back at 1. Every
+ * step against the general solve, and the completion time worked out by hand:
+ * 100 bytes = 1 x 1 s + 0.5 x 2 s (the others' 1 byte at 0.5) + 1 x 98 s -> t = 101. */
+static void test_sat_leaves(void)
+{
+    sim_net *n[2] = {sim_net_new(), sim_net_new()};
+    sim_net_fast_enable(n[1], 0);
+    int ga[2], ok = 1;
+    double ra[2][3], tn[2][3];
+    for (int i = 0; i < 2; i++) {
+        int ps = sim_net_link_add(n[i], 10, 0), nic = sim_net_link_add(n[i], 1, 1);
+        int l[2] = {ps, nic};
+        ga[i] = sim_net_group_add(n[i], l, NULL, 2, 100, 1);
+        ra[i][0] = sim_net_rate(n[i], ga[i]);
+        const sim_net_done *d;
+        ok &= sim_net_advance(n[i], 1, &d) == 0;
+        for (int k = 0; k < 19; k++) {
+            int lk[2] = {ps, sim_net_link_add(n[i], 100, 1)};
+            sim_net_group_add(n[i], lk, NULL, 2, 1, 2 + k);
+        }
+        ra[i][1] = sim_net_rate(n[i], ga[i]);
+        tn[i][0] = sim_net_next(n[i]);
+        ok &= sim_net_advance(n[i], tn[i][0], &d) == 19;
+        ra[i][2] = sim_net_rate(n[i], ga[i]);
+        tn[i][1] = sim_net_next(n[i]);
+        ok &= sim_net_advance(n[i], tn[i][1], &d) == 1 && d[0].cookie == 1;
+    }
+    CHECK(ok);
+    CHECK_NEAR(ra[0][0], 1, 1e-12);
+    CHECK_NEAR(ra[0][1], 0.5, 1e-12);
+    CHECK_NEAR(ra[0][2], 1, 1e-12);
+    CHECK_NEAR(tn[0][0], 3, 1e-9);
+    CHECK_NEAR(tn[0][1], 101, 1e-9);
+    for (int k = 0; k < 3; k++) CHECK(REL(ra[0][k], ra[1][k]));
+    CHECK(REL(tn[0][0], tn[1][0]) && REL(tn[0][1], tn[1][1]));
+    CHECK_MSG(sim_net_sat_joins(n[0]) >= 2 && sim_net_sat_joins(n[1]) == 0, "joins %llu, %llu",
+              (unsigned long long)sim_net_sat_joins(n[0]), (unsigned long long)sim_net_sat_joins(n[1]));
+    sim_net_free(n[0]);
+    sim_net_free(n[1]);
 }
 
 /* Twins (sim_net_twin + sim_net_cohort_add, or its plan form): ps links in classes of equal capacity, each
@@ -411,6 +494,7 @@ int main(void)
 {
     test_maxmin();
     test_fast_exact();
+    test_sat_leaves();
     test_twins_exact();
     test_completion();
     test_heap();
