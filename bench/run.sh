@@ -53,7 +53,7 @@ pair() {
 echo "training throughput (MLP 784-128-10, batch 64/worker, $STEPS steps, data: $DATA, best of 3 each, interleaved)"
 # Three rounds, each running the baseline and then every cluster case once, so that a
 # change in the machine's load over the section reaches every row alike; best of 3 each.
-CASES=("1 async" "1 sync" "2 sync" "2 async" "4 sync" "4 async")
+CASES=("1 async" "1 async shm" "1 sync" "2 sync" "2 async" "4 sync" "4 async")
 declare -A BEST
 for i in 1 2 3; do
     "$B/bench_train" "$DATA" mlp 128 64 "$STEPS" >"$TMP/bt.txt"
@@ -62,8 +62,8 @@ for i in 1 2 3; do
     g=$(awk '$1=="gemm_bound_samples_per_s"{print $2}' "$TMP/bt.txt")
     BEST[gemm]=$(max "${BEST[gemm]:-0}" "${g:-0}")
     for c in "${CASES[@]}"; do
-        read -r nw mode <<<"$c"
-        cluster "$TMP/r.json" --ps 1 --workers "$nw" --mode "$mode" --steps "$STEPS" &&
+        read -r nw mode tr <<<"$c"
+        cluster "$TMP/r.json" --ps 1 --workers "$nw" --mode "$mode" --steps "$STEPS" ${tr:+--transport "$tr"} &&
             BEST[$c]=$(max "${BEST[$c]:-0}" "$(sps "$TMP/r.json")")
     done
 done
@@ -75,6 +75,8 @@ row "its two large matrix products alone, the step's GEMM-only bound, best of 3"
 # alone); sync adds the step token's round trip (SyncReplicasOptimizer's barrier).
 one=${BEST[1 async]:-0}
 row "1 ps + 1 worker (async: no barrier), best of 3" "$one samples/s" "$(ratio "$one" "$base") of baseline" "goal: >= 0.85 (overhead <= 15%)"
+v=${BEST[1 async shm]:-0}
+row "1 ps + 1 worker (async), --transport shm, best of 3" "$v samples/s" "$(ratio "$v" "$base") of baseline" "goal: >= 0.85 (the same frames through shared-memory rings)"
 v=${BEST[1 sync]:-0}
 row "1 ps + 1 worker, sync, best of 3" "$v samples/s" "$(ratio "$v" "$base") of baseline" "+ the step token's round trip"
 for c in "2 sync" "2 async" "4 sync" "4 async"; do

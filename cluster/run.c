@@ -39,6 +39,9 @@ static const run_key keys[] = {
      NULL, "sync: replicas_to_aggregate = workers - B; late gradients are dropped"},
     {"staleness", "training", RUN_T_INT, "S", "3", NULL, 0, 1000000, 0, NULL, CTS, 0, NULL,
      "ssp: a worker may start step s once the slowest has done s - S"},
+    {"prefetch", "training", RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, CT, 0, NULL,
+     "async: pull the next step's parameters while this step computes (DistBelief's prefetch; "
+     "its gradients are one step staler)"},
     {"steps", "training", RUN_T_INT, "N", "1000", "100", 1, 1e12, 0, NULL, CTSL, 0, NULL,
      "train until the global step reaches N"},
     {"batch", "training", RUN_T_INT, "N", "64", NULL, 1, 65536, 0, NULL, CTSL, 0, NULL,
@@ -135,6 +138,9 @@ static const run_key keys[] = {
      "with --checkpoint-dir: also save every S seconds (0: off)"},
     {"connect_timeout", NULL, RUN_T_INT, "S", "60", NULL, 1, 86400, 0, NULL, CT, 0, NULL,
      "seconds a worker waits for its ps"},
+    {"transport", NULL, RUN_T_ENUM, "T", "tcp", NULL, 0, 0, 0, "tcp|shm", CT, 0, NULL,
+     "how workers and ps tasks talk: tcp, or shm (shared-memory rings) where both run on one "
+     "host (else TCP, logged)"},
     {"secret_file", NULL, RUN_T_TEXT, "FILE", NULL, NULL, 0, 0, 0, NULL, CT, 0, NULL,
      "the run's shared secret (else $DOWNPOUR_SECRET; cluster makes one up): every connection "
      "authenticates with it (docs/security.md)"},

@@ -21,7 +21,7 @@
 
 static const char *const rule_names[EVT_CAPTION_RULE_COUNT] = {
     "failure", "recovery", "barrier_timeout", "drop", "staleness", "eval", "checkpoint", "straggler",
-    "ssp_wait", "barrier", "first_step", "cluster", "pace", "reconnect",
+    "ssp_wait", "barrier", "first_step", "cluster", "pace", "reconnect", "overlap",
 };
 
 const char *evt_caption_rule_name(int rule)
@@ -53,6 +53,9 @@ typedef struct cap_worker {
     int64_t cmp_sum;         /* compute ns in the straggler window */
     int64_t cmp_n;
     int64_t fail_t;          /* time of its last FAILURE, -1 none */
+    int computing;           /* a COMPUTE_BEGIN without its END */
+    uint8_t overlapped;      /* bit 0: a push, bit 1: a pull began while it computed
+                              * (each captioned once a worker) */
 } cap_worker;
 
 struct evt_captioner {
@@ -449,6 +452,26 @@ static int rule_pace(evt_captioner *c, const evt_record *e)
     return emit(c, EVT_CAPTION_PACE, e->t, "worker %d waits out the pace: %s a step", e->task, t);
 }
 
+/* A transfer that begins while its worker computes: the first push (a gradient the
+ * backward pass has finished, sent while it goes on: pipelining) and the first pull (the
+ * next step's parameters: --prefetch) of each worker. */
+static int rule_overlap(evt_captioner *c, const evt_record *e)
+{
+    cap_worker *w = worker(c, e->task);
+    int push = e->kind == EVT_PUSH_BEGIN, bit = push ? 1 : 2;
+    /* (a transfer without a ps is a copy between the worker's own devices) */
+    if (!w || !w->computing || e->peer < 0 || (w->overlapped & bit) || !may_emit(c, EVT_CAPTION_OVERLAP))
+        return 0;
+    w->overlapped |= (uint8_t)bit;
+    const char *var = str_of(c, e->var);
+    if (push)
+        return emit(c, EVT_CAPTION_OVERLAP, e->t, "worker %d pushes %s while it still computes: that "
+                    "gradient is done before the rest of the backward pass", e->task, *var ? var : "a gradient");
+    return emit(c, EVT_CAPTION_OVERLAP, e->t, "worker %d pulls for step %lld while it computes step %lld "
+                "(prefetch): its gradients are one step staler", e->task, (long long)e->step,
+                (long long)e->step - 1);
+}
+
 /* The failing task's time of failure, for the recovery's "after T down". */
 static int64_t *fail_time(evt_captioner *c, const evt_record *e)
 {
@@ -670,7 +693,14 @@ int evt_captioner_add(evt_captioner *c, const evt_record *e)
         return 0;
     }
     case EVT_SSP_WAIT: return is_w ? rule_ssp_wait(c, e) : 0;
-    case EVT_COMPUTE_END: return is_w ? rule_straggler(c, e) : 0;
+    case EVT_COMPUTE_BEGIN:
+        if (is_w && worker(c, e->task)) worker(c, e->task)->computing = 1;
+        return 0;
+    case EVT_COMPUTE_END:
+        if (is_w && worker(c, e->task)) worker(c, e->task)->computing = 0;
+        return is_w ? rule_straggler(c, e) : 0;
+    case EVT_PUSH_BEGIN:
+    case EVT_PULL_BEGIN: return is_w ? rule_overlap(c, e) : 0;
     case EVT_EVAL: return rule_eval(c, e);
     case EVT_CHECKPOINT_WRITE:
     case EVT_CHECKPOINT_RESTORE:

@@ -36,6 +36,7 @@ typedef enum evt_caption_rule {
     EVT_CAPTION_CLUSTER,       /* "1 ps and 4 workers start in sync mode: ..." / "training stops ..." */
     EVT_CAPTION_PACE,          /* "worker 1 waits out the pace: 200 ms a step" */
     EVT_CAPTION_RECONNECT,     /* "worker 0 lost ps 1 at global step 35: it reconnects, ..." */
+    EVT_CAPTION_OVERLAP,       /* "worker 0 pushes softmax/biases while it still computes: ..." */
     EVT_CAPTION_RULE_COUNT
 } evt_caption_rule;
 

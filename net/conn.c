@@ -1,9 +1,13 @@
 #define _GNU_SOURCE
 /* conn.c — connections and listeners (conn.h). Invariants: write watcher active iff the
- * queue has unwritten bytes; nothing of the owner's is queued before the connection is
- * open (the handshake's frames are the only ones then); a closing connection reads no
- * more frames and is freed only outside its own callbacks. */
-#include "net/conn.h"
+ * queue has unwritten bytes (TCP; on shared memory a full ring waits for the doorbell
+ * instead); nothing of the owner's is queued before the connection is open (the
+ * handshake's and the upgrade's frames are the only ones then); a closing connection
+ * reads no more frames and is freed only outside its own callbacks. The transport is
+ * the socket until both sides switched to the shm rings (net/shm.h); from then on the
+ * socket only tells the peer's death (conn_shm.c), and every byte of the rings is parsed
+ * as TCP's. */
+#include "net/conn_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,76 +25,14 @@
 #include "common/dp.h"
 #include "net/sock.h"
 
+_Static_assert(SHM_OFFER_BYTES == NET_SHM_OFFER_BYTES, "net: one offer size");
+
 #define SEG_COALESCE (64u << 10)   /* small frames share one owned segment up to this */
 #define SEG_MIN 4096
 #define SEG_SPARE_MAX (256u << 10) /* a written segment up to this is kept for the next */
 #define STAGE_COPY_MAX (256u << 10) /* staged frames up to this are copied (the stage keeps
                                      * its memory); beyond, the queue takes the buffer */
 #define IOV_MAX_USED 64
-
-/* An output segment: owned bytes (own != NULL, capacity cap) or a borrowed payload. */
-typedef struct out_seg {
-    struct out_seg *next;
-    uint8_t *own;
-    const uint8_t *p;
-    size_t len, off, cap;
-} out_seg;
-
-enum hs_state {
-    HS_OPEN = 0,        /* open: the owner's frames flow */
-    HS_CONNECTING,      /* non-blocking connect in progress */
-    HS_C_CHALLENGE,     /* client: AUTH_HELLO sent, waiting for AUTH_CHALLENGE */
-    HS_C_OK,            /* client: AUTH_PROOF sent, waiting for AUTH_OK */
-    HS_S_HELLO,         /* server: waiting for AUTH_HELLO */
-    HS_S_PROOF          /* server: challenge sent, waiting for AUTH_PROOF */
-};
-
-struct net_listener {
-    ev_io w;
-    struct ev_loop *loop;
-    int fd, max_conns, open, owner_gone;
-    char name[64];
-    net_accept_fn on_accept;
-    void *ctx;
-    uint64_t refused, refused_logged, refused_log_ns, auth_failures;
-};
-
-struct net_conn {
-    ev_io rio, wio;
-    ev_timer reap;       /* frees a conn closed from outside its own callbacks */
-    ev_timer defer;      /* on_open without a handshake */
-    ev_timer guard;      /* hello_s / frame_s */
-    struct ev_loop *loop;
-    int fd;
-    net_conn_opts o;
-    auth_key key, alt_key;
-    auth_hs hs;
-    int hs_state, alt_auth, hello_done, reading;
-    int open_pending;           /* open without a handshake; on_open not yet called */
-    const net_handler *h;
-    void *ctx;
-    char peer[96];
-    uint64_t born_ns;
-    /* reading */
-    uint8_t hbuf[NET_HEADER];
-    size_t hgot;
-    net_frame cur;
-    int in_payload, internal;   /* internal: the frame is the handshake's, not the owner's */
-    uint8_t *dst;
-    size_t pgot;
-    uint8_t *own;
-    size_t own_cap;
-    uint64_t last_read_ns;
-    /* writing */
-    out_seg *head, *tail;
-    out_seg *spare;             /* one written owned segment, kept: no malloc per frame */
-    dp_buf stage;
-    size_t pending;             /* queued, unwritten (stage not included) */
-    /* lifecycle */
-    int in_cb, closing, close_after_flush, kind;
-    char reason[DP_ERRLEN];
-    uint64_t bytes_in, bytes_out;
-};
 
 /* ---- lifecycle -------------------------------------------------------------------- */
 
@@ -100,14 +42,18 @@ static void seg_free(out_seg *s)
     free(s);
 }
 
-static void conn_finish(net_conn *c)
+void netc_finish(net_conn *c)
 {
     ev_io_stop(c->loop, &c->rio);
     ev_io_stop(c->loop, &c->wio);
     ev_timer_stop(c->loop, &c->reap);
     ev_timer_stop(c->loop, &c->defer);
     ev_timer_stop(c->loop, &c->guard);
+    ev_io_stop(c->loop, &c->bio);
+    ev_timer_stop(c->loop, &c->more);
     close(c->fd);
+    shm_chan_free(c->shm);   /* the rings unmapped, the doorbells closed */
+    c->shm = NULL;
     if (c->h->on_close) c->h->on_close(c, c->reason, c->ctx);
     for (out_seg *s = c->head, *n; s; s = n) {
         n = s->next;
@@ -127,7 +73,7 @@ static void conn_finish(net_conn *c)
     free(c);
 }
 
-static void close_as(net_conn *c, int kind, const char *reason)
+void netc_close_as(net_conn *c, int kind, const char *reason)
 {
     if (!c->closing) {
         c->closing = 1;
@@ -135,13 +81,53 @@ static void close_as(net_conn *c, int kind, const char *reason)
         snprintf(c->reason, sizeof c->reason, "%s", reason ? reason : "closed");
         ev_io_stop(c->loop, &c->rio);
         ev_io_stop(c->loop, &c->wio);
+        ev_io_stop(c->loop, &c->bio);
+        ev_timer_stop(c->loop, &c->more);
     }
-    if (!c->in_cb) conn_finish(c);
+    if (!c->in_cb) netc_finish(c);
 }
 
-void net_conn_close(net_conn *c, const char *reason) { close_as(c, NET_CLOSE_LOCAL, reason); }
+void net_conn_close(net_conn *c, const char *reason) { netc_close_as(c, NET_CLOSE_LOCAL, reason); }
 
 /* ---- writing ---------------------------------------------------------------------- */
+
+enum { OUT_AGAIN = -1, OUT_RETRY = -2, OUT_PEER = -3, OUT_PROTO = -4 };
+
+void netc_bad_frame(net_conn *c, const char *what);
+
+/* Writes iov to the transport: the bytes taken, or OUT_AGAIN (full: the socket's write
+ * watcher or, on shared memory, the doorbell says when to try again), OUT_RETRY, or
+ * OUT_PEER / OUT_PROTO with why. */
+static ssize_t out_write(net_conn *c, const struct iovec *iov, int n, char *why)
+{
+    if (c->shm_on) {
+        ssize_t w = shm_chan_writev(c->shm, iov, n, why);
+        if (w < 0) return OUT_PROTO;
+        if (w > 0) return w;
+        return shm_chan_tx_wait(c->shm) ? OUT_RETRY : OUT_AGAIN;
+    }
+    ssize_t w = writev(c->fd, iov, n);
+    if (w >= 0) return w;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return OUT_AGAIN;
+    if (errno == EINTR) return OUT_RETRY;
+    snprintf(why, DP_ERRLEN, "write failed: %s", strerror(errno));
+    return OUT_PEER;
+}
+
+/* With nothing queued, a frame goes out at once from the caller's memory (header and
+ * tensor in one writev, or straight into the ring): no copy for what is taken. Returns
+ * the bytes taken; a failure is left for the queue's flush to meet and report. */
+static size_t send_now(net_conn *c, const struct iovec *iov, int n)
+{
+    if (c->head || c->hs_state != HS_OPEN) return 0;
+    char why[DP_ERRLEN];
+    ssize_t w;
+    do w = out_write(c, iov, n, why);
+    while (w == OUT_RETRY);
+    if (w <= 0) return 0;
+    c->bytes_out += (uint64_t)w;
+    return (size_t)w;
+}
 
 /* A written segment: kept as the spare when it is an owned one of moderate size (the
  * larger of two), else freed. */
@@ -158,7 +144,7 @@ static void seg_retire(net_conn *c, out_seg *s)
 }
 
 /* Writes as much of the queue as the socket takes. Returns 0, or -1 after closing. */
-static int flush_out(net_conn *c)
+int netc_flush_out(net_conn *c)
 {
     if (c->hs_state == HS_CONNECTING) return 0;
     while (c->head) {
@@ -168,13 +154,13 @@ static int flush_out(net_conn *c)
             iov[n].iov_base = (void *)(s->p + s->off);
             iov[n++].iov_len = s->len - s->off;
         }
-        ssize_t w = writev(c->fd, iov, n);
+        char why[DP_ERRLEN];
+        ssize_t w = out_write(c, iov, n, why);
+        if (w == OUT_AGAIN) break;
+        if (w == OUT_RETRY) continue;
         if (w < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            if (errno == EINTR) continue;
-            char why[128];
-            snprintf(why, sizeof why, "write failed: %s", strerror(errno));
-            close_as(c, NET_CLOSE_PEER, why);
+            if (w == OUT_PROTO) netc_bad_frame(c, why);
+            else netc_close_as(c, NET_CLOSE_PEER, why);
             return -1;
         }
         size_t left = (size_t)w;
@@ -194,11 +180,11 @@ static int flush_out(net_conn *c)
         }
     }
     if (c->head) {
-        if (!ev_is_active(&c->wio)) ev_io_start(c->loop, &c->wio);
+        if (!c->shm_on && !ev_is_active(&c->wio)) ev_io_start(c->loop, &c->wio);
     } else {
         if (ev_is_active(&c->wio)) ev_io_stop(c->loop, &c->wio);
         if (c->close_after_flush) {
-            close_as(c, NET_CLOSE_LOCAL, c->reason[0] ? c->reason : "closed after an error");
+            netc_close_as(c, NET_CLOSE_LOCAL, c->reason[0] ? c->reason : "closed after an error");
             return -1;
         }
     }
@@ -208,16 +194,16 @@ static int flush_out(net_conn *c)
 /* Tries a write now: most frames leave without waiting for the loop. The caller may be
  * inside another connection's callback and still hold this one, so a failure here
  * frees the connection later, from the reap timer. */
-static void kick(net_conn *c)
+void netc_kick(net_conn *c)
 {
     int was = c->in_cb;
     c->in_cb = 1;
-    flush_out(c);
+    netc_flush_out(c);
     c->in_cb = was;
     if (!was && c->closing) ev_timer_start(c->loop, &c->reap);
 }
 
-static void queue_copy(net_conn *c, const void *p, size_t n)
+void netc_queue_copy(net_conn *c, const void *p, size_t n)
 {
     if (!n) return;
     out_seg *t = c->tail;
@@ -259,7 +245,7 @@ static void take_stage(net_conn *c)
     size_t n = dp_buf_pending(&c->stage);
     if (!n) return;
     if (n <= STAGE_COPY_MAX) {
-        queue_copy(c, c->stage.data + c->stage.off, n);
+        netc_queue_copy(c, c->stage.data + c->stage.off, n);
         dp_buf_clear(&c->stage);
         return;
     }
@@ -269,15 +255,15 @@ static void take_stage(net_conn *c)
 
 /* A frame of the connection's own (handshake, error): queued and written regardless of
  * the open state and the cap. */
-static void send_internal(net_conn *c, int type, const void *p, size_t n)
+void netc_send_internal(net_conn *c, int type, const void *p, size_t n)
 {
     uint8_t hb[NET_HEADER];
     net_frame f = {.proto = c->o.proto->id, .type = (uint16_t)type, .length = (uint32_t)n};
     net_frame_encode(&f, hb);
     take_stage(c);
-    queue_copy(c, hb, sizeof hb);
-    queue_copy(c, p, n);
-    kick(c);
+    netc_queue_copy(c, hb, sizeof hb);
+    netc_queue_copy(c, p, n);
+    netc_kick(c);
 }
 
 int net_conn_send(net_conn *c, net_frame h, const void *payload, size_t len, int copy)
@@ -290,10 +276,15 @@ int net_conn_send(net_conn *c, net_frame h, const void *payload, size_t len, int
     h.length = (uint32_t)len;
     net_frame_encode(&h, hb);
     take_stage(c);
-    queue_copy(c, hb, sizeof hb);
-    if (len && (copy || len <= SEG_MIN)) queue_copy(c, payload, len);
-    else if (len) queue_seg(c, NULL, payload, len);
-    kick(c);
+    struct iovec iov[2] = {{hb, sizeof hb}, {(void *)payload, len}};
+    size_t done = send_now(c, iov, len ? 2 : 1);
+    /* What was not taken is queued: copied (copy=1, or small) or borrowed. */
+    if (done < sizeof hb) netc_queue_copy(c, hb + done, sizeof hb - done);
+    size_t off = done > sizeof hb ? done - sizeof hb : 0;
+    const uint8_t *rest = (const uint8_t *)payload + off;
+    if (len > off && (copy || len - off <= SEG_MIN)) netc_queue_copy(c, rest, len - off);
+    else if (len > off) queue_seg(c, NULL, rest, len - off);
+    netc_kick(c);
     return DP_OK;
 }
 
@@ -310,7 +301,7 @@ int net_conn_flush(net_conn *c)
         return DP_EFULL;
     }
     take_stage(c);
-    kick(c);
+    netc_kick(c);
     return DP_OK;
 }
 
@@ -322,17 +313,17 @@ void net_conn_send_error(net_conn *c, const char *text)
     snprintf(c->reason, sizeof c->reason, "%s", text);
     if (!c->kind) c->kind = NET_CLOSE_LOCAL;
     dp_buf_clear(&c->stage);
-    send_internal(c, NET_T_ERROR, text, len);
+    netc_send_internal(c, NET_T_ERROR, text, len);
     if (c->closing) return;
     c->close_after_flush = 1;
     ev_io_stop(c->loop, &c->rio);
     ev_timer_stop(c->loop, &c->guard);
-    if (!c->head) close_as(c, c->kind, text);
+    if (!c->head) netc_close_as(c, c->kind, text);
 }
 
 /* ---- the handshake ------------------------------------------------------------------ */
 
-static void become_open(net_conn *c)
+void netc_become_open(net_conn *c)
 {
     c->hs_state = HS_OPEN;
     c->open_pending = 0;
@@ -348,16 +339,19 @@ static void auth_failed(net_conn *c, const char *why, const char *told)
     dp_log(DP_LOG_WARN, c->o.name, "authentication failed from %s: %s", c->peer, why);
     c->kind = NET_CLOSE_AUTH;
     if (c->o.role == NET_SERVER) net_conn_send_error(c, told ? told : "authentication failed");
-    else close_as(c, NET_CLOSE_AUTH, why);
+    else netc_close_as(c, NET_CLOSE_AUTH, why);
 }
 
 static int is_auth_type(int t) { return t >= NET_T_AUTH_HELLO && t <= NET_T_AUTH_OK; }
+
+void netc_read_frames(net_conn *c);
 
 /* A frame while the handshake runs, or a handshake frame after it. Returns 1 when it
  * was handled here (the owner does not see it). */
 static int handshake_frame(net_conn *c, const net_frame *f, const uint8_t *p)
 {
     char msg[DP_ERRLEN];
+    if ((netc_is_shm_type(f->type) || c->hs_state == HS_C_SHM) && netc_shm_frame(c, f, p)) return 1;
     if (c->hs_state == HS_OPEN) {
         if (!is_auth_type(f->type)) return 0;
         if (!c->key.set && c->o.role == NET_SERVER) {
@@ -375,7 +369,7 @@ static int handshake_frame(net_conn *c, const net_frame *f, const uint8_t *p)
     if (f->type == NET_T_ERROR && c->o.role == NET_CLIENT) {
         int n = f->length > 300 ? 300 : (int)f->length;
         snprintf(msg, sizeof msg, "refused during the handshake: %.*s", n, (const char *)p);
-        close_as(c, NET_CLOSE_AUTH, msg);
+        netc_close_as(c, NET_CLOSE_AUTH, msg);
         return 1;
     }
     uint8_t mine[AUTH_NONCE_BYTES];
@@ -393,7 +387,7 @@ static int handshake_frame(net_conn *c, const net_frame *f, const uint8_t *p)
         auth_hs_start(&c->hs, AUTH_SERVER, c->o.auth_context, mine);
         auth_hs_peer_nonce(&c->hs, p);
         c->hs_state = HS_S_PROOF;
-        send_internal(c, NET_T_AUTH_CHALLENGE, mine, sizeof mine);
+        netc_send_internal(c, NET_T_AUTH_CHALLENGE, mine, sizeof mine);
         return 1;
     case HS_S_PROOF: {
         if (f->type != NET_T_AUTH_PROOF) {
@@ -411,8 +405,8 @@ static int handshake_frame(net_conn *c, const net_frame *f, const uint8_t *p)
         }
         auth_hs_prove(&c->hs, k, mine);
         auth_hs_clear(&c->hs);
-        send_internal(c, NET_T_AUTH_OK, mine, sizeof mine);
-        if (!c->closing) become_open(c);
+        netc_send_internal(c, NET_T_AUTH_OK, mine, sizeof mine);
+        if (!c->closing) netc_become_open(c);
         return 1;
     }
     case HS_C_CHALLENGE:
@@ -420,7 +414,7 @@ static int handshake_frame(net_conn *c, const net_frame *f, const uint8_t *p)
         auth_hs_peer_nonce(&c->hs, p);
         auth_hs_prove(&c->hs, &c->key, mine);
         c->hs_state = HS_C_OK;
-        send_internal(c, NET_T_AUTH_PROOF, mine, sizeof mine);
+        netc_send_internal(c, NET_T_AUTH_PROOF, mine, sizeof mine);
         return 1;
     case HS_C_OK:
         if (f->type != NET_T_AUTH_OK) break;
@@ -430,7 +424,7 @@ static int handshake_frame(net_conn *c, const net_frame *f, const uint8_t *p)
             return 1;
         }
         auth_hs_clear(&c->hs);
-        become_open(c);
+        if (!netc_shm_offer(c)) netc_become_open(c);
         return 1;
     default:
         break;
@@ -447,9 +441,10 @@ static void start_handshake(net_conn *c, int in_cb)
 {
     if (!c->key.set) {
         c->hs_state = HS_OPEN;
+        if (netc_shm_offer(c)) return;
         if (c->o.role == NET_CLIENT) c->hello_done = 1;
         if (in_cb) {
-            become_open(c);
+            netc_become_open(c);
         } else {
             c->open_pending = 1;
             ev_timer_start(c->loop, &c->defer);
@@ -463,22 +458,22 @@ static void start_handshake(net_conn *c, int in_cb)
     uint8_t nonce[AUTH_NONCE_BYTES];
     auth_hs_start(&c->hs, AUTH_CLIENT, c->o.auth_context, nonce);
     c->hs_state = HS_C_CHALLENGE;
-    send_internal(c, NET_T_AUTH_HELLO, nonce, sizeof nonce);
+    netc_send_internal(c, NET_T_AUTH_HELLO, nonce, sizeof nonce);
 }
 
 /* ---- reading ------------------------------------------------------------------------ */
 
-static void bad_frame(net_conn *c, const char *what)
+void netc_bad_frame(net_conn *c, const char *what)
 {
     char why[DP_ERRLEN + 32];
     snprintf(why, sizeof why, "bad frame: %s", what);
-    close_as(c, NET_CLOSE_PROTO, why);
+    netc_close_as(c, NET_CLOSE_PROTO, why);
 }
 
 static void deliver(net_conn *c, void *payload)
 {
     if (c->open_pending) {
-        become_open(c);
+        netc_become_open(c);
         if (c->closing) return;
     }
     if (c->internal) {
@@ -486,6 +481,7 @@ static void deliver(net_conn *c, void *payload)
         handshake_frame(c, &c->cur, payload);
         return;
     }
+    c->owner_frames++;
     c->h->on_frame(c, &c->cur, payload, c->ctx);
 }
 
@@ -495,14 +491,15 @@ static int got_header(net_conn *c)
 {
     char err[DP_ERRLEN];
     if (net_frame_decode(c->hbuf, c->o.proto, &c->cur, err) != DP_OK) {
-        bad_frame(c, err);
+        netc_bad_frame(c, err);
         return -1;
     }
     const net_frame *f = &c->cur;
-    c->internal = c->hs_state != HS_OPEN || is_auth_type(f->type);
-    /* The handshake reads only its own small frames (and a refusal's text): anything
-     * else is decided on the header, its payload never read. */
-    int wanted = c->hs_state != HS_OPEN && (is_auth_type(f->type) || (f->type == NET_T_ERROR && c->o.role == NET_CLIENT));
+    c->internal = c->hs_state != HS_OPEN || is_auth_type(f->type) || netc_is_shm_type(f->type);
+    /* The handshake reads only its own small frames (and a refusal's text), the upgrade
+     * its two: anything else is decided on the header, its payload never read. */
+    int wanted = netc_is_shm_type(f->type) ||
+                 (c->hs_state != HS_OPEN && (is_auth_type(f->type) || (f->type == NET_T_ERROR && c->o.role == NET_CLIENT)));
     if (c->internal && !wanted) {
         handshake_frame(c, f, NULL);
         c->internal = 0;
@@ -511,7 +508,7 @@ static int got_header(net_conn *c)
     if (!c->internal && c->o.role == NET_SERVER && !c->hello_done && c->o.pre_hello_max &&
         f->length > c->o.pre_hello_max) {
         snprintf(err, sizeof err, "%s of %u bytes before HELLO", net_type_name(c->o.proto, f->type), f->length);
-        bad_frame(c, err);
+        netc_bad_frame(c, err);
         return -1;
     }
     void *dst = NULL;
@@ -520,7 +517,7 @@ static int got_header(net_conn *c)
         err[0] = 0;
         dst = c->h->on_header(c, f, c->ctx, err, &reject);
         if (reject) {
-            bad_frame(c, err[0] ? err : "refused by the handler");
+            netc_bad_frame(c, err[0] ? err : "refused by the handler");
             return -1;
         }
     }
@@ -542,25 +539,56 @@ static int got_header(net_conn *c)
     return 0;
 }
 
-/* Reads frames until EAGAIN or the budget. */
-static void read_frames(net_conn *c)
+enum { IN_AGAIN = -1, IN_RETRY = -2, IN_PEER = -3, IN_PROTO = -4 };
+
+/* Reads up to n bytes from the transport: the count, 0 at the peer's end (on shared
+ * memory: it died or closed, and the ring is empty), IN_AGAIN (nothing now: on shared
+ * memory the peer was asked to ring), IN_RETRY, or IN_PEER / IN_PROTO with why. */
+static ssize_t in_read(net_conn *c, void *p, size_t n, char *why)
+{
+    if (c->shm_on) {
+        ssize_t r = shm_chan_read(c->shm, p, n, why);
+        if (r < 0) return IN_PROTO;
+        if (r > 0 || c->peer_gone) return r;
+        return shm_chan_rx_wait(c->shm) ? IN_RETRY : IN_AGAIN;
+    }
+    ssize_t r = read(c->fd, p, n);
+    if (r >= 0) return r;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return IN_AGAIN;
+    if (errno == EINTR) return IN_RETRY;
+    snprintf(why, DP_ERRLEN, "read failed: %s", strerror(errno));
+    return IN_PEER;
+}
+
+/* Reads frames until EAGAIN or the budget (a ring with bytes left is read again at the
+ * next loop turn: its peer does not ring for bytes already there). A dead peer's ring
+ * is read to its end regardless, as TCP delivers what came before a FIN. */
+void netc_read_frames(net_conn *c)
 {
     size_t budget = 0;
-    while (!c->closing && !c->close_after_flush && c->reading && budget < NET_READ_BUDGET) {
+    while (!c->closing && !c->close_after_flush && c->reading) {
+        if (budget >= NET_READ_BUDGET && !c->peer_gone) {
+            if (c->shm_on) ev_timer_start(c->loop, &c->more);
+            return;
+        }
+        char why[DP_ERRLEN];
         ssize_t r;
-        if (!c->in_payload) r = read(c->fd, c->hbuf + c->hgot, NET_HEADER - c->hgot);
-        else r = read(c->fd, c->dst + c->pgot, c->cur.length - c->pgot);
+        size_t left = c->peer_gone ? SIZE_MAX : NET_READ_BUDGET - budget;   /* one read within it too */
+        if (!c->in_payload) r = in_read(c, c->hbuf + c->hgot, NET_HEADER - c->hgot, why);
+        else r = in_read(c, c->dst + c->pgot, c->cur.length - c->pgot < left ? c->cur.length - c->pgot : left, why);
         if (r == 0) {
-            close_as(c, NET_CLOSE_PEER, (c->hgot || c->in_payload) ? "peer closed mid-frame (truncated frame)"
+            netc_close_as(c, NET_CLOSE_PEER, (c->hgot || c->in_payload) ? "peer closed mid-frame (truncated frame)"
                                                                   : "peer closed the connection");
             return;
         }
+        if (r == IN_AGAIN) return;
+        if (r == IN_RETRY) continue;
+        if (r == IN_PROTO) {
+            netc_bad_frame(c, why);
+            return;
+        }
         if (r < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-            if (errno == EINTR) continue;
-            char err[128];
-            snprintf(err, sizeof err, "read failed: %s", strerror(errno));
-            close_as(c, NET_CLOSE_PEER, err);
+            netc_close_as(c, NET_CLOSE_PEER, why);
             return;
         }
         budget += (size_t)r;
@@ -586,15 +614,9 @@ static void on_reap(struct ev_loop *loop, ev_timer *w, int revents)
 {
     DP_UNUSED(loop);
     DP_UNUSED(revents);
-    conn_finish(dp_container_of(w, net_conn, reap));
+    netc_finish(dp_container_of(w, net_conn, reap));
 }
 
-#define ENTER(c) ((c)->in_cb = 1)
-#define LEAVE(c)                     \
-    do {                             \
-        (c)->in_cb = 0;              \
-        if ((c)->closing) conn_finish(c); \
-    } while (0)
 
 static void on_defer(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -602,7 +624,7 @@ static void on_defer(struct ev_loop *loop, ev_timer *w, int revents)
     DP_UNUSED(revents);
     net_conn *c = dp_container_of(w, net_conn, defer);
     ENTER(c);
-    if (c->open_pending && !c->closing) become_open(c);
+    if (c->open_pending && !c->closing) netc_become_open(c);
     LEAVE(c);
 }
 
@@ -620,16 +642,16 @@ static void on_guard(struct ev_loop *loop, ev_timer *w, int revents)
         else
             snprintf(why, sizeof why, "%s within %g s", c->hs_state == HS_CONNECTING ? "no connection" : "no handshake",
                      c->o.hello_s);
-        close_as(c, NET_CLOSE_TIMEOUT, why);
+        netc_close_as(c, NET_CLOSE_TIMEOUT, why);
     } else if (c->hello_done && c->o.frame_s <= 0 && c->o.idle_s <= 0) {
         ev_timer_stop(c->loop, &c->guard);
     } else if (c->o.frame_s > 0 && (c->hgot || c->in_payload) && now > c->last_read_ns &&
                now - c->last_read_ns > (uint64_t)(c->o.frame_s * 1e9)) {
         snprintf(why, sizeof why, "a frame stalled: no byte for %g s", c->o.frame_s);
-        close_as(c, NET_CLOSE_TIMEOUT, why);
+        netc_close_as(c, NET_CLOSE_TIMEOUT, why);
     } else if (c->o.idle_s > 0 && now > c->last_read_ns && now - c->last_read_ns > (uint64_t)(c->o.idle_s * 1e9)) {
         snprintf(why, sizeof why, "idle: nothing received for %g s", c->o.idle_s);
-        close_as(c, NET_CLOSE_TIMEOUT, why);
+        netc_close_as(c, NET_CLOSE_TIMEOUT, why);
     }
     LEAVE(c);
 }
@@ -647,15 +669,15 @@ static void on_write(struct ev_loop *loop, ev_io *w, int revents)
         if (soerr) {
             char why[128];
             snprintf(why, sizeof why, "connect: %s", strerror(soerr));
-            close_as(c, NET_CLOSE_PEER, why);
+            netc_close_as(c, NET_CLOSE_PEER, why);
         } else {
             ev_io_stop(c->loop, &c->wio);
             if (c->reading) ev_io_start(c->loop, &c->rio);
-            c->hs_state = HS_OPEN;   /* so that flush_out writes what the handshake queues */
+            c->hs_state = HS_OPEN;   /* so that netc_flush_out writes what the handshake queues */
             start_handshake(c, 1);
         }
     }
-    if (!c->closing) flush_out(c);
+    if (!c->closing) netc_flush_out(c);
     LEAVE(c);
 }
 
@@ -665,7 +687,8 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents)
     DP_UNUSED(revents);
     net_conn *c = dp_container_of(w, net_conn, rio);
     ENTER(c);
-    read_frames(c);
+    if (c->shm_on) netc_shm_liveness(c);
+    else netc_read_frames(c);
     LEAVE(c);
 }
 
@@ -692,6 +715,8 @@ static net_conn *conn_alloc(struct ev_loop *loop, int fd, const net_conn_opts *o
     ev_io_init(&c->wio, on_write, fd, EV_WRITE);
     ev_timer_init(&c->reap, on_reap, 0., 0.);
     ev_timer_init(&c->defer, on_defer, 0., 0.);
+    ev_timer_init(&c->more, netc_shm_on_more, 0., 0.);
+    ev_io_init(&c->bio, netc_shm_on_bell, -1, EV_READ);
     double g = 1.0;
     if (c->o.hello_s > 0 && c->o.hello_s / 4 < g) g = c->o.hello_s / 4;
     if (c->o.frame_s > 0 && c->o.frame_s / 4 < g) g = c->o.frame_s / 4;
@@ -742,6 +767,12 @@ void net_conn_set_reading(net_conn *c, int on)
 {
     c->reading = on;
     if (c->closing || c->close_after_flush || c->hs_state == HS_CONNECTING) return;
+    if (c->shm_on) {
+        /* The doorbell and the socket stay watched (room, death); bytes already in the
+         * ring are read at the next loop turn. */
+        if (on) ev_timer_start(c->loop, &c->more);
+        return;
+    }
     if (on) ev_io_start(c->loop, &c->rio);
     else ev_io_stop(c->loop, &c->rio);
 }
@@ -750,6 +781,7 @@ int net_conn_is_open(const net_conn *c) { return c->hs_state == HS_OPEN && !c->c
 int net_conn_close_kind(const net_conn *c) { return c->kind; }
 int net_conn_alt_auth(const net_conn *c) { return c->alt_auth; }
 int net_conn_fd(const net_conn *c) { return c->fd; }
+const char *net_conn_transport(const net_conn *c) { return c->shm_on ? "shm" : "tcp"; }
 size_t net_conn_pending(const net_conn *c) { return c->pending + dp_buf_pending(&c->stage); }
 const char *net_conn_peer(const net_conn *c) { return c->peer; }
 void *net_conn_ctx(const net_conn *c) { return c->ctx; }

@@ -18,6 +18,11 @@
  * - Limits: a server's peer must be accepted (net_conn_hello_done) within hello_s and
  *   may send nothing longer than pre_hello_max before; a partly received frame that
  *   waits frame_s for its next byte closes the connection, and so does idle_s of silence.
+ * - Shared memory (opts.shm, net/shm.h): after the handshake a client on the server's
+ *   host offers a memfd of two rings; when the server takes it the same frames flow
+ *   through the rings, read and validated as TCP's (the same budget, timeouts and
+ *   limits), doorbells waking the loops; the socket stays open only to tell a peer's
+ *   death (its ring is read to the end first, then unmapped). Anything failing: TCP.
  * - A bad frame closes the connection with a logged reason; a connection is freed after
  *   the callback that closed it returns, never inside it. One loop thread only. */
 #ifndef NET_CONN_H
@@ -83,6 +88,13 @@ typedef struct net_conn_opts {
                                   * unread (0: no bound beyond the protocol's) */
     size_t out_cap;              /* output queue bound in bytes (0: none) */
     net_listener *listener;      /* counts this connection against its cap, or NULL */
+    int shm;                     /* client: offer shared memory (net/shm.h) once open, when
+                                  * the peer is on this host; server: take such offers.
+                                  * Otherwise, or when it fails, TCP (logged). For protocols
+                                  * whose client speaks first (ps/worker): the server must
+                                  * send nothing before the client's first frame */
+    uint32_t shm_ring;           /* client: each direction's ring in bytes, a power of two
+                                  * (0: SHM_RING_DEFAULT) */
 } net_conn_opts;
 
 /* Wraps a connected (or accepted) socket and starts: the handshake when a key is given,
@@ -134,6 +146,8 @@ int net_conn_is_open(const net_conn *c);
 int net_conn_close_kind(const net_conn *c);         /* NET_CLOSE_*, once closing */
 int net_conn_alt_auth(const net_conn *c);           /* 1: the peer proved alt_key */
 int net_conn_fd(const net_conn *c);
+/* "shm" once both sides moved to the shared-memory rings, else "tcp". */
+const char *net_conn_transport(const net_conn *c);
 /* Bytes queued (or staged) but not yet written. */
 size_t net_conn_pending(const net_conn *c);
 const char *net_conn_peer(const net_conn *c);

@@ -8,8 +8,8 @@
  * table of its types with the payload each allows, so a header is validated in one
  * place (net_frame_decode) before any payload byte is read or any buffer sized: magic,
  * version, protocol, known type, and a length within the type's rule (never above
- * NET_MAX_PAYLOAD). Types 1..5 (an error and the handshake of net/auth.h) are the same
- * in every protocol; a protocol's own start at NET_T_FIRST. id / arg0 / arg1 are the
+ * NET_MAX_PAYLOAD). Types 1..7 (an error, the handshake of net/auth.h and the
+ * shared-memory upgrade of net/conn.h) are the same in every protocol; a protocol's own start at NET_T_FIRST. id / arg0 / arg1 are the
  * protocol's small fields (a variable, a step, a version), so a tensor payload is only
  * tensor and can be read straight into its destination. Pure encoding, no I/O. */
 #ifndef NET_FRAME_H
@@ -26,6 +26,8 @@
 #define NET_MAX_PAYLOAD (64u << 20)    /* no frame of any protocol is longer */
 #define NET_MAX_TEXT 4096              /* an ERROR's text */
 #define NET_AUTH_BYTES 32              /* every handshake payload: a nonce or a proof */
+#define NET_SHM_OFFER_BYTES 56         /* SHM_OFFER's payload (SHM_OFFER_BYTES, net/shm.h) */
+#define NET_SHM_ANSWER_MAX 256         /* a declining SHM_ANSWER's reason */
 
 enum net_protocol { NET_PROTO_PS = 1, NET_PROTO_STREAM = 2 };
 
@@ -36,6 +38,8 @@ enum net_common_type {
     NET_T_AUTH_CHALLENGE = 3, /* server -> client: the server's 32-byte nonce */
     NET_T_AUTH_PROOF = 4,     /* client -> server: the client's 32-byte proof */
     NET_T_AUTH_OK = 5,        /* server -> client: the server's 32-byte proof */
+    NET_T_SHM_OFFER = 6,      /* client -> server: a shared-memory channel (net/shm.h) */
+    NET_T_SHM_ANSWER = 7,     /* server -> client: arg0 1 taken, 0 declined (payload: why) */
     NET_T_FIRST = 16          /* a protocol's own types start here */
 };
 
@@ -76,7 +80,9 @@ typedef struct net_proto {
     [NET_T_AUTH_HELLO] = {"AUTH_HELLO", NET_LEN_EXACT, NET_AUTH_BYTES},        \
     [NET_T_AUTH_CHALLENGE] = {"AUTH_CHALLENGE", NET_LEN_EXACT, NET_AUTH_BYTES},\
     [NET_T_AUTH_PROOF] = {"AUTH_PROOF", NET_LEN_EXACT, NET_AUTH_BYTES},        \
-    [NET_T_AUTH_OK] = {"AUTH_OK", NET_LEN_EXACT, NET_AUTH_BYTES}
+    [NET_T_AUTH_OK] = {"AUTH_OK", NET_LEN_EXACT, NET_AUTH_BYTES},              \
+    [NET_T_SHM_OFFER] = {"SHM_OFFER", NET_LEN_EXACT, NET_SHM_OFFER_BYTES},     \
+    [NET_T_SHM_ANSWER] = {"SHM_ANSWER", NET_LEN_UPTO, NET_SHM_ANSWER_MAX}
 
 /* "PULL", "events", ...; "?" for a type the protocol does not have. */
 const char *net_type_name(const net_proto *p, int type);

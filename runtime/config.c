@@ -42,6 +42,8 @@ static int *int_field(rt_config *c, const char *name)
     if (!strcmp(name, "cpu_devices")) return &c->cpu_devices;
     if (!strcmp(name, "allow_soft_placement")) return &c->allow_soft;
     if (!strcmp(name, "netns")) return &c->netns;
+    if (!strcmp(name, "prefetch")) return &c->prefetch;
+    if (!strcmp(name, "transport")) return &c->transport;
     return NULL;
 }
 
@@ -163,6 +165,10 @@ int rt_config_check(const rt_config *c, char *err)
                 return dp_fail(err, DP_EINVAL, "--net: %s %d is shaped twice; give one --net per task",
                                spec_job_name((dp_job)s->job), s->task);
     }
+    if (c->prefetch && c->mode != MODE_ASYNC)
+        return dp_fail(err, DP_EINVAL, "--prefetch: only with --mode async (a %s worker may read the "
+                       "parameters only once the %s lets it start its step)", update_mode_name(c->mode),
+                       c->mode == MODE_SYNC ? "step token" : "staleness gate");
     if (c->netns && c->hub[0])
         return dp_fail(err, DP_EINVAL, "--netns: the tasks cannot reach --hub %s from their own network "
                        "namespaces; use --trace FILE (the launcher's hub listens on their bridge)", c->hub);
@@ -186,6 +192,15 @@ void rt_config_usage(FILE *f, int scope)
     run_usage(f, scope_cmd(scope));
 }
 
+/* The i-th of "a|b|c". */
+static void choice_text(const char *choices, int i, char *out, size_t n)
+{
+    const char *p = choices;
+    for (; i > 0 && p; i--) p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL;
+    size_t len = p ? strcspn(p, "|") : 0;
+    snprintf(out, n, "%.*s", (int)len, p ? p : "");
+}
+
 int rt_config_to_argv(const rt_config *c, char **argv)
 {
     size_t nk;
@@ -207,7 +222,8 @@ int rt_config_to_argv(const rt_config *c, char **argv)
         } else if (int_field(m, k->name)) {
             int v = *int_field(m, k->name);
             if (k->type == RUN_T_BOOL && !v) continue;
-            snprintf(val, sizeof val, k->type == RUN_T_BOOL ? "true" : "%d", v);
+            if (k->type == RUN_T_ENUM) choice_text(k->choices, v, val, sizeof val);
+            else snprintf(val, sizeof val, k->type == RUN_T_BOOL ? "true" : "%d", v);
         } else {
             continue;
         }

@@ -43,6 +43,8 @@ typedef struct rt_config {
     int log_every;                  /* worker progress line every N local steps */
     int synthetic_n;                /* samples in the synthetic training set */
     int quiet;
+    int prefetch;                   /* --prefetch: async workers pull step s+1 during step s */
+    int transport;                  /* --transport: RT_TRANSPORT_* (net_conn_opts.shm) */
     /* devices (runtime/device.h) */
     int strategy;                   /* local: RT_STRATEGY_* */
     int cpu_devices;                /* local: virtual CPU devices */
@@ -61,6 +63,9 @@ void rt_config_init(rt_config *c);
 
 /* Which command's flags: `cluster` (all), `task` (the training flags) or `local`. */
 enum { RT_FLAG_TRAIN = 1, RT_FLAG_CLUSTER = 2, RT_FLAG_LOCAL = 4 };
+
+/* `--transport`, in the key's order. */
+enum { RT_TRANSPORT_TCP = 0, RT_TRANSPORT_SHM = 1 };
 
 /* `local --strategy`, in the key's order. */
 enum { RT_STRATEGY_SINGLE = 0, RT_STRATEGY_TOWERS = 1, RT_STRATEGY_SPLIT = 2 };

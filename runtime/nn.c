@@ -523,16 +523,35 @@ static void bind_step(nn_net *net, float *const *params, float *const *grads, co
     bind(net, NT_DLOGITS, net->dlogits, b * NN_OUT * 4, -1);
 }
 
+/* The tensor whose gradient op writes (each is written by one op only), or -1. */
+static int grad_done_by(const nn_net *net, int op)
+{
+    int o = op_io[op].out, first = net->model == MODEL_MLP ? NT_GW1 : NT_GW2;
+    return o >= first && o < NT_GW1 + 4 ? o - first : -1;
+}
+
+void nn_set_progress(nn_net *net, void (*fn)(void *ctx, int grad), void *ctx)
+{
+    assert(((void)"nn: progress hooks are for unplaced nets", !net->devs));
+    net->hooks.progress = fn;
+    net->hooks.ctx = ctx;
+}
+
 /* Runs ops [0, last) that are in the graph: consecutive ops on one device as one run on
  * its thread, after copying in the inputs that live elsewhere. */
 static void run_ops(nn_net *net, int last)
 {
+    const nn_hooks *h = &net->hooks;
     if (!net->devs) {
-        for (int op = 0; op < last; op++)
-            if (op_present(net, op)) cpu_op(net, op);
+        int final = last - 1;   /* the hook runs between ops, not after the last */
+        while (final > 0 && !op_present(net, final)) final--;
+        for (int op = 0; op < last; op++) {
+            if (!op_present(net, op)) continue;
+            cpu_op(net, op);
+            if (h->progress && op < final) h->progress(h->ctx, grad_done_by(net, op));
+        }
         return;
     }
-    const nn_hooks *h = &net->hooks;
     for (int op = 0; op < last && !net->failed;) {
         if (!op_present(net, op)) {
             op++;

@@ -39,6 +39,12 @@ typedef struct nn_hooks {
     /* tensor `name` (bytes) is copied from device src to dst; grad: a gradient on its way
      * back to its variable's device (else a forward copy: variable, input, activation) */
     void (*copy)(void *ctx, const char *name, int src, int dst, size_t bytes, int grad, int begin);
+    /* unplaced nets (nn_set_progress): between two ops of nn_train_step (not after the
+     * last: the step's end says that); grad >= 0 when
+     * the op just done completed the gradient of tensor `grad` (grads[grad] is final),
+     * else -1. Lets a worker read what arrives and send a gradient that is ready while
+     * the step goes on (runtime/worker.c) */
+    void (*progress)(void *ctx, int grad);
 } nn_hooks;
 
 /* New net with workspace for max_batch samples (>= 1); free with nn_free(). */
@@ -48,6 +54,8 @@ nn_net *nn_new(model_kind model, int hidden, int max_batch);
 nn_net *nn_new_placed(model_kind model, int hidden, int max_batch, dev_set *devs,
                       const nn_place *place, const nn_hooks *hooks);
 void nn_free(nn_net *net);
+/* An unplaced net's progress hook (nn_hooks.progress; fn NULL: none). */
+void nn_set_progress(nn_net *net, void (*fn)(void *ctx, int grad), void *ctx);
 /* Why the last nn_train_step returned NaN because a device failed ("" otherwise). */
 const char *nn_error(const nn_net *net);
 

@@ -272,7 +272,8 @@ static void on_accept(net_listener *l, int fd, const char *peer, void *ctx)
     ps->conns = cl;
     net_conn_opts o = {.proto = &proto_ps, .role = NET_SERVER, .key = &ps->key, .auth_context = AUTH_CTX_PS,
                        .name = ps->name, .what = "ps", .hello_s = PS_HANDSHAKE_S, .frame_s = PS_FRAME_IDLE_S,
-                       .pre_hello_max = PROTO_TOKEN_BYTES, .listener = l};
+                       .pre_hello_max = PROTO_TOKEN_BYTES, .listener = l,
+                       .shm = ps->cfg->transport == RT_TRANSPORT_SHM};
     cl->conn = net_conn_new(ps->loop, fd, &o, &ps_handler, cl, peer);
 }
 

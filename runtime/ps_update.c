@@ -158,18 +158,27 @@ static void send_release(ps_client *c, uint32_t var, int64_t version)
 }
 
 /* The index of g's first NaN or Inf, or n: TensorFlow's check_numerics. An exponent of
- * all ones is either; the first pass only ORs the verdicts (vectorises), the second
- * finds the element when there is one. */
-static size_t first_nonfinite(const float *g, size_t n)
+ * all ones is either; the first pass only ORs the verdicts, in blocks of DP_VEC_BLOCK
+ * (common/dp.h: vectorised; the plain loop was the ps's largest cost per push, 134 us for
+ * the MLP's 100k floats), the second finds the element when there is one. */
+static size_t first_nonfinite(const float *restrict g, size_t n)
 {
-    uint32_t any = 0;
-    for (size_t i = 0; i < n; i++) {
+    uint32_t acc[DP_VEC_BLOCK] = {0}, any = 0;
+    size_t i = 0;
+    for (; i + DP_VEC_BLOCK <= n; i += DP_VEC_BLOCK)
+        for (size_t k = 0; k < DP_VEC_BLOCK; k++) {
+            uint32_t u;
+            memcpy(&u, &g[i + k], sizeof u);
+            acc[k] |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+    for (; i < n; i++) {
         uint32_t u;
         memcpy(&u, &g[i], sizeof u);
         any |= (u & 0x7f800000u) == 0x7f800000u;
     }
+    for (size_t k = 0; k < DP_VEC_BLOCK; k++) any |= acc[k];
     if (!any) return n;
-    for (size_t i = 0; i < n; i++)
+    for (i = 0; i < n; i++)
         if (!isfinite(g[i])) return i;
     return n;
 }

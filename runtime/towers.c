@@ -178,7 +178,7 @@ tw_set *tw_new(const rt_config *cfg, dev_set *devs, int strategy, rt_instr *in, 
             tw_free(t);
             return NULL;
         }
-        nn_hooks h = {w, on_compute, on_copy};
+        nn_hooks h = {.ctx = w, .compute = on_compute, .copy = on_copy};
         w->net = nn_new_placed(cfg->model, cfg->hidden, max_slice, devs, &w->place, &h);
         if (t->n > 1)
             for (int k = 0; k < t->n_tensors; k++)

@@ -51,6 +51,11 @@ void wk_fail(worker *wk, const char *msg)
 /* PULL_BEGIN/END, PUSH_BEGIN/END of variable v (END events carry the duration). */
 void wk_emit_transfer(worker *wk, evt_kind kind, int v, double value)
 {
+    wk_emit_transfer_at(wk, kind, v, value, wk->local);
+}
+
+void wk_emit_transfer_at(worker *wk, evt_kind kind, int v, double value, int64_t step)
+{
     if (!wk->in) return;
     const var_def *d = &wk->cat.v[v];
     /* global_step's "push" is the step token, not a gradient: no PUSH events. */
@@ -60,11 +65,13 @@ void wk_emit_transfer(worker *wk, evt_kind kind, int v, double value)
     e.peer = d->ps;
     e.var = rt_instr_var(wk->in, v);
     e.bytes = (int64_t)(d->count * sizeof(float));
-    e.step = wk->local;
-    e.id = rt_instr_msg_id(wk->local, v);
+    e.step = step;
+    e.id = rt_instr_msg_id(step, v);
     e.value = value;
-    if (kind == EVT_PULL_BEGIN || kind == EVT_PUSH_BEGIN) wk->t_begin[v] = e.t;
-    else e.dur = e.t - wk->t_begin[v];
+    /* a prefetch's pull of v runs while v's push goes: each has its own start */
+    int64_t *begin = &wk->t_begin[(kind == EVT_PUSH_BEGIN || kind == EVT_PUSH_END) ? wk->cat.n + v : v];
+    if (kind == EVT_PULL_BEGIN || kind == EVT_PUSH_BEGIN) *begin = e.t;
+    else e.dur = e.t - *begin;
     rt_instr_emit(wk->in, &e);
 }
 
@@ -469,10 +476,13 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     if (wk->chief && cfg->checkpoint_dir[0] && (rc = ckpt_dir_check(cfg->checkpoint_dir, err))) goto out;
     wk->step_var = catalog_find(&wk->cat, "global_step");
     wk->version = xcalloc((size_t)wk->cat.n, sizeof *wk->version);
-    wk->t_begin = xcalloc((size_t)wk->cat.n, sizeof *wk->t_begin);
+    wk->t_begin = xcalloc(2 * (size_t)wk->cat.n, sizeof *wk->t_begin);
+    wk->pushed = xcalloc((size_t)wk->cat.n, 1);
+    if (cfg->prefetch) wk->pf_version = xcalloc((size_t)wk->cat.n, sizeof *wk->pf_version);
     wk->in = rt_instr_new(cfg->hub, EVT_JOB_WORKER, index, &wk->cat);
     wk->report_progress = getenv("DOWNPOUR_PROGRESS") != NULL;
     wk->hold_at = getenv("DOWNPOUR_HOLD_AT") ? atoll(getenv("DOWNPOUR_HOLD_AT")) : -1;
+    wk->pipeline = !getenv("DOWNPOUR_PIPELINE") || strcmp(getenv("DOWNPOUR_PIPELINE"), "0");
     rc = open_devices(wk, err);
     if (rc) goto out;
     if (cfg->log_placement) log_placement(wk);
@@ -484,11 +494,13 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         spec_task_name(wk->ps[i].name, sizeof wk->ps[i].name, JOB_PS, i);
     }
     wk->net = nn_new(cfg->model, cfg->hidden, cfg->batch);
+    nn_set_progress(wk->net, wk_step_progress, wk);
     wk->n_tensors = nn_tensors(wk->net);
     for (int i = 0; i < wk->n_tensors; i++) {
         size_t n = nn_tensor_size(wk->net, i);
         wk->params[i] = xcalloc(n, sizeof(float));
         wk->grads[i] = xcalloc(n, sizeof(float));
+        if (cfg->prefetch) wk->pf_params[i] = xcalloc(n, sizeof(float));
         if (wk->chief && optim_slot_width(cfg->optimizer)) {
             wk->slots[i] = xcalloc(n, sizeof(float));
             snprintf(wk->slot_names[i], sizeof wk->slot_names[i], "%s/%s", nn_tensor_name(wk->net, i),
@@ -518,7 +530,12 @@ train:
     for (;;) {
         if (cfg->mode == MODE_SSP && (rc = wk_ssp_wait(wk))) break;
         uint64_t step_t0 = dp_now_ns();
-        if ((rc = wk_pull_all(wk, 0))) break;
+        /* --prefetch: this step's parameters were pulled during the last one; once our
+         * last push took the global step to --steps they are dropped for a fresh pull,
+         * which ends the loop with the final values */
+        if (wk->pf_sent && wk->gs_after < cfg->steps) rc = wk_prefetch_finish(wk, 1);
+        else if (!(rc = wk->pf_sent ? wk_prefetch_finish(wk, 0) : DP_OK)) rc = wk_pull_all(wk, 0);
+        if (rc) break;
         /* Sync: a worker that joins mid-step (restarted, or a backup lagging behind) may
          * read some variables after the step's update and others before it; a gradient
          * of that mix would be accumulated into the step. Read again until every variable
@@ -556,19 +573,26 @@ train:
         dataset_gather(&train, idx, cfg->batch, bx, by);
         int64_t ct0 = rt_instr_now(wk->in);
         wk_emit_step(wk, EVT_COMPUTE_BEGIN, ct0, 0, 0, 0);
+        /* the next step's pull goes as this step's compute starts (before its work is
+         * measured) and arrives while it runs */
+        if (cfg->prefetch) wk_prefetch_send(wk);
         /* towers compute on their devices' threads: the process's CPU counts them */
         uint64_t c0 = dp_now_ns(), cpu0 = wk->tw ? dp_cpu_ns() : dp_thread_cpu_ns();
         err[0] = 0;
+        wk->computing = 1;
+        wk->progress_cpu_ns = 0;
         float loss = wk->tw ? tw_step(wk->tw, wk->params, wk->grads, bx, by, cfg->batch, wk->local, err)
                             : nn_train_step(wk->net, wk->params, wk->grads, bx, by, cfg->batch);
+        wk->computing = 0;
         if (wk->tw && !isfinite(loss) && err[0]) {
             rc = DP_ERR;
             break;
         }
         uint64_t c1 = dp_now_ns();
         /* the span's work: the CPU it used (it may have waited for a core on a shared
-         * host) and a straggler's extra time, which stands for a slower machine */
-        uint64_t work = (wk->tw ? dp_cpu_ns() : dp_thread_cpu_ns()) - cpu0;
+         * host), less what went on sending and reading between its ops, and a
+         * straggler's extra time, which stands for a slower machine */
+        uint64_t work = (wk->tw ? dp_cpu_ns() : dp_thread_cpu_ns()) - cpu0 - wk->progress_cpu_ns;
         if (slow_factor > 1.0) {
             uint64_t extra = (uint64_t)((double)(c1 - c0) * (slow_factor - 1.0));
             sleep_ns(extra);
@@ -678,8 +702,10 @@ out:
     ev_loop_destroy(wk->loop);
     rt_instr_free(wk->in);
     free(wk->t_begin);
+    free(wk->pushed);
     for (int i = 0; i < wk->n_tensors; i++) {
         free(wk->params[i]);
+        free(wk->pf_params[i]);
         free(wk->grads[i]);
         free(wk->slots[i]);
     }
@@ -688,6 +714,7 @@ out:
     tw_free(wk->tw);
     dev_set_free(wk->devs);
     free(wk->version);
+    free(wk->pf_version);
     free(idx);
     free(bx);
     free(by);

@@ -95,7 +95,24 @@ typedef struct worker {
     int64_t hold_at;            /* $DOWNPOUR_HOLD_AT: the local step a --fail kills us at */
     int releases_due;           /* sync: gradients accumulated, waiting for RELEASE */
     int64_t local;              /* local step in progress */
-    int64_t *t_begin;           /* per variable: when its pull/push began (instr clock) */
+    int64_t *t_begin;           /* per variable: when its pull began (instr clock); then,
+                                 * from index cat.n on, when its push began */
+    /* --prefetch (async): step local + 1's pull, sent before step local computes, lands in
+     * pf_params (and pf_version, pf_gs) while it computes and pushes; wk_prefetch_take
+     * swaps it in at the next step's start. No other pull is sent while one is awaited,
+     * so every PULL_RESP in that time is the prefetch's. */
+    int computing;              /* inside this step's nn_train_step (wk_step_progress) */
+    int pipeline;               /* 0: $DOWNPOUR_PIPELINE=0, pushes wait for the whole
+                                 * backward pass as before pipelining (for comparisons) */
+    uint8_t *pushed;            /* per variable: its gradient went during the compute */
+    uint64_t progress_cpu_ns;   /* this step: the thread CPU wk_step_progress used (sending,
+                                 * reading), not the compute's work */
+    float *pf_params[8];
+    int64_t *pf_version;
+    int64_t pf_gs;
+    int pf_outstanding;         /* its answers still awaited (not counted in outstanding) */
+    int pf_sent;                /* a prefetch was sent and not yet taken or dropped */
+    int64_t pf_step;            /* the local step it is for */
     rt_instr *in;               /* NULL without a hub */
     uint32_t device;
     uint64_t bytes_pulled, bytes_pushed;
@@ -110,6 +127,8 @@ float *wk_var_slot(const var_def *d, float *const *tensors);
 void wk_fail(worker *wk, const char *msg);
 /* PULL_* / PUSH_* of variable v, and the step events (compute, barrier, ssp, step end). */
 void wk_emit_transfer(worker *wk, evt_kind kind, int v, double value);
+/* The same for a transfer of local step `step` (a prefetch's pull: local + 1). */
+void wk_emit_transfer_at(worker *wk, evt_kind kind, int v, double value, int64_t step);
 void wk_emit_step(worker *wk, evt_kind kind, int64_t t, int64_t dur, double value, double value2);
 
 /* worker_net.c */
@@ -128,6 +147,16 @@ int wk_connect_all(worker *wk, char *err);
 int wk_rejoin(worker *wk, char *err);
 /* Pulls every variable (and, with_slots, the optimizer's slots for a checkpoint). */
 int wk_pull_all(worker *wk, int with_slots);
+/* nn_train_step's progress hook (nn_hooks.progress) while the worker computes: a
+ * gradient the backward pass has finished is pushed at once, as TensorFlow's dataflow
+ * sends a tensor when the op producing it is done, and the loop reads what has arrived
+ * (a prefetch, acks) without waiting. */
+void wk_step_progress(void *ctx, int grad);
+/* --prefetch: sends the pull of every variable for step local + 1, into pf_params. */
+void wk_prefetch_send(worker *wk);
+/* Waits for the prefetch's answers; take = 1 swaps them in as this step's parameters
+ * (versions and global step too), take = 0 drops them. */
+int wk_prefetch_finish(worker *wk, int take);
 /* Pushes every gradient of the step (see worker_net.c for the order by mode). */
 int wk_push_all(worker *wk, int64_t clock);
 /* SSP: waits until the gate lets this worker start its next step. */

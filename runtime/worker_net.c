@@ -70,7 +70,8 @@ static void *on_header(net_conn *c, const net_frame *h, void *ctx, char *err, in
                  d->count * sizeof(float));
         return NULL;
     }
-    return wk_var_slot(d, h->type == MSG_SLOT_RESP ? wk->slots : wk->params);
+    if (h->type == MSG_SLOT_RESP) return wk_var_slot(d, wk->slots);
+    return wk_var_slot(d, wk->pf_outstanding > 0 ? wk->pf_params : wk->params);
 }
 
 static void on_frame(net_conn *c, const net_frame *h, void *payload, void *ctx)
@@ -98,6 +99,15 @@ static void on_frame(net_conn *c, const net_frame *h, void *payload, void *ctx)
         wk->outstanding--;
         return;
     case MSG_PULL_RESP:
+        if (wk->pf_outstanding > 0) {   /* the prefetch's (worker_internal.h) */
+            wk->pf_version[h->id] = h->arg0;
+            if (h->arg1 > wk->session) wk->session = h->arg1;
+            if ((int)h->id == wk->step_var) wk->pf_gs = h->arg0;
+            wk->bytes_pulled += h->length;
+            wk_emit_transfer_at(wk, EVT_PULL_END, (int)h->id, (double)h->arg0, wk->pf_step);
+            wk->pf_outstanding--;
+            return;
+        }
         wk->version[h->id] = h->arg0;
         if (h->arg1 > wk->session) wk->session = h->arg1;
         if ((int)h->id == wk->step_var) wk->gs = h->arg0;
@@ -264,7 +274,8 @@ int wk_connect_all(worker *wk, char *err)
             int fd = net_connect(a->host, a->port, why);
             if (fd >= 0) {
                 net_conn_opts o = {.proto = &proto_ps, .role = NET_CLIENT, .key = &wk->key,
-                                   .auth_context = AUTH_CTX_PS, .name = wk->name, .what = "worker"};
+                                   .auth_context = AUTH_CTX_PS, .name = wk->name, .what = "worker",
+                                   .shm = wk->cfg->transport == RT_TRANSPORT_SHM};
                 p->conn = net_conn_new(wk->loop, fd, &o, &wk_handler, p, p->name);
                 wk->outstanding++;   /* open: on_open sends HELLO */
                 break;
@@ -309,6 +320,7 @@ int wk_rejoin(worker *wk, char *err)
         if (wk->ps[i].conn) net_conn_close(wk->ps[i].conn, "reconnecting after a lost ps");
     wk->rejoining = 0;
     wk->outstanding = wk->releases_due = 0;
+    wk->pf_outstanding = wk->pf_sent = 0;
     wk->waited_logged = 0;
     wk->lost = 0;
     int rc = wk_connect_all(wk, err);
@@ -322,26 +334,66 @@ int wk_rejoin(worker *wk, char *err)
     return DP_OK;
 }
 
+/* Sends the PULL of every variable for local step `step` (with_slots: and its slot),
+ * staged per ps and written at once: one write per ps, not one per variable. A prefetch
+ * (pf) counts its answers in pf_outstanding, any other pull in outstanding. */
+static void send_pulls(worker *wk, int64_t step, int with_slots, int pf)
+{
+    for (int p = 0; p < wk->spec->n_ps; p++) {
+        net_conn *c = wk->ps[p].conn;
+        int answers = 0;
+        for (int v = 0; v < wk->cat.n; v++) {
+            const var_def *d = &wk->cat.v[v];
+            if (d->ps != p) continue;
+            int slot = with_slots && d->trainable && wk->slots[d->base_index];
+            net_frame h = {.type = MSG_PULL, .proto = proto_ps.id, .id = (uint32_t)v, .arg0 = step,
+                           .arg1 = (slot ? PULL_WITH_SLOT : 0) | wk->need_session << PROTO_SESSION_SHIFT};
+            wk_emit_transfer_at(wk, EVT_PULL_BEGIN, v, 0, step);
+            if (c) net_frame_put(net_conn_stage(c), &h, NULL, 0);
+            answers += 1 + slot;   /* the PULL_RESP, and the SLOT_RESP after it */
+        }
+        if (!c || !answers || net_conn_flush(c) != DP_OK) continue;
+        if (pf) wk->pf_outstanding += answers;
+        else wk->outstanding += answers;
+    }
+}
+
 /* Pulls every variable; with_slots (the chief, for a checkpoint) also their optimizer
  * slots, each answered right after its variable. */
 int wk_pull_all(worker *wk, int with_slots)
 {
-    for (int v = 0; v < wk->cat.n; v++) {
-        const var_def *d = &wk->cat.v[v];
-        int slot = with_slots && d->trainable && wk->slots[d->base_index];
-        net_frame h = {.type = MSG_PULL, .id = (uint32_t)v, .arg0 = wk->local,
-                          .arg1 = (slot ? PULL_WITH_SLOT : 0) | wk->need_session << PROTO_SESSION_SHIFT};
-        wk_emit_transfer(wk, EVT_PULL_BEGIN, v, 0);
-        int before = wk->outstanding;
-        wk_send(wk, d->ps, h, NULL, 0);
-        if (slot && wk->outstanding > before) wk->outstanding++;   /* the SLOT_RESP */
-    }
+    send_pulls(wk, wk->local, with_slots, 0);
     if (wk->pull_deadline_s > 0) {
         double s = wk->pull_deadline_s;
         wk->pull_deadline_s = 0;
         return wk_wait_for(wk, s);
     }
     return wk_wait_all(wk);
+}
+
+void wk_prefetch_send(worker *wk)
+{
+    wk->pf_step = wk->local + 1;
+    send_pulls(wk, wk->pf_step, 0, 1);
+    wk->pf_sent = 1;
+}
+
+int wk_prefetch_finish(worker *wk, int take)
+{
+    while (wk->pf_outstanding > 0 && waiting_on(wk)) ev_run(wk->loop, EVRUN_ONCE);
+    int rc = wait_result(wk);
+    wk->pf_sent = 0;
+    if (rc || !take) return rc;
+    for (int i = 0; i < wk->n_tensors; i++) {
+        float *t = wk->params[i];
+        wk->params[i] = wk->pf_params[i];
+        wk->pf_params[i] = t;
+    }
+    int64_t *ver = wk->version;
+    wk->version = wk->pf_version;
+    wk->pf_version = ver;
+    wk->gs = wk->pf_gs;
+    return DP_OK;
 }
 
 /* Sends the pushes of variables [first, last); their acknowledgements are awaited by the
@@ -351,6 +403,10 @@ static void send_pushes(worker *wk, int first, int last, int64_t clock)
     int sync = wk->cfg->mode == MODE_SYNC;
     for (int v = first; v < last; v++) {
         const var_def *d = &wk->cat.v[v];
+        if (wk->pushed[v]) {   /* sent during the compute (wk_step_progress) */
+            wk->pushed[v] = 0;
+            continue;
+        }
         /* Sync gradients carry the global step they were computed from (TensorFlow's
          * local_step); async ones the version of the variable they read. */
         net_frame h = {.type = MSG_PUSH, .id = (uint32_t)v, .arg0 = sync ? wk->gs : wk->version[v],
@@ -361,6 +417,22 @@ static void send_pushes(worker *wk, int first, int last, int64_t clock)
         wk_send(wk, d->ps, h, d->count ? wk_var_slot(d, wk->grads) : NULL, len);
         wk->bytes_pushed += len;
     }
+}
+
+void wk_step_progress(void *ctx, int grad)
+{
+    worker *wk = ctx;
+    if (!wk->computing || !wk->pipeline) return;
+    if (grad < 0 && wk->outstanding <= 0 && wk->pf_outstanding <= 0) return;
+    uint64_t cpu0 = dp_thread_cpu_ns();
+    for (int v = 0; grad >= 0 && v < wk->cat.n; v++) {
+        const var_def *d = &wk->cat.v[v];
+        if (!d->trainable || d->base_index != grad) continue;
+        send_pushes(wk, v, v + 1, wk->local + 1);
+        wk->pushed[v] = 1;
+    }
+    if (wk->outstanding > 0 || wk->pf_outstanding > 0) ev_run(wk->loop, EVRUN_NOWAIT);
+    wk->progress_cpu_ns += dp_thread_cpu_ns() - cpu0;
 }
 
 /* Sends the pushes of variables [first, last) and waits for their acknowledgements. */

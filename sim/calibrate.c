@@ -74,6 +74,11 @@ typedef struct wstat {
     double moved;            /* bytes pulled and pushed */
     int64_t eval_ns;         /* the chief's evaluation in the current gap (not step work) */
     int64_t eval_total;      /* ... in all */
+    int computing;           /* inside a compute span */
+    evt_record held[8];      /* pushes that began inside it (a pipelined worker sends a
+                              * finished gradient while its backward pass goes on): read as
+                              * beginning at its end, as the simulator's step runs */
+    int n_held;
 } wstat;
 
 typedef struct gap_end {
@@ -325,7 +330,15 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
     double *shares = NULL;   /* per gap, its compute span's measured share (-1 unknown) */
     int n_gaps = 0, cap_gaps = 0;
     sim_cal_ps *answers = sim_cal_ps_new();  /* every ps's answers, for its own work */
-    while ((rc = trace_reader_next(r, &e)) == 1) {
+    evt_record replay[8];     /* held pushes, read again right after their compute's end */
+    int n_replay = 0, i_replay = 0;
+    for (;;) {
+        if (i_replay < n_replay) {
+            e = replay[i_replay++];
+        } else {
+            n_replay = i_replay = 0;
+            if ((rc = trace_reader_next(r, &e)) != 1) break;
+        }
         if (e.kind == EVT_GLOBAL_STEP) {
             if (e.step > max_step) break;
             if (!gs_n) gs_t0 = e.t;
@@ -369,6 +382,19 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
         if (k > max_w) max_w = k;
         wstat *s = &ws[k];
         int p = e.peer;
+        if (e.kind == EVT_PUSH_BEGIN && s->computing && s->n_held < (int)DP_ARRAY_LEN(s->held)) {
+            s->held[s->n_held++] = e;
+            continue;
+        }
+        if (e.kind == EVT_COMPUTE_BEGIN) s->computing = 1;
+        if (e.kind == EVT_COMPUTE_END && s->computing) {
+            s->computing = 0;
+            for (int i = 0; i < s->n_held; i++) {
+                replay[n_replay] = s->held[i];
+                replay[n_replay++].t = e.t;
+            }
+            s->n_held = 0;
+        }
         if (e.kind == EVT_TASK_STOP && e.value2 > 0 && isfinite(e.value2)) s->cpu_s = e.value2;
         /* the chief's evaluation (every eval_every steps, not modelled) is no compute */
         if (e.kind == EVT_EVAL && e.dur > 0 && s->last_pull_end >= 0 && e.t - e.dur >= s->last_pull_end)

@@ -96,8 +96,13 @@ def rule(r): return [x for x in cap['captions'] if x['rule'] == r]
 if kind == 'ps':
     if c.get('checkpoint_restore') != 1: p.append(f"checkpoint_restore {c.get('checkpoint_restore')} != 1")
     if c.get('ps_retry', 0) < info['workers']: p.append(f"ps_retry {c.get('ps_retry')} < {info['workers']} workers")
-    if not any('restores global step 125 from model.ckpt-125' in x['text'] for x in cap['captions']):
-        p.append("no caption 'restores global step 125 from model.ckpt-125'")
+    # from the last checkpoint saved before ps 1 died at step 140: 125, or a step or two
+    # later when the chief (a backup worker dropped) read the step after the multiple of 25
+    fail = [x for x in rule('failure') if 'ps 1' in x['text']]
+    saved = [x['step'] for x in rule('checkpoint') if 'saves' in x['text'] and fail and x['t_s'] <= fail[0]['t_s']]
+    want = f"restores global step {saved[-1]} from model.ckpt-{saved[-1]}" if saved else 'restores global step'
+    if not saved or not 125 <= saved[-1] < 140: p.append(f"the last checkpoint before the failure is {saved[-1:]}, not 125..139")
+    if not any(want in x['text'] for x in cap['captions']): p.append(f"no caption '{want}'")
 else:
     if (c.get('failure'), c.get('recovery')) != (1, 1): p.append(f"failure {c.get('failure')}, recovery {c.get('recovery')} != 1, 1")
     if c.get('checkpoint_restore', 0) or c.get('ps_retry', 0): p.append("a worker fault restored a checkpoint or retried a ps")

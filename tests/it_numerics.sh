@@ -58,6 +58,7 @@ def push(vals, name):
     print(name, "status", a1 & 0xff)
 push([0.0] * 3 + [math.nan] + [0.0] * 6, "nan")
 push([math.inf] + [0.0] * 9, "inf")
+push([0.0] * 9 + [math.nan], "tail")   # past the check's blocks of 8 (ps_update.c)
 push([0.0] * 10, "finite")
 s.close()
 PY
@@ -69,14 +70,15 @@ kill $HUB 2>/dev/null; wait $HUB 2>/dev/null
 check "worker 0 trains to the end beside the poisoning client (rc $rc)" test $rc -eq 0
 check "the NaN gradient is refused (ACK_DROPPED)" grep -q "^nan status 2$" "$TMP/py.out"
 check "the Inf gradient is refused (ACK_DROPPED)" grep -q "^inf status 2$" "$TMP/py.out"
+check "a NaN in the last element is refused (ACK_DROPPED)" grep -q "^tail status 2$" "$TMP/py.out"
 check "a finite gradient from the same client is applied (control)" grep -q "^finite status 0$" "$TMP/py.out"
-check "the ps counts 2 rejected" test "$(json "$TMP/ps.out" rejected)" = 2
+check "the ps counts 3 rejected" test "$(json "$TMP/ps.out" rejected)" = 3
 check "the ps logs the sender and what was wrong" \
     grep -q "rejected a gradient from worker 1 (127.0.0.1:[0-9]*): NaN at element 3 of softmax/biases's gradient; never applied" "$TMP/ps.err"
 check "the final accuracy is a number (nothing poisoned was applied)" \
     python3 -c "import json,math,sys; d=json.loads([l for l in open('$TMP/w0.out') if l.startswith('{')][-1]); sys.exit(0 if math.isfinite(d['test_accuracy']) else 1)"
 if [ -s "$TMP/n.dptrace" ]; then
-    check "the trace holds 2 grad_rejected events" test "$(count "$TMP/n.dptrace" grad_rejected)" = 2
+    check "the trace holds 3 grad_rejected events" test "$(count "$TMP/n.dptrace" grad_rejected)" = 3
     check "a caption says the ps rejects worker 1's gradient" \
         bash -c "'$DOWNPOUR' trace captions '$TMP/n.dptrace' | grep -q \"ps 0 rejects worker 1's gradient: NaN at element 3\""
 else

@@ -71,7 +71,7 @@ bad_file unknown-section '4: unknown section [bogus]; valid sections: [scenario]
     "${H[@]}" '[bogus]' 'x = 1'
 bad_file bad-engine '3: engine: "quantum" is not real, local or sim' '[scenario]' 'title = t' 'engine = quantum'
 bad_file not-ini '4: not INI: expected [section] or key = value' "${H[@]}" '[cluster' 'ps = 1'
-bad_file dash-spelling '5: unknown key "backup-workers" in [training] (did you mean "backup_workers"?); valid keys: mode, backup_workers, staleness, steps, batch, lr, optimizer, model, hidden, model_bytes, data, synthetic_samples, eval_every, max_sim_time, nqm_dims' \
+bad_file dash-spelling '5: unknown key "backup-workers" in [training] (did you mean "backup_workers"?); valid keys: mode, backup_workers, staleness, prefetch, steps, batch, lr, optimizer, model, hidden, model_bytes, data, synthetic_samples, eval_every, max_sim_time, nqm_dims' \
     "${H[@]}" '[training]' 'backup-workers = 1'
 bad_file across-keys '5: backup_workers: 2 leaves no replica to aggregate with 2 workers' "${H[@]}" '[training]' 'backup_workers = 2'
 bad_file bad-straggler '5: straggler: "worker:9" is not worker:IxF (e.g. worker:3x4)' "${H[@]}" '[faults]' 'straggler = worker:9'
@@ -117,6 +117,7 @@ text = {'fail': 'worker:0@step=5', 'trace': T + '/x.dptrace', 'summary': T + '/s
         'data': 'synthetic', 'compute': 'constant:mean=10ms', 'trace_level': 'full',
         'device_for': 'hidden/*=/cpu:0', 'net': 'worker:1:rate=10mbit',
         'secret_file': T + '/secret'}
+needs = {'prefetch': 'mode = async\n'}
 def value(k):
     if k['type'] == 'bool': return None
     if k['name'] in text: return text[k['name']]
@@ -142,6 +143,7 @@ for k in keys:
         body = '[scenario]\ntitle = t\nengine = %s\n' % eng
         if sec == 'scenario': body += '%s = %s\n' % (k['name'], v)
         else: body += '[%s]\n%s = %s\n' % (sec, k['name'], v if v is not None else 'true')
+        body += needs.get(k['name'], '')   # a key valid only beside another (same section)
         path = '%s/key-%s-%s.ini' % (T, k['name'], eng)
         open(path, 'w').write(body)
         r = subprocess.run([D, 'run', '--check', path], capture_output=True, text=True)

@@ -679,8 +679,52 @@ static void test_draw_history(void)
     evt_captioner_free(c);
 }
 
+/* A push or pull that begins while its worker computes: once per worker and kind; not
+ * outside the compute, and not a copy between its own devices (no ps). */
+static void test_overlap(void)
+{
+    evt_strtab *s = evt_strtab_new();
+    uint32_t sb = evt_strtab_intern(s, "softmax/biases");
+    evt_captioner *c = evt_captioner_new(META_SYNC_2, evt_caption_strtab_str, s, 0);
+    evt_record e = ev(EVT_PUSH_BEGIN, EVT_JOB_WORKER, 0, 50);
+    e.peer = 0;
+    e.var = sb;
+    e.step = 4;
+    CHECK_MSG(evt_captioner_add(c, &e) == 0, "a push after the compute is no overlap");
+    add_step(c, EVT_COMPUTE_BEGIN, EVT_JOB_WORKER, 0, 100, 5, 0);
+    e.t = 150;
+    e.peer = -1;
+    CHECK_MSG(evt_captioner_add(c, &e) == 0, "a copy between devices is no overlap");
+    e.peer = 0;
+    CHECK(evt_captioner_add(c, &e) == 1);
+    CHECK_TEXT(c, "worker 0 pushes softmax/biases while it still computes: that gradient is done "
+                  "before the rest of the backward pass");
+    CHECK(last_rule(c) == EVT_CAPTION_OVERLAP);
+    add_step(c, EVT_GLOBAL_STEP, EVT_JOB_PS, 0, 160, 6, 0);
+    e.t = 170;
+    CHECK_MSG(evt_captioner_add(c, &e) == 0, "a worker's second overlapping push: no caption");
+    evt_record p = ev(EVT_PULL_BEGIN, EVT_JOB_WORKER, 0, 180);
+    p.peer = 0;
+    p.step = 6;
+    CHECK(evt_captioner_add(c, &p) == 1);
+    CHECK_TEXT(c, "worker 0 pulls for step 6 while it computes step 5 (prefetch): its gradients are "
+                  "one step staler");
+    add_step(c, EVT_COMPUTE_END, EVT_JOB_WORKER, 0, 200, 5, 0);
+    e.task = 1;
+    e.t = 210;
+    CHECK_MSG(evt_captioner_add(c, &e) == 0, "worker 1 does not compute: no overlap");
+    add_step(c, EVT_COMPUTE_BEGIN, EVT_JOB_WORKER, 1, 220, 5, 0);
+    add_step(c, EVT_COMPUTE_END, EVT_JOB_WORKER, 1, 230, 5, 0);
+    add_step(c, EVT_GLOBAL_STEP, EVT_JOB_PS, 0, 235, 7, 0);
+    e.t = 240;
+    CHECK_MSG(evt_captioner_add(c, &e) == 0, "worker 1's push after its compute ended: no overlap");
+    evt_captioner_free(c);
+    evt_strtab_free(s);
+}
+
 int main(void)
 {
+    test_overlap();
     test_barrier();
     test_drop();
     test_staleness();

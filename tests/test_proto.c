@@ -1,7 +1,7 @@
 /* test_proto.c — the ps/worker protocol's table (runtime/proto.c) through the one frame
  * codec (net/frame.c): every type round-trips; each type's payload rule is enforced
  * before any payload is read (tensors whole floats and bounded, HELLO none or a token,
- * the handshake exactly 32 bytes, ERROR text bounded); a stream frame on a ps
+ * the handshake exactly 32 bytes, the shm offer 56, ERROR text bounded); a stream frame on a ps
  * connection, a bad magic, another version, unknown types are refused. The connection
  * itself is tests/test_net.c's. */
 #include <stdint.h>
@@ -29,6 +29,8 @@ static uint32_t good_len(int t)
     case MSG_ERROR: return 12;
     case NET_T_AUTH_HELLO: case NET_T_AUTH_CHALLENGE: case NET_T_AUTH_PROOF: case NET_T_AUTH_OK: return 32;
     case MSG_HELLO: return PROTO_TOKEN_BYTES;
+    case NET_T_SHM_OFFER: return 56;
+    case NET_T_SHM_ANSWER: return 256;   /* a declining answer's reason, at most */
     default: return 0;
     }
 }
@@ -53,7 +55,7 @@ int main(void)
         h.length = good_len(t) + (t == MSG_ERROR ? NET_MAX_TEXT : 1);
         CHECK_MSG(decode(h, &g, err) == DP_EPROTO, "%s with %u bytes", proto_type_name(t), h.length);
     }
-    CHECK(known == 22);   /* ERROR, 4 of the handshake, 17 of the ps */
+    CHECK(known == 24);   /* ERROR, 4 of the handshake, 2 of the shm upgrade, 17 of the ps */
     net_frame h = {.type = NET_T_AUTH_PROOF, .length = 64};
     CHECK(decode(h, &g, err) == DP_EPROTO && strstr(err, "AUTH_PROOF carries 64 payload bytes"));
     h = (net_frame){.type = MSG_SLOT_RESP, .length = 6};

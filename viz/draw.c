@@ -288,8 +288,15 @@ static void draw_worker(viz_ctx *c, int w, double lift)
     if (phase == EVT_PHASE_BARRIER) pn = "at barrier";
     if (tk && !tk->started) pn = "not started";
     if (tk && tk->reconnecting && phase != EVT_PHASE_DEAD) pn = "reconnecting";
+    /* a transfer beside the compute (pipelined pushes, a prefetch) is said, where it fits */
+    char both[48];
+    double pmax = fmax(inner.w * 0.6, inner.w - 10 * s);
+    if (phase == EVT_PHASE_COMPUTING && tk && (tk->pushes_in_flight || tk->pulls_in_flight)) {
+        snprintf(both, sizeof both, "%s + %s", pn, tk->pushes_in_flight ? "pushing" : "pulling");
+        if (viz_text_width(cr, both) <= pmax) pn = both;
+    }
     /* the phase word is never cut: it takes the line, and the progress bar what is left */
-    double pw = viz_text(cr, x, inner.y + lh * 2.05, pn, 0, fmax(inner.w * 0.6, inner.w - 10 * s));
+    double pw = viz_text(cr, x, inner.y + lh * 2.05, pn, 0, pmax);
     double prog = c->fr.progress && w < c->src->m.n_workers ? c->fr.progress[w] : -1;
     if (phase == EVT_PHASE_COMPUTING && prog >= 0) {
         viz_rect bar = {x + pw + 8 * s, inner.y + lh * 1.45, inner.w - pw - 18 * s, lh * 0.6};

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# it_pipeline.sh — the worker's overlap of transfers with its compute (docs/runtime.md,
+# "Pipelining and prefetch"): gradients pushed as the backward pass finishes each (every
+# mode), and --prefetch (async: the next step's pull during this step). Sync runs equal
+# the unpipelined order (DOWNPOUR_PIPELINE=0) bit for bit over several placements; the
+# trace shows the overlap (a push and a prefetch pull inside a compute span); a prefetch
+# costs exactly one step of staleness with one worker, which is measured and reported.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+SYN="--data synthetic --model mlp --hidden 32 --quiet --eval-every 0"
+
+# --- sync: pipelined == unpipelined, bit for bit ----------------------------------------
+for cfg in "--ps 1 --workers 2" "--ps 2 --workers 3 --partition 2" \
+           "--ps 3 --workers 2 --partition 3 --placement greedy --optimizer momentum"; do
+    tag=$(echo "$cfg" | tr -d ' -')
+    $DOWNPOUR cluster $cfg --mode sync --steps 60 --seed 7 $SYN --checkpoint-dir "$TMP/p-$tag" \
+        --trace "$TMP/p-$tag.dptrace" >/dev/null 2>&1
+    DOWNPOUR_PIPELINE=0 $DOWNPOUR cluster $cfg --mode sync --steps 60 --seed 7 $SYN \
+        --checkpoint-dir "$TMP/u-$tag" --trace "$TMP/u-$tag.dptrace" >/dev/null 2>&1
+    check "sync $cfg: pipelined pushes give the unpipelined run's parameters, bit for bit" \
+        $DOWNPOUR checkpoint diff "$TMP/p-$tag" "$TMP/u-$tag" --tol 0
+    $DOWNPOUR trace captions --json "$TMP/p-$tag.dptrace" >"$TMP/p-$tag.cap" 2>/dev/null
+    $DOWNPOUR trace captions --json "$TMP/u-$tag.dptrace" >"$TMP/u-$tag.cap" 2>/dev/null
+    n=$(python3 -c "import json,sys; print(sum('while it still computes' in c['text'] for c in json.load(open(sys.argv[1]))['captions']))" "$TMP/p-$tag.cap")
+    check "sync $cfg: every worker pushed while it still computed ($n captions)" \
+        test "$n" -eq "$(echo "$cfg" | sed 's/.*--workers \([0-9]*\).*/\1/')"
+    n=$(python3 -c "import json,sys; print(sum('while it still computes' in c['text'] for c in json.load(open(sys.argv[1]))['captions']))" "$TMP/u-$tag.cap")
+    check "sync $cfg, DOWNPOUR_PIPELINE=0: no push during a compute ($n)" test "$n" -eq 0
+done
+
+# --- the trace, counted independently of the captioner: pushes inside compute spans ------
+$DOWNPOUR trace export --chrome "$TMP/p.json" "$TMP/p-ps1workers2.dptrace" >/dev/null 2>&1
+python3 - "$TMP/p.json" <<'PY' >"$TMP/inside.txt"
+import json, sys
+ev = json.load(open(sys.argv[1]))['traceEvents']
+name = {e['pid']: e['args']['name'] for e in ev if e.get('name') == 'process_name'}
+task = lambda pid: name.get(pid, '').split('/device:')[0]   # a device's compute: its task's
+comp = [(task(e['pid']), e['ts'], e['ts'] + e['dur']) for e in ev if e.get('ph') == 'X' and e.get('name') == 'compute']
+pushes = [e for e in ev if e.get('ph') == 'b' and e.get('name') == 'push']
+inside = sum(any(w == task(e['pid']) and a < e['ts'] < b for w, a, b in comp) for e in pushes)
+print(inside, len(pushes))
+PY
+read -r inside all <"$TMP/inside.txt"
+# 3 of the 4 gradients (both biases, softmax/weights) are done before hidden/weights'
+check "sync 1 ps + 2 workers: $inside of $all pushes begin inside a compute span (3 of 4 a step)" \
+    test "$inside" -eq $((all * 3 / 4))
+
+# --- --prefetch (async) -----------------------------------------------------------------
+$DOWNPOUR cluster --ps 1 --workers 1 --mode async --steps 200 --seed 3 $SYN >"$TMP/a0.json" 2>/dev/null
+$DOWNPOUR cluster --ps 1 --workers 1 --mode async --steps 200 --seed 3 $SYN --prefetch \
+    --trace "$TMP/pf.dptrace" >"$TMP/a1.json" 2>/dev/null
+check "async, 1 worker, no prefetch: staleness 0 ($(json "$TMP/a0.json" mean_staleness))" \
+    fcmp "$(json "$TMP/a0.json" mean_staleness)" == 0
+# every gradient but the first step's is computed from parameters one update old
+check "async, 1 worker, --prefetch: mean staleness $(json "$TMP/a1.json" mean_staleness) = 199/200, max 1" \
+    bash -c "python3 -c \"import sys; sys.exit(abs($(json "$TMP/a1.json" mean_staleness) - 0.995) > 1e-9)\" && test $(json "$TMP/a1.json" max_staleness) -eq 1"
+check "async, --prefetch: the run stops at --steps ($(json "$TMP/a1.json" global_step))" \
+    test "$(json "$TMP/a1.json" global_step)" -eq 200
+check "async, --prefetch: it learns (loss $(json "$TMP/a1.json" final_loss) < 1)" fcmp "$(json "$TMP/a1.json" final_loss)" '<' 1
+$DOWNPOUR trace captions --json "$TMP/pf.dptrace" >"$TMP/pf.cap" 2>/dev/null
+check "async, --prefetch: the trace shows the pull of step 1 during step 0's compute" \
+    grep -q "worker 0 pulls for step 1 while it computes step 0 (prefetch)" "$TMP/pf.cap"
+$DOWNPOUR cluster --ps 2 --workers 2 --mode async --steps 150 --partition 2 $SYN --prefetch >"$TMP/a2.json" 2>/dev/null
+check "async, 2 ps + 2 workers, partitioned, --prefetch: completes (global step $(json "$TMP/a2.json" global_step))" \
+    fcmp "$(json "$TMP/a2.json" global_step)" '>=' 150
+$DOWNPOUR cluster --ps 1 --workers 1 --mode sync --prefetch $SYN >/dev/null 2>"$TMP/e.err"
+check "--prefetch in sync is refused in one line naming the flag" \
+    bash -c "test \$(wc -l <'$TMP/e.err') -eq 1 && grep -q -- '--prefetch: only with --mode async' '$TMP/e.err'"
+
+done_tests

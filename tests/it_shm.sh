@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# it_shm.sh — `--transport shm` in real runs: every worker -> ps connection switches to
+# the shared-memory rings (and says so, one line each); sync runs give bit-identical
+# parameters and the same summary as over TCP (1 ps and 2 partitioned ps); a worker
+# killed mid-run (the launcher's SIGKILL) is handled as over TCP, without a hang, and the
+# ps releases that connection's ring (its mappings, read from /proc/<ps>/maps, go from
+# two to one); a sync worker killed and restarted rejoins over a new ring; the flag is in --help and a bad value is refused. This script signals
+# nothing: the launcher kills the task.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+SYN="--data synthetic --model mlp --hidden 32 --quiet"
+
+# --- the same run over both transports ------------------------------------------------------
+for t in tcp shm; do
+    timeout 120 $DOWNPOUR cluster --ps 1 --workers 2 --mode sync --steps 80 --seed 5 $SYN \
+        --transport $t --checkpoint-dir "$TMP/c1-$t" >"$TMP/s1-$t.json" 2>"$TMP/s1-$t.err"
+    check "sync over $t exits 0 (rc $?)" test $? -eq 0
+done
+check "shm: both workers say their connection is on shared memory" \
+    test "$(grep -c 'job:ps/replica:0/task:0: shared memory (two ' "$TMP/s1-shm.err")" = 2
+check "tcp: no connection is" bash -c "! grep -q 'shared memory' '$TMP/s1-tcp.err'"
+check "shm: nothing fell back to TCP" bash -c "! grep -qi 'TCP' '$TMP/s1-shm.err'"
+check "sync, 1 ps: shm and tcp give identical parameters (tol 0)" \
+    $DOWNPOUR checkpoint diff "$TMP/c1-tcp" "$TMP/c1-shm" --tol 0
+for k in global_step final_loss test_accuracy bytes_pulled bytes_pushed dropped_gradients; do
+    a=$(json "$TMP/s1-tcp.json" $k); b=$(json "$TMP/s1-shm.json" $k)
+    check "sync, 1 ps: $k the same over both ($a, $b)" test "$a" = "$b"
+done
+# ... and the comparison can fail: another seed over shm differs.
+timeout 120 $DOWNPOUR cluster --ps 1 --workers 2 --mode sync --steps 80 --seed 6 $SYN --transport shm \
+    --checkpoint-dir "$TMP/c1-other" >/dev/null 2>&1
+check "another seed over shm gives other parameters" \
+    bash -c "! $DOWNPOUR checkpoint diff '$TMP/c1-tcp' '$TMP/c1-other' --tol 0 >/dev/null 2>&1"
+
+for t in tcp shm; do
+    timeout 120 $DOWNPOUR cluster --ps 2 --workers 3 --partition 2 --mode sync --steps 60 --seed 7 $SYN \
+        --transport $t --checkpoint-dir "$TMP/c2-$t" >"$TMP/s2-$t.json" 2>"$TMP/s2-$t.err"
+    check "sync, 2 ps x 3 workers over $t exits 0 (rc $?)" test $? -eq 0
+done
+check "2 ps: all six connections on shared memory" test "$(grep -c 'shared memory (two ' "$TMP/s2-shm.err")" = 6
+check "sync, 2 partitioned ps: shm and tcp give identical parameters (tol 0)" \
+    $DOWNPOUR checkpoint diff "$TMP/c2-tcp" "$TMP/c2-shm" --tol 0
+check "sync, 2 ps: the same final loss over both" \
+    test "$(json "$TMP/s2-tcp.json" final_loss)" = "$(json "$TMP/s2-shm.json" final_loss)"
+
+# --- a worker killed mid-run: as over TCP ---------------------------------------------------
+KILL="--mode async --workers 2 --steps 300 --pace 10ms --eval-every 0 --kill worker:1@step=40"
+for t in tcp shm; do
+    timeout 120 $DOWNPOUR cluster $KILL $SYN --transport $t >"$TMP/k-$t.json" 2>"$TMP/k-$t.err" &
+    wrap=$!
+    # the ps's shm mappings (its side of each worker's ring) before and after the kill
+    before=""; after=""; ps_pid=""
+    for i in $(seq 1 400); do
+        launcher=$(child_pid $wrap ' cluster ')
+        [ -n "$launcher" ] && [ -z "$ps_pid" ] && ps_pid=$(child_pid $launcher ' task --job_name=ps ')
+        n=""; [ -n "$ps_pid" ] && n=$(grep -c 'downpour-shm' "/proc/$ps_pid/maps" 2>/dev/null)
+        if grep -q 'killing /job:worker/replica:0/task:1' "$TMP/k-$t.err" 2>/dev/null; then
+            [ -z "$after" ] && sleep 0.3 && after=$(grep -c 'downpour-shm' "/proc/$ps_pid/maps" 2>/dev/null)
+            break
+        fi
+        [ -n "$n" ] && before=$n
+        sleep 0.01
+    done
+    wait $wrap
+    rc=$?
+    check "$t: a worker killed mid-run: the run completes (rc $rc, not 124)" test $rc -eq 0
+    check "$t: the launcher killed it and training went on" \
+        bash -c "grep -q 'training goes on without /job:worker/replica:0/task:1' '$TMP/k-$t.err'"
+    check "$t: the global step reaches --steps" fcmp "$(json "$TMP/k-$t.json" global_step)" '>=' 300
+    check "$t: 1 fault, 1 worker lost" \
+        test "$(json "$TMP/k-$t.json" faults_injected)/$(json "$TMP/k-$t.json" workers_lost)" = 1/1
+    check "$t: the ps stops on its own" bash -c "! grep -q 'ps/replica:0/task:0: stopped by signal' '$TMP/k-$t.err'"
+    if [ $t = shm ]; then
+        check "shm: the ps mapped both workers' rings before the kill ($before)" test "${before:-x}" = 2
+        check "shm: ... and released the dead one's after it ($after)" test "${after:-x}" = 1
+    else
+        check "tcp: the ps maps no ring ($before, $after)" test "${before:-0}/${after:-0}" = 0/0
+    fi
+done
+
+# --- sync: a worker killed and restarted rejoins over a fresh ring -------------------------------
+FSYN="--data synthetic --model mlp --hidden 16 --batch 16 --eval-every 0 --log-every 100000"
+timeout 120 $DOWNPOUR cluster --mode sync --workers 2 --steps 30 $FSYN --kill worker:1@step=10,restart=1s \
+    --transport shm >"$TMP/r.json" 2>"$TMP/r.err"
+check "shm, sync restart: the run completes (rc $?)" test $? -eq 0
+check "shm, sync restart: worker 1 rejoins at global step 10" \
+    grep -q 'Worker 1: restarted: rejoining at global step 10' "$TMP/r.err"
+check "shm, sync restart: its new process is on shared memory too (3 such lines)" \
+    test "$(grep -c 'shared memory (two ' "$TMP/r.err")" = 3
+check "shm, sync restart: global step 30, every variable at it, 1 restart, 0 lost" \
+    test "$(json "$TMP/r.json" global_step)/$(json "$TMP/r.json" min_variable_step)/$(json "$TMP/r.json" tasks_restarted)/$(json "$TMP/r.json" workers_lost)" = 30/30/1/0
+
+# --- the flag -----------------------------------------------------------------------------------
+check "cluster --help shows --transport" bash -c "$DOWNPOUR cluster --help 2>&1 | grep -q -- '--transport T'"
+check "task --help shows --transport" bash -c "$DOWNPOUR task --help 2>&1 | grep -q -- '--transport T'"
+$DOWNPOUR cluster --transport udp $SYN --steps 1 >/dev/null 2>"$TMP/bad.err"
+check "--transport udp is refused, naming the choices (rc $?)" grep -q 'transport.*"udp" is not one of' "$TMP/bad.err"
+
+echo "$PASS passed, $FAIL failed, $SKIP skipped"
+[ "$FAIL" -eq 0 ]
