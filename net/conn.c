@@ -281,7 +281,7 @@ int net_conn_send(net_conn *c, net_frame h, const void *payload, size_t len, int
     /* What was not taken is queued: copied (copy=1, or small) or borrowed. */
     if (done < sizeof hb) netc_queue_copy(c, hb + done, sizeof hb - done);
     size_t off = done > sizeof hb ? done - sizeof hb : 0;
-    const uint8_t *rest = (const uint8_t *)payload + off;
+    const uint8_t *rest = len ? (const uint8_t *)payload + off : NULL;
     if (len > off && (copy || len - off <= SEG_MIN)) netc_queue_copy(c, rest, len - off);
     else if (len > off) queue_seg(c, NULL, rest, len - off);
     netc_kick(c);

@@ -23,13 +23,14 @@ task = {p: int(re.fullmatch(r"/job:worker/replica:0/task:(\d+)", n).group(1))
 dev = {p: int(re.match(r"/job:worker/replica:0/task:(\d+)/", n).group(1))
        for p, n in names.items() if re.match(r"/job:worker/replica:0/task:\d+/device:.* Compute$", n)}
 W = {}
-def w(i): return W.setdefault(i, {"pull": {}, "push": {}, "end": {}, "comp": [], "paced": []})
+def w(i): return W.setdefault(i, {"pull": {}, "push": {}, "pushes": {}, "end": {}, "comp": [], "paced": []})
 for e in ev:
     st = e.get("args", {}).get("step")
     if e.get("pid") in task:
         d = w(task[e["pid"]])
         if e.get("ph") == "b" and e["name"] in ("pull", "push"):
             d[e["name"]][st] = min(d[e["name"]].get(st, e["ts"]), e["ts"])
+            if e["name"] == "push": d["pushes"].setdefault(st, []).append(e["ts"])
         elif e.get("ph") == "i" and e["name"] == "step_end":
             d["end"][st] = e["ts"]
         elif e.get("ph") == "X" and e["name"] == "paced":
@@ -46,8 +47,11 @@ for i, d in W.items():
     per_step = {}
     for a, b, s in d["paced"]:
         per_step[s] = per_step.get(s, 0) + 1
-        # after this step's compute, before its first push; never over any compute
-        if not (comp_end.get(s, float("inf")) <= a and b <= d["push"].get(s, -1)): misplaced += 1
+        # after this step's compute, before its first push after it (the gradients done
+        # early go during the compute: pipelining); never over any compute
+        ce = comp_end.get(s, float("inf"))
+        after = min([t for t in d["pushes"].get(s, []) if t >= ce] or [-1])
+        if not (ce <= a and b <= after): misplaced += 1
         overlap += sum(1 for ca, cb, _ in d["comp"] if ca < b and a < cb)
     paced += len(d["paced"])
     paced_max = max(paced_max, sum(b - a for a, b, _ in d["paced"]) / 1e6)
