@@ -75,11 +75,24 @@ typedef struct wstat {
     int64_t eval_ns;         /* the chief's evaluation in the current gap (not step work) */
     int64_t eval_total;      /* ... in all */
     int computing;           /* inside a compute span */
-    evt_record held[8];      /* pushes that began inside it (a pipelined worker sends a
-                              * finished gradient while its backward pass goes on): read as
-                              * beginning at its end, as the simulator's step runs */
-    int n_held;
+    uint64_t early[16];      /* ids of the pushes that began inside it, not yet acked: a
+                              * pipelined worker sends a finished gradient while its
+                              * backward pass goes on. Their bytes and their answers count
+                              * (the copying, the ps's work, the ack latency); the step's
+                              * push, as the simulator's step makes it, is the one after */
+    int n_early;
 } wstat;
+
+/* 1 when push `id` began inside a compute span (wstat.early), which it leaves. */
+static int early_done(wstat *s, uint64_t id)
+{
+    for (int i = 0; i < s->n_early; i++)
+        if (s->early[i] == id) {
+            s->early[i] = s->early[--s->n_early];
+            return 1;
+        }
+    return 0;
+}
 
 typedef struct gap_end {
     int64_t t;
@@ -330,15 +343,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
     double *shares = NULL;   /* per gap, its compute span's measured share (-1 unknown) */
     int n_gaps = 0, cap_gaps = 0;
     sim_cal_ps *answers = sim_cal_ps_new();  /* every ps's answers, for its own work */
-    evt_record replay[8];     /* held pushes, read again right after their compute's end */
-    int n_replay = 0, i_replay = 0;
-    for (;;) {
-        if (i_replay < n_replay) {
-            e = replay[i_replay++];
-        } else {
-            n_replay = i_replay = 0;
-            if ((rc = trace_reader_next(r, &e)) != 1) break;
-        }
+    while ((rc = trace_reader_next(r, &e)) == 1) {
         if (e.kind == EVT_GLOBAL_STEP) {
             if (e.step > max_step) break;
             if (!gs_n) gs_t0 = e.t;
@@ -382,18 +387,17 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
         if (k > max_w) max_w = k;
         wstat *s = &ws[k];
         int p = e.peer;
-        if (e.kind == EVT_PUSH_BEGIN && s->computing && s->n_held < (int)DP_ARRAY_LEN(s->held)) {
-            s->held[s->n_held++] = e;
+        if (e.kind == EVT_COMPUTE_BEGIN) s->computing = 1;
+        if (e.kind == EVT_COMPUTE_END) s->computing = 0;
+        if (e.kind == EVT_PUSH_BEGIN && s->computing && s->n_early < (int)DP_ARRAY_LEN(s->early)) {
+            s->early[s->n_early++] = e.id;
+            s->moved += (double)e.bytes;
             continue;
         }
-        if (e.kind == EVT_COMPUTE_BEGIN) s->computing = 1;
-        if (e.kind == EVT_COMPUTE_END && s->computing) {
-            s->computing = 0;
-            for (int i = 0; i < s->n_held; i++) {
-                replay[n_replay] = s->held[i];
-                replay[n_replay++].t = e.t;
-            }
-            s->n_held = 0;
+        if (e.kind == EVT_PUSH_END && early_done(s, e.id)) {
+            if (p >= 0 && e.dur >= 0) sim_cal_ps_add(answers, 1, p, k, e.t - e.dur, e.t, (double)e.bytes);
+            if (e.value == 0) sim_cal_ps_ack(answers, k, e.var, e.id, e.t);  /* ACK_APPLIED */
+            continue;
         }
         if (e.kind == EVT_TASK_STOP && e.value2 > 0 && isfinite(e.value2)) s->cpu_s = e.value2;
         /* the chief's evaluation (every eval_every steps, not modelled) is no compute */
