@@ -77,9 +77,10 @@ typedef struct wstat {
     int computing;           /* inside a compute span */
     uint64_t early[16];      /* ids of the pushes that began inside it, not yet acked: a
                               * pipelined worker sends a finished gradient while its
-                              * backward pass goes on. Their bytes and their answers count
-                              * (the copying, the ps's work, the ack latency); the step's
-                              * push, as the simulator's step makes it, is the one after */
+                              * backward pass goes on. Their bytes count in the copying;
+                              * their times are not the ps's (the worker reads an ack only
+                              * between its ops); the step's push, as the simulator's step
+                              * makes it, is the one after */
     int n_early;
 } wstat;
 
@@ -394,11 +395,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
             s->moved += (double)e.bytes;
             continue;
         }
-        if (e.kind == EVT_PUSH_END && early_done(s, e.id)) {
-            if (p >= 0 && e.dur >= 0) sim_cal_ps_add(answers, 1, p, k, e.t - e.dur, e.t, (double)e.bytes);
-            if (e.value == 0) sim_cal_ps_ack(answers, k, e.var, e.id, e.t);  /* ACK_APPLIED */
-            continue;
-        }
+        if (e.kind == EVT_PUSH_END && early_done(s, e.id)) continue;
         if (e.kind == EVT_TASK_STOP && e.value2 > 0 && isfinite(e.value2)) s->cpu_s = e.value2;
         /* the chief's evaluation (every eval_every steps, not modelled) is no compute */
         if (e.kind == EVT_EVAL && e.dur > 0 && s->last_pull_end >= 0 && e.t - e.dur >= s->last_pull_end)
