@@ -63,6 +63,14 @@ check "async, --prefetch: the trace shows the pull of step 1 during step 0's com
 $DOWNPOUR cluster --ps 2 --workers 2 --mode async --steps 150 --partition 2 $SYN --prefetch >"$TMP/a2.json" 2>/dev/null
 check "async, 2 ps + 2 workers, partitioned, --prefetch: completes (global step $(json "$TMP/a2.json" global_step))" \
     fcmp "$(json "$TMP/a2.json" global_step)" '>=' 150
+# a lost ps with a prefetch in flight: the workers reconnect, the chief restores the last
+# checkpoint, and the run ends (the prefetch's answers die with the session)
+timeout 120 $DOWNPOUR cluster --ps 2 --workers 2 --mode async --steps 300 $SYN --prefetch --checkpoint-dir "$TMP/pfck" \
+    --save-checkpoint-steps 50 --fail ps:1@step=120,restart=500ms >"$TMP/a3.json" 2>"$TMP/a3.err"
+check "async, --prefetch, ps 1 killed at step 120 and restarted: the run ends (rc $?, global step $(json "$TMP/a3.json" global_step))" \
+    fcmp "$(json "$TMP/a3.json" global_step)" '>=' 300
+check "async, --prefetch: the chief restored the session from a checkpoint" \
+    grep -q "restoring the session on every ps from the last checkpoint" "$TMP/a3.err"
 $DOWNPOUR cluster --ps 1 --workers 1 --mode sync --prefetch $SYN >/dev/null 2>"$TMP/e.err"
 check "--prefetch in sync is refused in one line naming the flag" \
     bash -c "test \$(wc -l <'$TMP/e.err') -eq 1 && grep -q -- '--prefetch: only with --mode async' '$TMP/e.err'"
