@@ -63,8 +63,8 @@ rc=$?
 check "async, ps:0 killed and restarted: the run completes (rc $rc)" test $rc -eq 0
 check "async: the global step reaches --steps" fcmp "$(json "$d.out" global_step)" '>=' 100
 check "async: the chief restores from a checkpoint" grep -q "restoring the session on every ps from the last checkpoint" "$d.err"
-# The trace's global_step counter (Chrome export) goes back once, to the restored
-# checkpoint's step, and only then.
+# The trace's global_step counter (Chrome export) goes back at most once, to the
+# restored checkpoint's step, and only then.
 "$DOWNPOUR" trace export --chrome "$d.json" "$d.dptrace" >/dev/null 2>&1
 check "async: the global step never goes backwards except to the restored checkpoint" python3 - "$d.json" "$d.err" <<'PY'
 import json, re, sys
@@ -75,7 +75,13 @@ restored = int(m.group(2))
 pts = sorted((e["ts"], e["args"]["global_step"]) for e in ev if e.get("ph") == "C" and e.get("name") == "global_step")
 steps = [s for _, s in pts]
 back = [(a, b) for a, b in zip(steps, steps[1:]) if b < a]
-assert len(steps) > 50 and len(back) == 1 and back[0][1] == restored, (len(steps), back, restored)
+# It goes back at most once, and only to the restored step. It may not go back at all: the
+# chief can save its last checkpoint at the very step at which the ps is lost (seen in CI).
+assert len(steps) > 50 and len(back) <= 1 and all(b == restored for _, b in back), (len(steps), back, restored)
+if not back:
+    before = [s for s in steps if s <= restored]
+    assert before and max(before) == restored, (restored, steps[:60])
+
 PY
 
 # --- no checkpoint: the session starts again from the initial values ---------------------
