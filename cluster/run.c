@@ -42,6 +42,10 @@ static const run_key keys[] = {
     {"prefetch", "training", RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, CT, 0, NULL,
      "async: pull the next step's parameters while this step computes (DistBelief's prefetch; "
      "its gradients are one step staler)"},
+    {"pipeline", "training", RUN_T_REAL, "F", "0", NULL, 0, 0.999, 0, NULL, S, 0, NULL,
+     "async/ssp: a worker pushes the gradients its backward pass finishes early (all but the "
+     "first layer's weights) after this fraction of its compute, as the runtime does; 0: every "
+     "push at the compute's end (a calibrated real run measures it)"},
     {"steps", "training", RUN_T_INT, "N", "1000", "100", 1, 1e12, 0, NULL, CTSL, 0, NULL,
      "train until the global step reaches N"},
     {"batch", "training", RUN_T_INT, "N", "64", NULL, 1, 65536, 0, NULL, CTSL, 0, NULL,

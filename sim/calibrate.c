@@ -82,6 +82,9 @@ typedef struct wstat {
                               * between its ops); the step's push, as the simulator's step
                               * makes it, is the one after */
     int n_early;
+    int64_t cb_t;            /* the current compute span's begin */
+    int64_t early_t;         /* the sum of its early pushes' begins, and how many */
+    int n_span_early;
 } wstat;
 
 /* 1 when push `id` began inside a compute span (wstat.early), which it leaves. */
@@ -246,6 +249,15 @@ static void read_hosts(json_t *o, sim_calibration *cal)
         cal->hosts = placed;
 }
 
+/* The product of the metadata's straggler factors for worker k, 1 when none. */
+static double straggler_factor(const sim_calibration *cal, int k)
+{
+    double f = 1;
+    for (int i = 0; i < cal->n_stragglers; i++)
+        if (cal->stragglers[i].worker == k) f *= cal->stragglers[i].factor;
+    return f;
+}
+
 static void read_metadata(const char *json, sim_calibration *cal)
 {
     json_t *root = json_loads(json, 0, NULL);
@@ -264,6 +276,16 @@ static void read_metadata(const char *json, sim_calibration *cal)
         json_t *m = json_object_get(o, "mode");
         update_mode um;
         if (m && json_is_string(m) && !update_mode_parse(json_string_value(m), &um)) cal->mode = um;
+        json_t *st = json_object_get(o, "straggler");
+        if (st && json_is_string(st) && !cal->n_stragglers) {
+            sim_config d;
+            char err[DP_ERRLEN];
+            sim_config_init(&d);
+            if (!sim_config_set(&d, "straggler", json_string_value(st), "metadata", err)) {
+                memcpy(cal->stragglers, d.stragglers, sizeof cal->stragglers);
+                cal->n_stragglers = d.n_stragglers;
+            }
+        }
         json_t *md = json_object_get(o, "model");
         if (md && json_is_string(md) && strlen(json_string_value(md)) < sizeof cal->model)
             snprintf(cal->model, sizeof cal->model, "%s", json_string_value(md));
@@ -343,6 +365,9 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
     sim_cal_span *gaps = NULL;
     double *shares = NULL;   /* per gap, its compute span's measured share (-1 unknown) */
     int n_gaps = 0, cap_gaps = 0;
+    int64_t slept = 0;       /* straggler spans whose sleep was taken out */
+    double pipe_sum = 0;     /* early pushes' places in their compute spans (0..1) */
+    int64_t pipe_n = 0;
     sim_cal_ps *answers = sim_cal_ps_new();  /* every ps's answers, for its own work */
     while ((rc = trace_reader_next(r, &e)) == 1) {
         if (e.kind == EVT_GLOBAL_STEP) {
@@ -388,11 +413,24 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
         if (k > max_w) max_w = k;
         wstat *s = &ws[k];
         int p = e.peer;
-        if (e.kind == EVT_COMPUTE_BEGIN) s->computing = 1;
-        if (e.kind == EVT_COMPUTE_END) s->computing = 0;
+        if (e.kind == EVT_COMPUTE_BEGIN) {
+            s->computing = 1;
+            s->cb_t = e.t;
+            s->early_t = s->n_span_early = 0;
+        }
+        if (e.kind == EVT_COMPUTE_END) {
+            s->computing = 0;
+            /* where in the span the early pushes began: the simulator's --pipeline */
+            if (s->n_span_early && e.t > s->cb_t) {
+                pipe_sum += (double)(s->early_t - (int64_t)s->n_span_early * s->cb_t) / (double)(e.t - s->cb_t);
+                pipe_n += s->n_span_early;
+            }
+        }
         if (e.kind == EVT_PUSH_BEGIN && s->computing && s->n_early < (int)DP_ARRAY_LEN(s->early)) {
             s->early[s->n_early++] = e.id;
             s->moved += (double)e.bytes;
+            s->early_t += e.t;
+            s->n_span_early++;
             continue;
         }
         if (e.kind == EVT_PUSH_END && early_done(s, e.id)) continue;
@@ -528,8 +566,14 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
             /* a real worker says the work its span did (the CPU it used): the gap's
              * work alone is the gap at that share, however the host's cores were shared */
             if (e.value2 > 0 && e.dur > 0 && isfinite(e.value2)) {
-                double sh = e.value2 * 1e9 / (double)e.dur;
+                /* a straggler slept (F - 1) / F of its span and counted it as work: that
+                 * is neither CPU nor the gap's work (the simulation sleeps it again) */
+                double sf = straggler_factor(cal, k), extra = (double)e.dur * (sf - 1) / sf;
+                double sh = (e.value2 * 1e9 - extra) / ((double)e.dur - extra);
                 s->share = sh < 1 ? sh : 1;
+                s->eval_ns += (int64_t)extra;
+                s->eval_total += (int64_t)extra;
+                slept += sf > 1;
             }
         } else if (e.kind == EVT_COMPUTE_END && phases == 0) {
             /* only when the trace has no pulls: use the compute spans themselves */
@@ -550,6 +594,8 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
         rc = dp_fail(err, DP_ECORRUPT, "--calibrate-from: %s: unreadable events", path);
         goto out;
     }
+    if (pipe_n) cal->pipeline = pipe_sum / (double)pipe_n;
+    if (!slept) cal->n_stragglers = 0;  /* an older trace: the speeds carry them */
     if (cal->n_workers <= 0) cal->n_workers = max_w + 1;
     if (cal->n_ps <= 0) cal->n_ps = max_ps + 1;
     /* compute: each gap's work alone (with cores), then the distribution */

@@ -36,6 +36,7 @@ static int sim_extra(void *ctx, const run_key *k, const run_value *v, const char
         c->copy_rate = 0;
         return strcmp(v->text, "0") ? dp_parse_bandwidth(v->text, what, &c->copy_rate, err) : DP_OK;
     } else if (!strcmp(n, "nqm_dims")) c->nqm_dims = (int)v->i;
+    else if (!strcmp(n, "pipeline")) c->pipeline = v->d;
     else if (!strcmp(n, "max_sim_time")) c->max_sim_s = v->d;
     else if (!strcmp(n, "trace_level")) return sim_parse_trace_level(v->text, &c->trace_level, &c->trace_sample, err);
     else if (!strcmp(n, "trace")) snprintf(c->trace, sizeof c->trace, "%s", v->text);
@@ -155,6 +156,15 @@ void sim_options_calibrate(sim_options *o, const sim_calibration *cal)
     }
     if (!given(o, "cores_per_host") && cal->cores > 0) c->cores_per_host = cal->cores;
     if (measured && !given(o, "copy_bandwidth")) c->copy_rate = cal->copy_rate;
+    if (!given(o, "pipeline")) c->pipeline = cal->pipeline;
+    if (!given(o, "straggler") && cal->n_stragglers) {
+        int keep = 1;
+        for (int i = 0; i < cal->n_stragglers; i++) keep &= cal->stragglers[i].worker < c->n_workers;
+        if (keep) {
+            memcpy(c->stragglers, cal->stragglers, sizeof c->stragglers);
+            c->n_stragglers = cal->n_stragglers;
+        }
+    }
     /* all on one host with the ps's work its own: the transfers cross no ps NIC
      * (loopback), each goes as fast as its worker takes it */
     if (measured && psm && c->hosts.n == 1 && !set_bw && !set_psbw) c->ps_bw = c->ps_push_bw = SIM_FREE_BW;
@@ -187,6 +197,7 @@ char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
     json_object_set_new(j, "hosts", json_integer(c->hosts.n));
     json_object_set_new(j, "cores_per_host", json_integer(c->cores_per_host));
     json_object_set_new(j, "copy_bandwidth", json_real(c->copy_rate));
+    json_object_set_new(j, "pipeline", json_real(c->mode == MODE_SYNC ? 0 : c->pipeline));
     char cost[96];
     sim_ps_cost_format(&c->ps_pull_cost, cost, sizeof cost);
     json_object_set_new(j, "ps_pull_cost", json_string(cost));

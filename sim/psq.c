@@ -117,12 +117,30 @@ void sim_psq_push(sim_world *w, int p, int c, int i)
 {
     int k = w->cohorts[c].members[i];
     int j0 = w->push_first[p], j1 = w->ps_first[p + 1];
-    sim_ps_job *j = job_add(w, p, SIM_JOB_PUSH, k, sim_ps_cost_s(&w->cfg->ps_push_cost, j1 - j0, w->ps_bytes[p]));
+    int early = w->wk[k].early_sent;  /* --pipeline: those variables came before */
+    int msgs = j1 - j0 - (early ? w->ps_early[p] : 0);
+    double bytes = w->ps_bytes[p] - (early ? w->ps_early_bytes[p] : 0);
+    sim_ps_job *j = job_add(w, p, SIM_JOB_PUSH, k, sim_ps_cost_s(&w->cfg->ps_push_cost, msgs, bytes));
     int idx = (int)(j - w->psq[p].q);
     hold_begin(w);
     int acks = sim_ack_new(w);
     if (w->cfg->mode == MODE_SYNC) sim_ps_push_sync(w, p, c, i, acks);
-    else for (int v = j0; v < j1; v++) sim_ps_push(w, p, k, w->ps_vars[v], acks);
+    else
+        for (int v = j0; v < j1; v++)
+            if (!(early && w->early_var[w->ps_vars[v]])) sim_ps_push(w, p, k, w->ps_vars[v], acks);
+    hold_end(w, &w->psq[p].q[idx], acks);
+    job_go(w, p);
+}
+
+void sim_psq_early(sim_world *w, int p, int k)
+{
+    sim_ps_job *j = job_add(w, p, SIM_JOB_PUSH, k,
+                            sim_ps_cost_s(&w->cfg->ps_push_cost, w->ps_early[p], w->ps_early_bytes[p]));
+    int idx = (int)(j - w->psq[p].q);
+    hold_begin(w);
+    int acks = sim_ack_new(w);
+    for (int v = w->ps_first[p]; v < w->ps_first[p + 1]; v++)
+        if (w->early_var[w->ps_vars[v]]) sim_ps_push(w, p, k, w->ps_vars[v], acks);
     hold_end(w, &w->psq[p].q[idx], acks);
     job_go(w, p);
 }

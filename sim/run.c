@@ -182,6 +182,22 @@ static int world_init(sim_world *w, const sim_config *c, char *err)
         w->model_bytes += (double)w->cat.v[v].count * 4;
     }
     free(fill);
+    /* --pipeline: backward finishes every gradient but the first layer's weights (nn order
+     * 0, the last op) before its end; async / ssp push them then (runtime/worker_net.c,
+     * wk_step_progress). Sync is pushed as a whole: see SIM_NOT_MODELLED. */
+    if (c->mode != MODE_SYNC && c->pipeline > 0) {
+        w->early_var = xcalloc((size_t)w->nv, 1);
+        w->ps_early = xcalloc((size_t)w->P, sizeof *w->ps_early);
+        w->ps_early_bytes = xcalloc((size_t)w->P, sizeof *w->ps_early_bytes);
+        for (int v = 0; v < w->nv; v++) {
+            const var_def *d = &w->cat.v[v];
+            if (!d->trainable || d->base_index <= 0) continue;
+            w->early_var[v] = 1;
+            w->n_early++;
+            w->ps_early[d->ps]++;
+            w->ps_early_bytes[d->ps] += (double)d->count * 4;
+        }
+    }
     w->push_first = xmalloc((size_t)w->P * sizeof *w->push_first);
     for (int p = 0; p < w->P; p++) {
         int j = w->ps_first[p];
@@ -226,11 +242,17 @@ static int world_init(sim_world *w, const sim_config *c, char *err)
         wk->t_wait = -1;
         wk->snap = -1;
     }
-    for (int i = 0; i < c->n_stragglers; i++) w->wk[c->stragglers[i].worker].speed *= c->stragglers[i].factor;
     w->psm = c->ps_pull_cost.msg_s > 0 || c->ps_pull_cost.rate > 0 || c->ps_push_cost.msg_s > 0 ||
              c->ps_push_cost.rate > 0;
     if (w->psm) sim_psq_init(w);
     hosts_init(w);
+    /* a straggler: alone, F times the work; on shared cores, the runtime's way (its work,
+     * then a sleep of F - 1 times the time it took) */
+    for (int i = 0; i < c->n_stragglers; i++) {
+        sim_wk *wk = &w->wk[c->stragglers[i].worker];
+        if (w->cpu) wk->hold = (1 + wk->hold) * c->stragglers[i].factor - 1;
+        else wk->speed *= c->stragglers[i].factor;
+    }
     w->net = sim_net_new();
     w->ps_up = xmalloc((size_t)w->P * sizeof *w->ps_up);
     w->ps_down = xmalloc((size_t)w->P * sizeof *w->ps_down);
@@ -334,6 +356,9 @@ static void world_release(sim_world *w)
     free(w->push_first);
     free(w->ps_vars);
     free(w->ps_bytes);
+    free(w->early_var);
+    free(w->ps_early);
+    free(w->ps_early_bytes);
     catalog_release(&w->cat);
     sim_heap_release(&w->heap);
 }

@@ -296,29 +296,78 @@ static void pull_done(sim_world *w, int k)
     sim_emit_wk(w, EVT_COMPUTE_BEGIN, k, -1, -1, wk->local, 0, 0, 0, 0, 0);
     double d = sim_draw_compute(w, k);
     wk->work_s = (double)ns_of(d) / 1e9;
+    /* --pipeline: the early push comes after the first part of the work */
+    wk->mid = w->n_early > 0;
+    wk->early_sent = wk->early_due = 0;
+    int64_t first = wk->mid ? ns_of(d * w->cfg->pipeline) : ns_of(d);
     if (w->cpu) {
-        /* work on its host's shared cores: it ends when the host has done it */
+        /* work on its host's shared cores: it ends when the host has done it (in two
+         * parts with --pipeline: they end when the whole would) */
         int h = w->wk_host[k];
-        sim_cpu_start(w->cpu, h, k, (double)ns_of(d), w->now);
+        wk->work_rest = (double)(ns_of(d) - first);
+        sim_cpu_start(w->cpu, h, k, (double)first, w->now);
         cpu_arm(w, h);
         return;
     }
+    if (wk->mid) sim_heap_push(&w->heap, w->now + first, SIM_EV_COMPUTE_MID, k, wk->inc);
     sim_heap_push(&w->heap, w->now + ns_of(d), SIM_EV_COMPUTE_END, k, wk->inc);
+}
+
+/* --pipeline: worker k's backward pass has finished the early gradients: it pushes them
+ * (one message per ps holding some; the bytes are counted with the step's push, whose
+ * flows carry the whole model) and computes on. */
+static void compute_mid(sim_world *w, int k)
+{
+    sim_wk *wk = &w->wk[k];
+    wk->mid = 0;
+    wk->early_sent = 1;
+    wk->early_due = w->n_early;
+    wk->t_early = w->now;
+    sim_nqm_grad(w, k);
+    for (int v = 0; w->tw && v < w->nv; v++)
+        if (w->early_var[v])
+            sim_emit_wk(w, EVT_PUSH_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
+                        0, sim_msg_id(w, k, v));
+    for (int p = 0; p < w->P; p++)
+        if (w->ps_early[p])
+            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_EARLY_ARRIVE, k,
+                               (int64_t)p << 32 | (uint32_t)wk->inc);
+}
+
+/* The early push of worker k (ev->a) reaches ps p (ev->b's high half): its variables are
+ * applied as the step's push would apply them, with the ps's work when modelled. */
+static void early_arrive(sim_world *w, const sim_event *ev)
+{
+    int k = ev->a, p = (int)(ev->b >> 32);
+    int32_t inc = (int32_t)(uint32_t)(ev->b & 0xffffffff);
+    if (w->ps_dead[p] && defer_if_dead(w, p, ev)) return;
+    sim_wk *wk = &w->wk[k];
+    if (wk->dead || wk->inc != inc) return;
+    if (w->psm) {
+        sim_psq_early(w, p, k);
+        return;
+    }
+    int start, acks = sim_ack_begin(w, &start);
+    for (int j = w->ps_first[p]; j < w->ps_first[p + 1]; j++)
+        if (w->early_var[w->ps_vars[j]]) sim_ps_push(w, p, k, w->ps_vars[j], acks);
+    sim_ack_end(w, acks, start);
 }
 
 static void compute_end(sim_world *w, int k)
 {
     sim_wk *wk = &w->wk[k];
     sim_emit_wk(w, EVT_COMPUTE_END, k, -1, -1, wk->local, 0, w->now - wk->t_compute, 0, wk->work_s, 0);
-    sim_nqm_grad(w, k);
+    if (!wk->early_sent) sim_nqm_grad(w, k);
     wk->phase = SIM_W_PUSH;
     wk->t_phase = w->now;
     wk->token = 0;
     wk->outstanding = w->cfg->mode == MODE_SYNC ? w->nv - 1 : w->nv;  /* sync: the token later */
+    /* the early push's acks: those still to come are awaited with the step's */
+    if (wk->early_sent) wk->outstanding -= w->n_early - wk->early_due;
     wk->releases_due = 0;
     wk->t_wait = -1;
     for (int v = 0; w->tw && v < w->nv; v++)
-        if (w->cat.v[v].trainable)  /* global_step's push is the step token: no events */
+        if (w->cat.v[v].trainable && !(wk->early_sent && w->early_var[v]))  /* global_step's push is the step token: no events */
             sim_emit_wk(w, EVT_PUSH_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
                 0, sim_msg_id(w, k, v));
     sim_emit_wk_phase(w, EVT_PUSH_BEGIN, k, wk->local, 0);
@@ -381,6 +430,19 @@ static void cpu_event(sim_world *w, int h, uint64_t gen)
         dp_assert("sim: a worker's work ended while it was not working (a death not cancelled)",
                   !wk->dead && (wk->phase == SIM_W_COMPUTE || wk->copying));
         if (wk->phase == SIM_W_COMPUTE) {
+            if (wk->mid) {  /* --pipeline: the first part is done; the rest follows at once */
+                compute_mid(w, k);
+                if (wk->work_rest > 0) {
+                    sim_cpu_start(w->cpu, h, k, wk->work_rest, w->now);
+                    continue;
+                }
+            }
+            if (wk->hold > 0) {  /* a straggler sleeps; the runtime counts it as work */
+                int64_t held = ns_of(wk->hold * (double)(w->now - wk->t_compute) / 1e9);
+                wk->work_s += (double)held / 1e9;
+                sim_heap_push(&w->heap, w->now + held, SIM_EV_COMPUTE_END, k, wk->inc);
+                continue;
+            }
             compute_end(w, k);
             continue;
         }
@@ -427,7 +489,9 @@ static void deliver(sim_world *w, const sim_event *ev)
             sim_wk *wk = &w->wk[k];
             if (wk->dead || wk->inc != co->incs[i]) continue;
             if (w->cfg->mode == MODE_SYNC) sim_ps_push_sync(w, p, c, i, acks);
-            else for (int j = v0; j < v1; j++) sim_ps_push(w, p, k, w->ps_vars[j], acks);
+            else
+                for (int j = v0; j < v1; j++)
+                    if (!(wk->early_sent && w->early_var[w->ps_vars[j]])) sim_ps_push(w, p, k, w->ps_vars[j], acks);
         }
         sim_ack_end(w, acks, start);
     }
@@ -600,13 +664,24 @@ static void acks_arrive(sim_world *w, int id)
         }
         int k = e->w, v = e->v;
         sim_wk *wk = &w->wk[k];
-        if (wk->dead || wk->inc != e->inc || wk->phase != SIM_W_PUSH) continue;
+        if (wk->dead || wk->inc != e->inc) continue;
+        if (wk->phase == SIM_W_COMPUTE && wk->early_due > 0 && e->st != SIM_RELEASE) {
+            /* the early push's, read between the compute's ops */
+            if (e->st != SIM_ACK_RUN && w->tw && w->cat.v[v].trainable)
+                sim_emit_wk(w, EVT_PUSH_END, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4,
+                            w->now - wk->t_early, (double)e->st, 0, sim_msg_id(w, k, v));
+            wk->early_due -= e->cnt;
+            continue;
+        }
+        if (wk->phase != SIM_W_PUSH) continue;
         if (e->st == SIM_RELEASE) {
             wk->releases_due--;  /* may run ahead of its ACCUMULATED ack: counted signed */
         } else {
-            if (e->st != SIM_ACK_RUN && w->tw && w->cat.v[v].trainable)
+            if (e->st != SIM_ACK_RUN && w->tw && w->cat.v[v].trainable) {
+                int early = wk->early_sent && w->early_var && w->early_var[v];
                 sim_emit_wk(w, EVT_PUSH_END, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4,
-                            w->now - wk->t_phase, (double)e->st, 0, sim_msg_id(w, k, v));
+                            w->now - (early ? wk->t_early : wk->t_phase), (double)e->st, 0, sim_msg_id(w, k, v));
+            }
             wk->releases_due += e->st == SIM_ACK_RUN ? e->nacc : e->st == SIM_ACK_ACCUMULATED;
             wk->outstanding -= e->cnt;
             if (wk->outstanding == 0 && !wk->token)
@@ -630,6 +705,12 @@ static void dispatch(sim_world *w, const sim_event *ev)
         return;
     case SIM_EV_COMPUTE_END:
         if (!w->wk[k].dead && w->wk[k].inc == ev->b) compute_end(w, k);
+        return;
+    case SIM_EV_COMPUTE_MID:
+        if (!w->wk[k].dead && w->wk[k].inc == ev->b && w->wk[k].mid) compute_mid(w, k);
+        return;
+    case SIM_EV_EARLY_ARRIVE:
+        early_arrive(w, ev);
         return;
     case SIM_EV_PULL_DELIVER:
     case SIM_EV_PUSH_DELIVER:

@@ -81,7 +81,8 @@ int sim_host_of(const sim_hosts *h, int n_ps, int job, int task);
     "a worker-ps flow, the chief's evaluations, the operating system's scheduler (cores are " \
     "shared equally), the hub's " \
     "and the kernel's own CPU, the CPU cost of sending and receiving unless --copy-bandwidth, " \
-    "the ps's own work unless --ps-pull-cost/--ps-push-cost"
+    "the ps's own work unless --ps-pull-cost/--ps-push-cost, the early gradients' pushes " \
+    "unless --pipeline (async/ssp; in sync they go with the rest, and their bytes always do)"
 
 /* Bytes/s standing for "the transfer costs nothing" (beyond the ps's work, on one host). */
 #define SIM_FREE_BW 1e12
@@ -128,6 +129,10 @@ typedef struct sim_config {
     int cores_per_host;     /* 0: unlimited; else a host's busy tasks share this many cores */
     double copy_rate;       /* bytes/s a worker sends or receives per CPU second on a shared
                              * host (its transfers keep it busy on the cores); 0: free */
+    double pipeline;        /* async / ssp: the fraction of its compute after which a worker
+                             * pushes the gradients finished early (every trainable variable
+                             * but the first layer's weights, base_index 0), as the
+                             * runtime's pipelined step does; 0: all at the compute's end */
     sim_ps_cost ps_pull_cost, ps_push_cost;  /* the ps's work per pull answer / push (all
                              * zero: none, the ps answers at once, as before the model) */
     sim_failure failures[SIM_MAX_FAILURES];
@@ -218,6 +223,12 @@ typedef struct sim_calibration {
     double copy_rate;        /* bytes a worker sends or receives per CPU second (0: not said,
                               * or nothing beyond the work to measure) */
     sim_dist ps_compute;     /* compute, with cores de-rated counting the ps's busy spans too */
+    run_straggler stragglers[RUN_MAX_STRAGGLERS];  /* the metadata's (--straggler): their
+                              * sleep is taken out of the compute's work, and the simulation
+                              * sleeps them again */
+    int n_stragglers;
+    double pipeline;         /* the mean fraction of its compute span at which a push began
+                             * inside it (a pipelined runtime's early gradients), 0 none */
     double *ps_speed;        /* its per-worker factors (n_speed), owned */
     double model_bytes;      /* bytes pulled per worker step */
     double mean_step_s;      /* measured on the trace (global-step advances) */

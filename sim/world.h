@@ -22,7 +22,8 @@
 enum {
     SIM_EV_PULL_ARRIVE = 1, SIM_EV_PULL_DELIVER, SIM_EV_COMPUTE_END, SIM_EV_PUSH_DELIVER,
     SIM_EV_ACKS, SIM_EV_SSP_REQ, SIM_EV_SSP_GO, SIM_EV_FAIL, SIM_EV_RESTART,
-    SIM_EV_TOKEN_ARRIVE, SIM_EV_DELIVER_BATCH, SIM_EV_CPU, SIM_EV_PS_DONE
+    SIM_EV_TOKEN_ARRIVE, SIM_EV_DELIVER_BATCH, SIM_EV_CPU, SIM_EV_PS_DONE, SIM_EV_COMPUTE_MID,
+    SIM_EV_EARLY_ARRIVE
 };
 
 enum sim_wphase { SIM_W_IDLE = 0, SIM_W_SSP, SIM_W_PULL, SIM_W_COMPUTE, SIM_W_PUSH, SIM_W_DONE };
@@ -37,6 +38,13 @@ typedef struct sim_wk {
     int64_t t_phase;      /* ns: start of the current pull/push */
     int64_t t_compute;
     double work_s;           /* the compute's work alone (its draw), for compute_end */
+    /* --pipeline (async / ssp): the gradients finished early (world early_var) are pushed
+     * at that fraction of the compute, as the runtime's progress hook sends them */
+    int mid;              /* the early push is still to come in this compute */
+    int early_sent;       /* it went: this step's push carries the other variables */
+    int early_due;        /* its acks not yet in while computing (later: in outstanding) */
+    double work_rest;     /* with cores: the compute's work after the early push, ns */
+    int64_t t_early;
     int64_t t_wait;       /* barrier / ssp wait start */
     int dead;
     int copying;          /* its transfer's CPU (copy_rate) is not done yet */
@@ -47,6 +55,9 @@ typedef struct sim_wk {
     int32_t inc_epoch;    /* w->inc_epoch when inc last changed */
     int snap;             /* versions read at the last pull (world snapshot), -1 none */
     double speed;         /* compute-time factor */
+    double hold;          /* with cores, a straggler (--straggler worker:IxF): F - 1; its
+                           * compute, once its work is done on the cores, holds F - 1 times
+                           * as long again off them, as the runtime's straggler sleeps */
     double loss_read;     /* surrogate loss at the parameters read */
     dp_rng rng;           /* per worker, so draws do not depend on event order */
 } sim_wk;
@@ -176,6 +187,10 @@ typedef struct sim_world {
     int *ps_dim0, *ps_dim;  /* CSR: ps p's surrogate dims, in order, are ps_dim[ps_dim0[p] ..] */
     float *gbuf;          /* gathering scratch, d floats */
     double *ps_bytes;     /* bytes of the vars on each ps */
+    uint8_t *early_var;   /* --pipeline: per variable, 1 when pushed early; NULL: none */
+    int n_early;          /* such variables */
+    int *ps_early;        /* per ps: how many of its variables are; their bytes */
+    double *ps_early_bytes;
     double model_bytes;
     sim_var *vars;
     sim_wk *wk;
@@ -331,6 +346,7 @@ void sim_psq_pull(sim_world *w, int k);
 void sim_psq_push(sim_world *w, int p, int c, int i);
 /* worker k's sync step token reaches ps p */
 void sim_psq_token(sim_world *w, int p, int k);
+void sim_psq_early(sim_world *w, int p, int k);   /* --pipeline: worker k's early push */
 /* starts the flows of the pull answers the ps finished at this instant (sim_world_flush) */
 void sim_psq_flush(sim_world *w);
 /* ps p finished the job at its queue's head: what it sends leaves now, the next starts */

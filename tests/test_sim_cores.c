@@ -195,9 +195,10 @@ static void test_sim_trace_durations(const char *dir)
     const char *path = check_path(dir, "cores.trace");
     int64_t d[64];
     char err[DP_ERRLEN];
-    /* one core, two workers, C = 10 ms, worker 1 a 3x straggler (30 ms): both at 1/2
-     * until worker 0's 10 ms are done at 20 ms; worker 1 did 10 of 30, its last 20 alone
-     * -> 40 ms. Every sync step starts them together again. */
+    /* one core, two workers, C = 10 ms, worker 1 a 3x straggler as the runtime makes one
+     * (its work, then a sleep of twice the time the work took, off the cores): both at 1/2
+     * until their 10 ms are done at 20 ms; worker 1 then sleeps 40 ms -> 60 ms. Every
+     * sync step starts them together again. */
     sim_config c;
     quiet_net(&c, 2, 0.010);
     c.stragglers[c.n_stragglers++] = (run_straggler){1, 3};
@@ -211,8 +212,8 @@ static void test_sim_trace_durations(const char *dir)
     CHECK_MSG(ok, "worker 0: %d compute spans, first %lld ns (want 20 of 20 ms)", n0, (long long)(n0 > 0 ? d[0] : 0));
     int n1 = compute_durs(path, 1, d, 64);
     ok = n1 == 20;
-    for (int i = 0; i < n1; i++) ok &= d[i] == 40 * MS;
-    CHECK_MSG(ok, "worker 1: %d compute spans, first %lld ns (want 20 of 40 ms)", n1, (long long)(n1 > 0 ? d[0] : 0));
+    for (int i = 0; i < n1; i++) ok &= d[i] == 60 * MS;
+    CHECK_MSG(ok, "worker 1: %d compute spans, first %lld ns (want 20 of 60 ms)", n1, (long long)(n1 > 0 ? d[0] : 0));
     /* two hosts of two cores: workers 0-2 on host 0 (three on two cores: 2/3 each, 15 ms),
      * worker 3 alone on host 1 keeps its 10 ms to the ns */
     quiet_net(&c, 4, 0.010);
