@@ -15,6 +15,8 @@ between the markers <!-- validate-sim:begin --> and <!-- validate-sim:end --> of
 
   scripts/validate_sim.py DOWNPOUR_BINARY WORKDIR [--doc docs/simulator.md] [--rows a,b]
                           [--save DIR]      also keep each real trace and summary in DIR
+                          [--from DIR]      no real runs: the ones kept in DIR (--save) are
+                                            the matrix's, simulated again with this build
   scripts/validate_sim.py DOWNPOUR_BINARY --replay DIR
                           no real runs: simulate the traces kept in DIR (tests/data/validate,
                           made with --save) against their kept summaries; prints ok / FAIL
@@ -170,7 +172,7 @@ def main(argv):
     if argv[2] == "--replay" and len(argv) == 4:
         return replay(argv[1], argv[3])
     binary, work = argv[1], argv[2]
-    doc, only, save = None, None, None
+    doc, only, save, kept = None, None, None, None
     rest = argv[3:]
     while rest:
         if rest[0] == "--doc" and len(rest) > 1:
@@ -179,17 +181,23 @@ def main(argv):
             only, rest = set(rest[1].split(",")), rest[2:]
         elif rest[0] == "--save" and len(rest) > 1:
             save, rest = rest[1], rest[2:]
+        elif rest[0] == "--from" and len(rest) > 1:
+            kept, rest = rest[1], rest[2:]
         else:
             raise SystemExit("validate_sim: unknown argument %r" % rest[0])
     os.makedirs(work, exist_ok=True)
-    rows = [r for r in ROWS if not only or r[0] in only]
+    rows = [r for r in ROWS if (not only or r[0] in only)
+            and (not kept or os.path.exists(os.path.join(kept, r[0] + ".json")))]
     flags_of = {n: f for n, f, _ in ROWS}
     steps_of = {n: s for n, _, s in ROWS}
     real, trace, lines, total_t = {}, {}, [], time.time()
     for i, (name, flags, steps) in enumerate(rows):
-        trace[name] = os.path.join(work, name + ".dptrace")
-        cmd = [binary, "cluster"] + flags + ["--steps", str(steps), "--quiet", "--trace", trace[name]]
-        real[name], secs = run(cmd)
+        trace[name] = os.path.join(kept or work, name + ".dptrace")
+        if kept:
+            real[name], secs = json.load(open(os.path.join(kept, name + ".json"))), 0
+        else:
+            cmd = [binary, "cluster"] + flags + ["--steps", str(steps), "--quiet", "--trace", trace[name]]
+            real[name], secs = run(cmd)
         if save:
             os.makedirs(save, exist_ok=True)
             shutil.copy(trace[name], os.path.join(save, name + ".dptrace"))
@@ -216,8 +224,11 @@ def main(argv):
             dst, src, 1e3 * real[dst]["mean_step_s"], 1e3 * sim["mean_step_s"],
             100 * rel(sim["mean_step_s"], real[dst]["mean_step_s"])), file=sys.stderr)
     missed = sum(1 for l in lines if "**misses**" in l)
+    origin = ("`make validate-sim` (scripts/validate_sim.py)" if not kept else
+              "The real runs of one `make validate-sim` kept with `--save DIR`, simulated again with this build "
+              "(`scripts/validate_sim.py DOWNPOUR WORK --from DIR`),")
     header = [
-        "`make validate-sim` (scripts/validate_sim.py) on %s, %d cores; %d rows, %d within the goals, %d "
+        origin + " on %s, %d cores; %d rows, %d within the goals, %d "
         "missing; %.0f s in all. Real: `downpour cluster FLAGS --steps N --trace T`; self-prediction: "
         "`downpour sim --calibrate-from T`; prediction: `downpour sim --calibrate-from T_FROM FLAGS`. "
         "Mean step in ms, real / simulated staleness and dropped gradients."
