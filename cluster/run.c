@@ -108,6 +108,9 @@ static const run_key keys[] = {
      "worker NICs only"},
     {"latency", "network", RUN_T_TIME, "T", "50us", NULL, 0, 60, 0, NULL, S, 0, NULL,
      "one-way latency per message"},
+    {"ps_latency", "network", RUN_T_TIME, "T", NULL, NULL, 0, 60, 0, NULL, S, 0, NULL,
+     "one-way latency of a message to a ps; unset or 0: as latency (a calibrated real run measures "
+     "it: a ps wakes at once, a worker on a crowded host waits for a core, which latency has)"},
     {"netns", "network", RUN_T_BOOL, "", NULL, NULL, 0, 1, 0, NULL, C, 0, NULL,
      "every task in its own network namespace, linked by veth pairs to a bridge, as on separate "
      "hosts (root; Linux)"},

@@ -368,6 +368,11 @@ void sim_cal_ps_fit(sim_cal_ps *c, const sim_cal_span *gaps, int n_gaps, double 
 {
     /* one way: the ps's own events against the acks they led to, else the network fit's */
     double L = c->ack_n ? sim_cal_median(c->ack, (size_t)c->ack_n) : cal->latency > 0 ? cal->latency : 0;
+    /* a message to a ps: the ps sleeps most of the time and runs at once when it wakes; a
+     * worker on a crowded host waits for a core first, which the median has in it. The
+     * network's own latency is the acks of workers that found a core free: their 10th
+     * percentile (c->ack is sorted now) */
+    if (c->ack_n) cal->ps_msg_latency = c->ack[(size_t)(0.1 * (double)(c->ack_n - 1))];
     merge_answers(c);
     /* the order the ps sent its answers in depends on their transfers, and with cores
      * its busy time on every answer counts: a second round with the first's bandwidth

@@ -27,6 +27,7 @@ static int sim_extra(void *ctx, const run_key *k, const run_value *v, const char
     else if (!strcmp(n, "ps_bandwidth")) c->ps_bw = v->d;
     else if (!strcmp(n, "worker_bandwidth")) c->worker_bw = v->d;
     else if (!strcmp(n, "latency")) c->latency = v->d;
+    else if (!strcmp(n, "ps_latency")) c->ps_latency = v->d;
     else if (!strcmp(n, "compute")) return sim_parse_dist(v->text, &c->compute, err);
     else if (!strcmp(n, "hosts")) return sim_parse_hosts(v->text, &c->hosts, err);
     else if (!strcmp(n, "cores_per_host")) c->cores_per_host = (int)v->i;
@@ -157,6 +158,8 @@ void sim_options_calibrate(sim_options *o, const sim_calibration *cal)
     if (!given(o, "cores_per_host") && cal->cores > 0) c->cores_per_host = cal->cores;
     if (measured && !given(o, "copy_bandwidth")) c->copy_rate = cal->copy_rate;
     if (!given(o, "pipeline")) c->pipeline = cal->pipeline;
+    if (psm && cal->ps_msg_latency > 0 && !given(o, "latency") && !given(o, "ps_latency"))
+        c->ps_latency = cal->ps_msg_latency;
     if (!given(o, "straggler") && cal->n_stragglers) {
         int keep = 1;
         for (int i = 0; i < cal->n_stragglers; i++) keep &= cal->stragglers[i].worker < c->n_workers;
@@ -204,6 +207,7 @@ char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
     sim_ps_cost_format(&c->ps_push_cost, cost, sizeof cost);
     json_object_set_new(j, "ps_push_cost", json_string(cost));
     json_object_set_new(j, "latency_s", json_real(c->latency));
+    json_object_set_new(j, "ps_latency_s", json_real(c->ps_latency > 0 ? c->ps_latency : c->latency));
     json_object_set_new(j, "bandwidth_Bps", json_real(c->ps_bw));
     json_object_set_new(j, "push_bandwidth_Bps", json_real(c->ps_push_bw > 0 ? c->ps_push_bw : c->ps_bw));
     json_object_set_new(j, "sim_time_s", json_real(r->sim_s));

@@ -7,15 +7,13 @@
 
 #include "sim/world.h"
 
-/* Moves the network to now and schedules the deliveries of finished flows. */
-void sim_flows_sync(sim_world *w)
+/* One delivery event for the finished flows d[0 .. n) of direction dir (-1: both) that
+ * arrive lat from now. */
+static void batch(sim_world *w, const sim_net_done *d, int n, int dir, int64_t lat)
 {
-    const sim_net_done *d;
-    int n = sim_net_advance(w->net, (double)w->now / 1e9, &d);
-    if (n == 0) return;
-    /* One event for all of them: they would be consecutive events (one latency from
-     * now, consecutive sequence numbers), so running them in turn in one event is the
-     * same order; counted as n engine events. */
+    int m = 0;
+    for (int i = 0; i < n; i++) m += dir < 0 || w->cohorts[(int)(d[i].cookie >> 32)].dir == dir;
+    if (!m) return;
     int id = w->free_db;
     if (id >= 0) {
         w->free_db = w->dbs[id].next_free;
@@ -30,12 +28,32 @@ void sim_flows_sync(sim_world *w)
         b->c = xrealloc(b->c, (size_t)b->cap * sizeof *b->c);
         b->p = xrealloc(b->p, (size_t)b->cap * sizeof *b->p);
     }
-    b->n = n;
-    for (int i = 0; i < n; i++) {
-        b->c[i] = (int)(d[i].cookie >> 32);
-        b->p[i] = (int)(d[i].cookie & 0xffffffff);
+    b->n = m;
+    for (int i = 0, j = 0; i < n; i++) {
+        int c = (int)(d[i].cookie >> 32);
+        if (dir >= 0 && w->cohorts[c].dir != dir) continue;
+        b->c[j] = c;
+        b->p[j++] = (int)(d[i].cookie & 0xffffffff);
     }
-    sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_DELIVER_BATCH, id, 0);
+    sim_heap_push_fifo(&w->heap, w->now + lat, SIM_EV_DELIVER_BATCH, id, 0);
+}
+
+/* Moves the network to now and schedules the deliveries of finished flows. */
+void sim_flows_sync(sim_world *w)
+{
+    const sim_net_done *d;
+    int n = sim_net_advance(w->net, (double)w->now / 1e9, &d);
+    if (n == 0) return;
+    /* One event for all of them: they would be consecutive events (one latency from
+     * now, consecutive sequence numbers), so running them in turn in one event is the
+     * same order; counted as n engine events. With a ps latency of its own, the pushes
+     * (to the ps) are a batch of their own. */
+    if (w->lat_ps_ns == w->lat_ns) {
+        batch(w, d, n, -1, w->lat_ns);
+        return;
+    }
+    batch(w, d, n, 0, w->lat_ns);
+    batch(w, d, n, 1, w->lat_ps_ns);
 }
 
 int sim_world_cohort_new(sim_world *w)
@@ -126,7 +144,7 @@ void sim_flows_start(sim_world *w, int dir)
         if (!w->plan_ready[dir]) plan_dir(w, dir);
         co->groups_left = w->co_n[dir];
         for (int i = 0; i < w->n_zero[dir]; i++)
-            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns,
+            sim_heap_push_fifo(&w->heap, w->now + (dir ? w->lat_ps_ns : w->lat_ns),
                                dir ? SIM_EV_PUSH_DELIVER : SIM_EV_PULL_DELIVER, c, w->zero_ps[dir][i]);
         if (w->plan[dir] >= 0) {
             double cap = dir && w->cfg->worker_push_bw > 0 ? w->cfg->worker_push_bw : w->cfg->worker_bw;
@@ -139,7 +157,7 @@ void sim_flows_start(sim_world *w, int dir)
         if (w->ps_first[p + 1] == (dir ? sim_push_first(w, p) : w->ps_first[p])) continue;
         co->groups_left++;
         if (w->ps_bytes[p] <= 0) {
-            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns,
+            sim_heap_push_fifo(&w->heap, w->now + (dir ? w->lat_ps_ns : w->lat_ns),
                                dir ? SIM_EV_PUSH_DELIVER : SIM_EV_PULL_DELIVER, c, p);
             continue;
         }

@@ -151,6 +151,7 @@ static int world_init(sim_world *w, const sim_config *c, char *err)
     sim_heap_init(&w->heap);
     dp_rng_seed(&w->rng, c->seed);
     w->lat_ns = (int64_t)llround(c->latency * 1e9);
+    w->lat_ps_ns = c->ps_latency > 0 ? (int64_t)llround(c->ps_latency * 1e9) : w->lat_ns;
     model_kind model = c->model;
     int hidden = c->hidden, partition = c->partition > 0 ? c->partition : 1;
     if (c->model_bytes > 0) {

@@ -158,7 +158,7 @@ static void wk_pull(sim_world *w, int k)
         sim_emit_wk(w, EVT_PULL_BEGIN, k, w->cat.v[v].ps, v, wk->local, (int64_t)w->cat.v[v].count * 4, 0, 0,
                     0, sim_msg_id(w, k, v));
     sim_emit_wk_phase(w, EVT_PULL_BEGIN, k, wk->local, 0);
-    sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_PULL_ARRIVE, k, wk->inc);
+    sim_heap_push_fifo(&w->heap, w->now + w->lat_ps_ns, SIM_EV_PULL_ARRIVE, k, wk->inc);
 }
 
 static void wk_start_step(sim_world *w, int k)
@@ -175,7 +175,7 @@ static void wk_start_step(sim_world *w, int k)
     if (w->gate) {
         wk->phase = SIM_W_SSP;
         wk->t_wait = -1;
-        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_SSP_REQ, k, wk->inc);
+        sim_heap_push_fifo(&w->heap, w->now + w->lat_ps_ns, SIM_EV_SSP_REQ, k, wk->inc);
         return;
     }
     wk_pull(w, k);
@@ -330,7 +330,7 @@ static void compute_mid(sim_world *w, int k)
                         0, sim_msg_id(w, k, v));
     for (int p = 0; p < w->P; p++)
         if (w->ps_early[p])
-            sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_EARLY_ARRIVE, k,
+            sim_heap_push_fifo(&w->heap, w->now + w->lat_ps_ns, SIM_EV_EARLY_ARRIVE, k,
                                (int64_t)p << 32 | (uint32_t)wk->inc);
 }
 
@@ -631,7 +631,7 @@ static void push_progress(sim_world *w, int k)
     if (w->cfg->mode == MODE_SYNC && !wk->token) {
         wk->token = 1;
         wk->outstanding = 1;
-        sim_heap_push_fifo(&w->heap, w->now + w->lat_ns, SIM_EV_TOKEN_ARRIVE, k, wk->inc);
+        sim_heap_push_fifo(&w->heap, w->now + w->lat_ps_ns, SIM_EV_TOKEN_ARRIVE, k, wk->inc);
         return;
     }
     push_done(w, k);

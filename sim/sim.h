@@ -123,6 +123,8 @@ typedef struct sim_config {
     double ps_bw, worker_bw;/* bytes/s of each NIC, both directions */
     double ps_push_bw, worker_push_bw;  /* > 0: the push direction differs (calibration) */
     double latency;         /* seconds, one way, per message */
+    double ps_latency;      /* > 0: seconds, one way, of a message to a ps (a worker's wake-up
+                             * on a crowded host is in latency, a ps's is not) */
     sim_dist compute;
     double *speed;          /* NULL or n_workers compute-time factors (borrowed) */
     sim_hosts hosts;        /* where the tasks run (--hosts) */
@@ -218,6 +220,8 @@ typedef struct sim_calibration {
      * what goes with the costs; bandwidth, push_bandwidth and latency above fold it in). */
     sim_ps_cost ps_pull_cost, ps_push_cost;
     double ps_bandwidth, ps_push_bandwidth, ps_latency;
+    double ps_msg_latency;   /* seconds, one way, a message to a ps (the acks' 10th
+                              * percentile), 0 when no acks were matched */
     int64_t ps_samples[2];   /* gaps between answers (pulls, pushes) the costs were fitted on */
     int cpu_measured;        /* every worker said its CPU (task_stop) and its spans' work */
     double copy_rate;        /* bytes a worker sends or receives per CPU second (0: not said,

@@ -164,7 +164,8 @@ typedef struct sim_world {
     int P, W;
     sim_heap heap;
     int64_t now;          /* ns */
-    int64_t lat_ns;
+    int64_t lat_ns;       /* one way, to a worker (and to a ps unless lat_ps_ns) */
+    int64_t lat_ps_ns;    /* one way, to a ps */
     dp_rng rng;
     var_catalog cat;
     int partition;        /* the weights' partition count in effect (--partition, or P

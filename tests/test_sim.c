@@ -12,7 +12,8 @@
  *   async, identical workers with random compute, negligible latency: staleness = W - 1;
  *     with --pipeline f the three gradients finished early (of four) are pushed after f
  *     of the compute: their windows are f as long, staleness (W - 1)(3f + 1) / 4;
- *   --pipeline's early pushes at f of the compute span, applied one latency later. */
+ *   --pipeline's early pushes at f of the compute span, applied one latency later;
+ *   --ps-latency Lp: the three round trips of a smallest sync step, 3 (L + Lp). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,13 @@ static void test_step_closed_form(void)
     CHECK(run(&c, &r) == 0);
     CHECK_REL(r.mean_step_s, 6 * c.latency, 0.02);  /* pull 2L + push 2L + token 2L */
     CHECK(r.global_step == 50 && !r.stalled && r.dropped == 0);
+    /* --ps-latency Lp: each of the three round trips is one message to the ps and one
+     * back: 3 (L + Lp) */
+    c.ps_latency = 0.2e-3;
+    CHECK(run(&c, &r) == 0);
+    CHECK_REL(r.mean_step_s, 3 * (c.latency + c.ps_latency), 0.02);
+    printf("step = 3 (L + Lp):          sim %.6f s  closed form %.6f s\n", r.mean_step_s,
+           3 * (c.latency + c.ps_latency));
 }
 
 static void test_exponential_barrier(void)
