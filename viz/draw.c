@@ -288,11 +288,14 @@ static void draw_worker(viz_ctx *c, int w, double lift)
     if (phase == EVT_PHASE_BARRIER) pn = "at barrier";
     if (tk && !tk->started) pn = "not started";
     if (tk && tk->reconnecting && phase != EVT_PHASE_DEAD) pn = "reconnecting";
-    /* a transfer beside the compute (pipelined pushes, a prefetch) is said, where it fits */
+    /* a transfer beside the compute (pipelined pushes, a prefetch) is said: in full where
+     * it fits, else shorter ("compute + push") */
     char both[48];
     double pmax = fmax(inner.w * 0.6, inner.w - 10 * s);
     if (phase == EVT_PHASE_COMPUTING && tk && (tk->pushes_in_flight || tk->pulls_in_flight)) {
-        snprintf(both, sizeof both, "%s + %s", pn, tk->pushes_in_flight ? "pushing" : "pulling");
+        int push = tk->pushes_in_flight > 0;
+        snprintf(both, sizeof both, "%s + %s", pn, push ? "pushing" : "pulling");
+        if (viz_text_width(cr, both) > pmax) snprintf(both, sizeof both, "compute + %s", push ? "push" : "pull");
         if (viz_text_width(cr, both) <= pmax) pn = both;
     }
     /* the phase word is never cut: it takes the line, and the progress bar what is left */
