@@ -15,8 +15,19 @@ acc=$(json "$TMP/f.json" test_accuracy)
 check "test accuracy $acc >= 0.85" fcmp "$acc" '>=' 0.85
 check "global step 1500" test "$(json "$TMP/f.json" global_step)" -eq 1500
 # README quotes this run's accuracy; sync with one seed is deterministic, so the figure
-# there must be this run's (within 0.002: BLAS kernels differ between processors).
-readme=$(sed -n 's/.*\*\*\(0\.[0-9]*\) test accuracy\*\*.*/\1/p' README.md)
-check "README's accuracy figure ($readme) is this run's ($acc)" \
-    python3 -c "import sys; sys.exit(0 if '$readme' and abs(float('$readme') - float('$acc')) <= 0.002 else 1)"
+# there must be this run's. BLAS kernels round their sums each their own way: the figure
+# is the one README gives for the kernel this run used (`Haswell` 0.8662, ...), else the
+# headline figure within 0.01 (a kernel README has no figure for: said in the check).
+core=$(json "$TMP/f.json" blas_core)
+para=$(sed -n '/^## What it reaches/,/^## /p' README.md | tr '\n' ' ')
+headline=$(printf '%s' "$para" | sed -n 's/.*\*\*\(0\.[0-9]*\) test accuracy\*\*.*/\1/p')
+mine=$(printf '%s' "$para" | grep -o "\`$core\` \`*[0-9.]*" | head -n1 | sed 's/.* //; s/`//g')
+[ "$core" = SkylakeX ] && mine=$headline
+if [ -n "$mine" ]; then
+    check "README's accuracy figure for the $core kernel ($mine) is this run's ($acc)" \
+        python3 -c "import sys; sys.exit(0 if abs(float('$mine') - float('$acc')) < 0.00005 else 1)"
+else
+    check "README's accuracy figure ($headline, no figure for the $core kernel) is within 0.01 of this run's ($acc)" \
+        python3 -c "import sys; sys.exit(0 if '$headline' and abs(float('$headline') - float('$acc')) <= 0.01 else 1)"
+fi
 done_tests
