@@ -68,8 +68,10 @@ void wk_emit_transfer_at(worker *wk, evt_kind kind, int v, double value, int64_t
     e.step = step;
     e.id = rt_instr_msg_id(step, v);
     e.value = value;
-    /* a prefetch's pull of v runs while v's push goes: each has its own start */
-    int64_t *begin = &wk->t_begin[(kind == EVT_PUSH_BEGIN || kind == EVT_PUSH_END) ? wk->cat.n + v : v];
+    /* a prefetch's pull of v runs while v's push goes, and (lazy acks) a push of v while
+     * the last step's is unacknowledged: each has its own start */
+    int push = kind == EVT_PUSH_BEGIN || kind == EVT_PUSH_END;
+    int64_t *begin = &wk->t_begin[push ? (1 + (step & 1)) * wk->cat.n + v : v];
     if (kind == EVT_PULL_BEGIN || kind == EVT_PUSH_BEGIN) *begin = e.t;
     else e.dur = e.t - *begin;
     rt_instr_emit(wk->in, &e);
@@ -452,6 +454,15 @@ static void barrier_timed_out(worker *wk, char *err)
     json_decref(o);
 }
 
+/* The batch of `step` for this worker into idx, bx, by; returns 1. */
+static int gather_batch(batch_order *order, const dataset *train, int index, int64_t step, int batch, int *idx,
+                        float *bx, uint8_t *by)
+{
+    batch_order_indices(order, index, step, idx);
+    dataset_gather(train, idx, batch, bx, by);
+    return 1;
+}
+
 int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
 {
     worker wk_, *wk = &wk_;
@@ -476,13 +487,16 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     if (wk->chief && cfg->checkpoint_dir[0] && (rc = ckpt_dir_check(cfg->checkpoint_dir, err))) goto out;
     wk->step_var = catalog_find(&wk->cat, "global_step");
     wk->version = xcalloc((size_t)wk->cat.n, sizeof *wk->version);
-    wk->t_begin = xcalloc(2 * (size_t)wk->cat.n, sizeof *wk->t_begin);
+    wk->t_begin = xcalloc(3 * (size_t)wk->cat.n, sizeof *wk->t_begin);
+    wk->push_step = xcalloc((size_t)wk->cat.n, sizeof *wk->push_step);
+    wk->push_unacked = xcalloc((size_t)wk->cat.n, sizeof *wk->push_unacked);
     wk->pushed = xcalloc((size_t)wk->cat.n, 1);
     if (cfg->prefetch) wk->pf_version = xcalloc((size_t)wk->cat.n, sizeof *wk->pf_version);
     wk->in = rt_instr_new(cfg->hub, EVT_JOB_WORKER, index, &wk->cat);
     wk->report_progress = getenv("DOWNPOUR_PROGRESS") != NULL;
     wk->hold_at = getenv("DOWNPOUR_HOLD_AT") ? atoll(getenv("DOWNPOUR_HOLD_AT")) : -1;
     wk->pipeline = !getenv("DOWNPOUR_PIPELINE") || strcmp(getenv("DOWNPOUR_PIPELINE"), "0");
+    wk->lazy_acks = cfg->mode == MODE_ASYNC && cfg->prefetch && wk->pipeline && !wk->report_progress;
     rc = open_devices(wk, err);
     if (rc) goto out;
     if (cfg->log_placement) log_placement(wk);
@@ -493,6 +507,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         wk->ps[i].index = i;
         spec_task_name(wk->ps[i].name, sizeof wk->ps[i].name, JOB_PS, i);
     }
+    for (int v = 0; v < wk->cat.n; v++) wk->ps[wk->cat.v[v].ps].per_step++;
     wk->net = nn_new(cfg->model, cfg->hidden, cfg->batch);
     nn_set_progress(wk->net, wk_step_progress, wk);
     wk->n_tensors = nn_tensors(wk->net);
@@ -500,6 +515,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         size_t n = nn_tensor_size(wk->net, i);
         wk->params[i] = xcalloc(n, sizeof(float));
         wk->grads[i] = xcalloc(n, sizeof(float));
+        wk->grads_alt[i] = xcalloc(n, sizeof(float));
         if (cfg->prefetch) wk->pf_params[i] = xcalloc(n, sizeof(float));
         if (wk->chief && optim_slot_width(cfg->optimizer)) {
             wk->slots[i] = xcalloc(n, sizeof(float));
@@ -533,8 +549,20 @@ train:
         /* --prefetch: this step's parameters were pulled during the last one; once our
          * last push took the global step to --steps they are dropped for a fresh pull,
          * which ends the loop with the final values */
-        if (wk->pf_sent && wk->gs_after < cfg->steps) rc = wk_prefetch_finish(wk, 1);
-        else if (!(rc = wk->pf_sent ? wk_prefetch_finish(wk, 0) : DP_OK)) rc = wk_pull_all(wk, 0);
+        if (wk->pf_sent && wk->lazy_acks && (rc = wk_acks_settle(wk))) break;
+        /* Async and ssp workers walk their own shard: the batch is known before the
+         * parameters, and is gathered while they travel (not with DOWNPOUR_PIPELINE=0,
+         * the order before pipelining). Sync ones train on the global batch of the step
+         * they read. */
+        int own_shard = cfg->mode != MODE_SYNC, gathered = 0, early = own_shard && wk->pipeline;
+        if (wk->pf_sent && wk->gs_after < cfg->steps) {
+            if (early) gathered = gather_batch(&order, &train, index, wk->local, cfg->batch, idx, bx, by);
+            rc = wk_prefetch_finish(wk, 1);
+        } else if (!(rc = wk->pf_sent ? wk_prefetch_finish(wk, 0) : DP_OK)) {
+            wk_pull_send(wk);
+            if (early) gathered = gather_batch(&order, &train, index, wk->local, cfg->batch, idx, bx, by);
+            rc = wk_pull_wait(wk);
+        }
         if (rc) break;
         /* Sync: a worker that joins mid-step (restarted, or a backup lagging behind) may
          * read some variables after the step's update and others before it; a gradient
@@ -566,11 +594,7 @@ train:
             last_eval = wk->gs / cfg->eval_every;
             accuracy = evaluate(wk, &test, &test_loss, "evaluation");
         }
-        /* Sync workers train on the global batch of the step they read; async and ssp
-         * workers walk their own shard. */
-        int64_t data_step = cfg->mode == MODE_SYNC ? wk->gs : wk->local;
-        batch_order_indices(&order, index, data_step, idx);
-        dataset_gather(&train, idx, cfg->batch, bx, by);
+        if (!gathered) gather_batch(&order, &train, index, own_shard ? wk->local : wk->gs, cfg->batch, idx, bx, by);
         int64_t ct0 = rt_instr_now(wk->in);
         wk_emit_step(wk, EVT_COMPUTE_BEGIN, ct0, 0, 0, 0);
         /* the next step's pull goes as this step's compute starts (before its work is
@@ -623,12 +647,16 @@ train:
             if (wk->local == wk->hold_at) raise(SIGSTOP);
         }
         if (!cfg->quiet && wk->local % cfg->log_every == 0) {
+            /* the global step our pushes took it to: their acks (lazy ones too) */
+            if (wk->lazy_acks && (rc = wk_wait_all(wk))) break;
             dp_log(DP_LOG_INFO, NULL, "%s: training step %lld done (global step: %lld), loss %.4f",
                    wk->name, (long long)wk->local, (long long)wk->gs_after, mean_recent_loss(wk));
             rt_instr_log(wk->in, "%s: training step %lld done (global step: %lld)", wk->name,
                          (long long)wk->local, (long long)wk->gs_after);
         }
     }
+    /* the acks still due (async: wk_push_all does not await them) */
+    if (!rc && wk->outstanding > 0) rc = wk_wait_all(wk);
     /* A lost ps: reconnect, restore, train on from the restored step. */
     if (rc == WK_PS_LOST && (rc = recover(wk, err)) == DP_OK) goto train;
     if (rc == DP_ETIMEDOUT && wk->timed_out) {
@@ -702,11 +730,14 @@ out:
     ev_loop_destroy(wk->loop);
     rt_instr_free(wk->in);
     free(wk->t_begin);
+    free(wk->push_step);
+    free(wk->push_unacked);
     free(wk->pushed);
     for (int i = 0; i < wk->n_tensors; i++) {
         free(wk->params[i]);
         free(wk->pf_params[i]);
         free(wk->grads[i]);
+        free(wk->grads_alt[i]);
         free(wk->slots[i]);
     }
     nn_free(wk->net);

@@ -38,6 +38,8 @@ typedef struct wk_ps {
     int index;
     net_conn *conn;
     char name[64];
+    int unacked;                /* pushes sent to it whose PUSH_ACK has not come */
+    int per_step;               /* pushes a step sends it (every variable it holds) */
 } wk_ps;
 
 typedef struct worker {
@@ -96,7 +98,11 @@ typedef struct worker {
     int releases_due;           /* sync: gradients accumulated, waiting for RELEASE */
     int64_t local;              /* local step in progress */
     int64_t *t_begin;           /* per variable: when its pull began (instr clock); then,
-                                 * from index cat.n on, when its push began */
+                                 * from index cat.n on, when its push of an even step
+                                 * began, from 2 * cat.n on, of an odd step */
+    int64_t *push_step;         /* per variable: the local step of its latest push */
+    int *push_unacked;          /* per variable: its pushes whose ack has not come (acks
+                                 * come in order: the oldest is push_step - unacked + 1) */
     /* --prefetch (async): step local + 1's pull, sent before step local computes, lands in
      * pf_params (and pf_version, pf_gs) while it computes and pushes; wk_prefetch_take
      * swaps it in at the next step's start. No other pull is sent while one is awaited,
@@ -107,6 +113,17 @@ typedef struct worker {
     uint8_t *pushed;            /* per variable: its gradient went during the compute */
     uint64_t progress_cpu_ns;   /* this step: the thread CPU wk_step_progress used (sending,
                                  * reading), not the compute's work */
+    /* --prefetch (async), as DistBelief's workers: a step's pushes are not awaited
+     * before the next step (wk_push_all): their acks come in while it computes, the
+     * gradients of two steps alternate between grads and grads_alt, and a step's buffer
+     * is reused only once every ack of its pushes is in (at most one step
+     * unacknowledged). Without --prefetch a step waits for its updates to be applied,
+     * as TensorFlow's session.run(train_op) does. Off with --fail at a step
+     * (report_progress: the launcher reads the global step from each step's acks) and
+     * with DOWNPOUR_PIPELINE=0. */
+    int lazy_acks;
+    float *grads_alt[8];
+    int64_t steps_unacked;      /* global_step pushes whose ack has not come */
     float *pf_params[8];
     int64_t *pf_version;
     int64_t pf_gs;
@@ -137,8 +154,8 @@ void wk_emit_step(worker *wk, evt_kind kind, int64_t t, int64_t dur, double valu
 int wk_wait_all(worker *wk);
 /* wk_wait_all, giving up after seconds: DP_ETIMEDOUT then (the answers stay awaited). */
 int wk_wait_for(worker *wk, double seconds);
-/* Sends one frame to ps task `ps` and counts the answer it awaits. */
-void wk_send(worker *wk, int ps, net_frame h, const void *payload, size_t len);
+/* Sends one frame to ps task `ps` and counts the answer it awaits; 1 when sent. */
+int wk_send(worker *wk, int ps, net_frame h, const void *payload, size_t len);
 /* Connects to every ps (retrying until --connect-timeout) and says HELLO. */
 int wk_connect_all(worker *wk, char *err);
 /* After a lost ps (WK_PS_LOST): closes every ps connection, reconnects (the lost one
@@ -147,6 +164,10 @@ int wk_connect_all(worker *wk, char *err);
 int wk_rejoin(worker *wk, char *err);
 /* Pulls every variable (and, with_slots, the optimizer's slots for a checkpoint). */
 int wk_pull_all(worker *wk, int with_slots);
+/* wk_pull_all in two halves, for work between them while the answers travel: sends the
+ * pulls; then waits for them (and every other awaited answer). */
+void wk_pull_send(worker *wk);
+int wk_pull_wait(worker *wk);
 /* nn_train_step's progress hook (nn_hooks.progress) while the worker computes: a
  * gradient the backward pass has finished is pushed at once, as TensorFlow's dataflow
  * sends a tensor when the op producing it is done, and the loop reads what has arrived
@@ -157,8 +178,13 @@ void wk_prefetch_send(worker *wk);
 /* Waits for the prefetch's answers; take = 1 swaps them in as this step's parameters
  * (versions and global step too), take = 0 drops them. */
 int wk_prefetch_finish(worker *wk, int take);
-/* Pushes every gradient of the step (see worker_net.c for the order by mode). */
+/* Pushes every gradient of the step (see worker_net.c for the order by mode); async
+ * with lazy_acks returns without awaiting the acks (see there). */
 int wk_push_all(worker *wk, int64_t clock);
+/* Async with lazy_acks: at the top of a step that took a prefetch, waits for the acks
+ * still due when they may take the global step to --steps (the run's end is decided on
+ * the exact step, as without lazy acks). */
+int wk_acks_settle(worker *wk);
 /* SSP: waits until the gate lets this worker start its next step. */
 int wk_ssp_wait(worker *wk);
 

@@ -116,11 +116,16 @@ static void on_frame(net_conn *c, const net_frame *h, void *payload, void *ctx)
         wk->outstanding--;
         return;
     case MSG_PUSH_ACK:
-        if (h->id >= (uint32_t)wk->cat.n) break;
+        if (h->id >= (uint32_t)wk->cat.n || wk->push_unacked[h->id] <= 0) break;
+        /* the oldest push of the variable still unacknowledged (a lazy ack may come
+         * during the next step) */
+        int64_t step = wk->push_step[h->id] - --wk->push_unacked[h->id];
+        p->unacked--;
+        if ((int)h->id == wk->step_var) wk->steps_unacked--;
         if ((h->arg1 & 0xff) == ACK_DROPPED && wk->cat.v[h->id].trainable) wk->drops_seen++;
         if ((h->arg1 & 0xff) == ACK_ACCUMULATED) wk->releases_due++;
         if ((int)h->id == wk->step_var) wk->gs_after = h->arg0;
-        wk_emit_transfer(wk, EVT_PUSH_END, (int)h->id, (double)(h->arg1 & 0xff));
+        wk_emit_transfer_at(wk, EVT_PUSH_END, (int)h->id, (double)(h->arg1 & 0xff), step);
         wk->outstanding--;
         return;
     case MSG_WAITING:
@@ -224,10 +229,11 @@ int wk_wait_for(worker *wk, double seconds)
     return wk->outstanding > 0 ? DP_ETIMEDOUT : DP_OK;
 }
 
-void wk_send(worker *wk, int ps, net_frame h, const void *payload, size_t len)
+int wk_send(worker *wk, int ps, net_frame h, const void *payload, size_t len)
 {
-    if (!wk->ps[ps].conn) return;
-    if (net_conn_send(wk->ps[ps].conn, h, payload, len, 0) == DP_OK) wk->outstanding++;
+    if (!wk->ps[ps].conn || net_conn_send(wk->ps[ps].conn, h, payload, len, 0) != DP_OK) return 0;
+    wk->outstanding++;
+    return 1;
 }
 
 /* A reconnection attempt to ps `ps` that failed (or, attempt 1, the loss itself). */
@@ -321,6 +327,9 @@ int wk_rejoin(worker *wk, char *err)
     wk->rejoining = 0;
     wk->outstanding = wk->releases_due = 0;
     wk->pf_outstanding = wk->pf_sent = 0;
+    wk->steps_unacked = 0;
+    for (int i = 0; i < wk->spec->n_ps; i++) wk->ps[i].unacked = 0;
+    memset(wk->push_unacked, 0, (size_t)wk->cat.n * sizeof *wk->push_unacked);
     wk->waited_logged = 0;
     wk->lost = 0;
     int rc = wk_connect_all(wk, err);
@@ -363,6 +372,16 @@ static void send_pulls(worker *wk, int64_t step, int with_slots, int pf)
 int wk_pull_all(worker *wk, int with_slots)
 {
     send_pulls(wk, wk->local, with_slots, 0);
+    return wk_pull_wait(wk);
+}
+
+void wk_pull_send(worker *wk)
+{
+    send_pulls(wk, wk->local, 0, 0);
+}
+
+int wk_pull_wait(worker *wk)
+{
     if (wk->pull_deadline_s > 0) {
         double s = wk->pull_deadline_s;
         wk->pull_deadline_s = 0;
@@ -414,7 +433,12 @@ static void send_pushes(worker *wk, int first, int last, int64_t clock)
         /* Borrowed: the gradient buffers stay untouched until every ack is in. */
         size_t len = d->count * sizeof(float);
         wk_emit_transfer(wk, EVT_PUSH_BEGIN, v, 0);
-        wk_send(wk, d->ps, h, d->count ? wk_var_slot(d, wk->grads) : NULL, len);
+        if (wk_send(wk, d->ps, h, d->count ? wk_var_slot(d, wk->grads) : NULL, len)) {
+            wk->ps[d->ps].unacked++;
+            wk->push_step[v] = wk->local;
+            wk->push_unacked[v]++;
+            if (v == wk->step_var) wk->steps_unacked++;
+        }
         wk->bytes_pushed += len;
     }
 }
@@ -473,9 +497,43 @@ static void emit_barrier(worker *wk, evt_kind kind, int64_t t, int64_t dur)
  * applied), the step token — global_step's empty push — which completes when
  * replicas_to_aggregate workers have finished the step. So the global step never runs
  * ahead of a variable, and every variable of one step is updated from the same step. */
+/* Async with lazy acks: the acks of the step before this one are in (each ps answers
+ * in order, so no ps then has more unacknowledged pushes than one step sends it). */
+static int previous_step_acked(const worker *wk)
+{
+    for (int p = 0; p < wk->spec->n_ps; p++)
+        if (wk->ps[p].unacked > wk->ps[p].per_step) return 0;
+    return 1;
+}
+
+/* Async with lazy acks (--prefetch): this step's pushes go without waiting for their
+ * acks, which come in while the next step computes (its parameters were prefetched
+ * before this push, as without lazy acks). The next step computes into the other
+ * gradient buffer; this one stays borrowed by its pushes until their acks are in, which
+ * the step after next waits for here. What the ps applies, and in what order, is what
+ * it was: the only difference is a wait less per step. */
+static int push_lazy(worker *wk, int64_t clock)
+{
+    send_pushes(wk, 0, wk->cat.n, clock);
+    while (!previous_step_acked(wk) && waiting_on(wk)) ev_run(wk->loop, EVRUN_ONCE);
+    for (int i = 0; i < wk->n_tensors; i++) {
+        float *g = wk->grads[i];
+        wk->grads[i] = wk->grads_alt[i];
+        wk->grads_alt[i] = g;
+    }
+    return wait_result(wk);
+}
+
+int wk_acks_settle(worker *wk)
+{
+    if (wk->gs_after + wk->steps_unacked < wk->cfg->steps) return DP_OK;
+    return wk_wait_all(wk);
+}
+
 int wk_push_all(worker *wk, int64_t clock)
 {
     int rc;
+    if (wk->cfg->mode == MODE_ASYNC && wk->lazy_acks) return push_lazy(wk, clock);
     if (wk->cfg->mode == MODE_ASYNC) return push_range(wk, 0, wk->cat.n, clock);
     int sv = wk->step_var;
     send_pushes(wk, 0, sv, clock);
