@@ -174,7 +174,7 @@ FUZZ_TARGETS ?= frame proto handshake emitter sub auth trace idx scenario spec c
 FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS   = $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -MMD -MP -I. $(PKG_CFLAGS) $(FUZZ_SAN)
 FUZZ_LIB_SRC := $(wildcard common/*.c net/*.c events/*.c hub/*.c cluster/*.c) \
-    runtime/proto.c runtime/data.c runtime/ckpt.c
+    runtime/proto.c runtime/data.c runtime/data_cache.c runtime/ckpt.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_LIB      = $(FUZZ_BUILD)/libfuzzdp.a
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)

@@ -46,13 +46,16 @@ int main(int argc, char **argv)
     nn_init_params(net, params, 1);
     batch_order order;
     if (batch_order_init(&order, ds.n, 1, batch, 1, err)) return 1;
-    int *idx = xmalloc((size_t)batch * sizeof *idx);
+    int *idx = xmalloc((size_t)batch * sizeof *idx), *next = xmalloc((size_t)batch * sizeof *next);
     float *x = xmalloc((size_t)batch * DATA_FEATURES * sizeof *x);
     uint8_t *y = xmalloc((size_t)batch);
     uint64_t t0 = dp_now_ns();
     for (int s = 0; s < steps; s++) {
         batch_order_indices(&order, 0, s, idx);
         dataset_gather(&ds, idx, batch, x, y);
+        /* as downpour local does: the next batch's rows come in during this step */
+        batch_order_indices(&order, 0, s + 1, next);
+        dataset_prefetch(&ds, next, batch);
         nn_train_step(net, params, grads, x, y, batch);
         for (int i = 0; i < nt; i++) optim_apply(&oc, params[i], slots[i], grads[i], nn_tensor_size(net, i));
     }

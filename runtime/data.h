@@ -13,11 +13,20 @@
 #define DATA_FEATURES 784
 #define DATA_CLASSES 10
 
-/* n samples of 784 floats in [0,1] (row-major, n x 784) and labels 0..9. */
+/* n samples of 784 features in [0,1] (row-major, n x 784) and labels 0..9. A set read
+ * from IDX files keeps its pixels as bytes (px: x = px / 255, a quarter of the memory,
+ * mapped from the decoded cache when there is one and shared by every process that maps
+ * it); a synthetic set keeps floats. dataset_gather reads either; dataset_x gives floats
+ * for a whole-set pass (evaluation). */
 typedef struct dataset {
     int n;
-    float *x;     /* owned */
-    uint8_t *y;   /* owned */
+    float *x;           /* owned; NULL while px holds the pixels (dataset_x makes it) */
+    const uint8_t *px;  /* n x 784 pixel bytes, or NULL (a synthetic set) */
+    uint8_t *y;         /* owned */
+    void *px_own;       /* px when malloc'd (freed), else NULL */
+    void *px_map;       /* the cache file's mapping holding px, or NULL */
+    size_t px_map_len;
+    int cached;         /* 1 when px came from the decoded cache (data_cache.h) */
 } dataset;
 
 /* Reads an IDX image file (magic 0x00000803, gzip or plain), dims n x rows x cols with
@@ -27,14 +36,22 @@ typedef struct dataset {
  * count over 10,000,000, truncated data, trailing bytes. */
 int idx_read_images(const char *path, float **x, int *n, char *err);
 
+/* As idx_read_images, keeping the pixel bytes (*px, n x 784, malloc'd). */
+int idx_read_pixels(const char *path, uint8_t **px, int *n, char *err);
+
 /* Reads an IDX label file (magic 0x00000801); labels must be 0..9 (a bad one is an
  * error naming its index). *y is malloc'd (caller frees). */
 int idx_read_labels(const char *path, uint8_t **y, int *n, char *err);
 
 /* Loads dir/train-images-idx3-ubyte.gz + dir/train-labels-idx1-ubyte.gz (train=1) or
  * the t10k-* pair (train=0); also accepts the names without ".gz". Image and label
- * counts must agree. Release with dataset_release(). */
+ * counts must agree. The images' pixels come from the decoded cache when it holds this
+ * file (runtime/data_cache.h), else from the file (and are then cached). Release with
+ * dataset_release(). */
 int dataset_load(dataset *ds, const char *dir, int train, char *err);
+
+/* The set as n x 784 floats (converted from px at the first call, then kept). */
+const float *dataset_x(dataset *ds);
 
 /* Generates a seeded, learnable synthetic set of n samples: 10 class prototypes (from
  * `seed`), each sample a noisy copy of its class prototype (noise from seed and train,
@@ -64,7 +81,12 @@ void batch_order_release(batch_order *o);
  * holds floor(n / (W*b)) global batches (the tail of each permutation is skipped). */
 void batch_order_indices(batch_order *o, int worker, int64_t step, int *idx);
 
-/* Gathers rows idx[0..count) of ds into x (count x 784) and y. */
+/* Gathers rows idx[0..count) of ds into x (count x 784 floats, px / 255 for a byte set:
+ * the same bits as dataset_x) and y. */
 void dataset_gather(const dataset *ds, const int *idx, int count, float *x, uint8_t *y);
+
+/* Asks the CPU to bring rows idx[0..count) into its caches (a hint: the next batch,
+ * gathered after a compute that would otherwise wait for memory). */
+void dataset_prefetch(const dataset *ds, const int *idx, int count);
 
 #endif

@@ -246,7 +246,7 @@ static int train(lc_run *r, int64_t *steps, double *loss_out, char *err)
 {
     const rt_config *cfg = r->cfg;
     int b = cfg->batch;
-    int *idx = xmalloc((size_t)b * sizeof *idx);
+    int *idx = xmalloc((size_t)b * sizeof *idx), *idx_next = xmalloc((size_t)b * sizeof *idx_next);
     float *bx = xmalloc((size_t)b * DATA_FEATURES * sizeof *bx);
     uint8_t *by = xmalloc((size_t)b);
     double losses[LC_LOSS_WINDOW];
@@ -256,7 +256,7 @@ static int train(lc_run *r, int64_t *steps, double *loss_out, char *err)
     for (; s < cfg->steps && !rt_stop_requested; s++) {
         if (cfg->eval_every > 0 && s > 0 && s % cfg->eval_every == 0) {
             if (!eval) eval = nn_new(cfg->model, cfg->hidden, 1000);
-            double tl, acc = nn_evaluate(eval, r->params, r->test.x, r->test.y, r->test.n, &tl);
+            double tl, acc = nn_evaluate(eval, r->params, dataset_x(&r->test), r->test.y, r->test.n, &tl);
             dp_log(DP_LOG_INFO, "local", "evaluation at global step %lld: accuracy %.4f, loss %.4f",
                    (long long)s, acc, tl);
             if (r->in) {
@@ -269,6 +269,9 @@ static int train(lc_run *r, int64_t *steps, double *loss_out, char *err)
         }
         batch_order_indices(&r->order, 0, s, idx);
         dataset_gather(&r->train, idx, b, bx, by);
+        /* the next batch's rows come in from memory while this step computes */
+        batch_order_indices(&r->order, 0, s + 1, idx_next);
+        dataset_prefetch(&r->train, idx_next, b);
         float loss = tw_step(r->tw, r->params, r->grads, bx, by, b, s, err);
         if (!isfinite(loss)) {
             if (!err[0] || isnan(loss))
@@ -313,6 +316,7 @@ static int train(lc_run *r, int64_t *steps, double *loss_out, char *err)
     *steps = s;
     nn_free(eval);
     free(idx);
+    free(idx_next);
     free(bx);
     free(by);
     return rc;
@@ -421,7 +425,7 @@ int local_run(const rt_config *cfg, const char *self, char *err)
     if (!rc) {
         nn_net *eval = nn_new(cfg->model, cfg->hidden, 1000);
         double tl;
-        acc = nn_evaluate(eval, r->params, r->test.x, r->test.y, r->test.n, &tl);
+        acc = nn_evaluate(eval, r->params, dataset_x(&r->test), r->test.y, r->test.n, &tl);
         nn_free(eval);
         if (!cfg->quiet)
             dp_log(DP_LOG_INFO, "local", "final evaluation at global step %lld: accuracy %.4f, loss %.4f",

@@ -254,10 +254,10 @@ static int open_devices(worker *wk, char *err)
 }
 
 /* Chief: evaluates the pulled parameters on the test set, logs and emits EVAL. */
-static double evaluate(worker *wk, const dataset *test, double *loss, const char *what)
+static double evaluate(worker *wk, dataset *test, double *loss, const char *what)
 {
     uint64_t t0 = dp_now_ns();
-    double acc = nn_evaluate(wk->eval_net, wk->params, test->x, test->y, test->n, loss);
+    double acc = nn_evaluate(wk->eval_net, wk->params, dataset_x(test), test->y, test->n, loss);
     int64_t took = (int64_t)(dp_now_ns() - t0);
     dp_log(DP_LOG_INFO, wk->name, "%s at global step %lld: accuracy %.4f, loss %.4f", what,
            (long long)wk->gs, acc, *loss);
@@ -469,7 +469,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     memset(wk, 0, sizeof *wk);
     dataset train = {0}, test = {0};
     batch_order order = {0};
-    int *idx = NULL;
+    int *idx = NULL, *idx_next = NULL;
     float *bx = NULL;
     uint8_t *by = NULL;
     wk->cfg = cfg;
@@ -528,6 +528,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     rc = batch_order_init(&order, train.n, cfg->n_workers, cfg->batch, (uint64_t)cfg->seed, err);
     if (rc) goto out;
     idx = xmalloc((size_t)cfg->batch * sizeof *idx);
+    idx_next = xmalloc((size_t)cfg->batch * sizeof *idx_next);
     bx = xmalloc((size_t)cfg->batch * DATA_FEATURES * sizeof *bx);
     by = xmalloc((size_t)cfg->batch);
     if (wk->chief) wk->eval_net = nn_new(cfg->model, cfg->hidden, 1000);
@@ -595,6 +596,10 @@ train:
             accuracy = evaluate(wk, &test, &test_loss, "evaluation");
         }
         if (!gathered) gather_batch(&order, &train, index, own_shard ? wk->local : wk->gs, cfg->batch, idx, bx, by);
+        /* the next step's rows (sync: of the global step after this one, as a rule) come
+         * in from memory while this one computes */
+        batch_order_indices(&order, index, (own_shard ? wk->local : wk->gs) + 1, idx_next);
+        dataset_prefetch(&train, idx_next, cfg->batch);
         int64_t ct0 = rt_instr_now(wk->in);
         wk_emit_step(wk, EVT_COMPUTE_BEGIN, ct0, 0, 0, 0);
         /* the next step's pull goes as this step's compute starts (before its work is
@@ -747,6 +752,7 @@ out:
     free(wk->version);
     free(wk->pf_version);
     free(idx);
+    free(idx_next);
     free(bx);
     free(by);
     batch_order_release(&order);

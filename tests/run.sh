@@ -11,6 +11,9 @@ set -u
 BUILD=${BUILD:-build}
 export BUILD
 export DOWNPOUR="${DOWNPOUR:-$PWD/$BUILD/downpour}"
+# The decoded-data cache (runtime/data_cache.h) of the run's tasks: in the build folder,
+# not the user's ~/.cache; the first Fashion-MNIST task of the run fills it.
+export DOWNPOUR_DATA_CACHE="${DOWNPOUR_DATA_CACHE:-$PWD/$BUILD/data-cache}"
 ALLOWED=${DOWNPOUR_ALLOWED_SKIPS:-tests/ci-allowed-skips}
 total_p=0; total_f=0; total_s=0
 logdir="$BUILD/test-logs"; mkdir -p "$logdir"

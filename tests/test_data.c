@@ -202,17 +202,124 @@ static void test_dataset_load(void)
     write_images("ds/t10k-images-idx3-ubyte", 0, 0x803, 2, 28, 28, 2 * 784);
     write_labels("ds/t10k-labels-idx1-ubyte", 0, 0x801, 3, lab, 3);
     CHECK_MSG(dataset_load(&ds, dir, 1, err) == 0, "%s", err);
-    CHECK(ds.n == 4 && ds.y[3] == 4 && ds.x[784 + 1] == (float)((784 + 1) * 7 % 256) / 255.0f);
+    CHECK(ds.n == 4 && ds.y[3] == 4 && dataset_x(&ds)[784 + 1] == (float)((784 + 1) * 7 % 256) / 255.0f);
     dataset_release(&ds);
-    CHECK(ds.x == NULL && ds.n == 0);
+    CHECK(ds.x == NULL && ds.px == NULL && ds.n == 0);
     CHECK(dataset_load(&ds, dir, 0, err) == DP_EINVAL);
     CHECK_MSG(strstr(err, "t10k-labels-idx1-ubyte: offset 4: 3 labels, but") &&
               strstr(err, "holds 2 images"), "%s", err);
-    CHECK(ds.x == NULL && ds.y == NULL);
+    CHECK(ds.x == NULL && ds.px == NULL && ds.y == NULL);
 
     snprintf(dir, sizeof dir, "%s/nowhere", tmpdir);
     CHECK(dataset_load(&ds, dir, 1, err) == DP_EIO);
     CHECK_MSG(strstr(err, "nowhere/train-images-idx3-ubyte.gz: cannot open"), "%s", err);
+}
+
+/* Files in dir whose name starts with prefix. */
+static int count_files(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));) n += !strncmp(e->d_name, prefix, strlen(prefix));
+    closedir(d);
+    return n;
+}
+
+/* The one cache file in dir (path into out); 0 when there is not exactly one. */
+static int cache_file(const char *dir, char *out, size_t len)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (!strncmp(e->d_name, "idx-", 4) && ++n == 1) snprintf(out, len, "%s/%s", dir, e->d_name);
+    closedir(d);
+    return n == 1;
+}
+
+/* Loads dir's training pair; checks every pixel against the files' pattern (pixel k of
+ * the set is k * 7 % 256, as write_images writes them) through dataset_x and through a
+ * gather of rows in another order; returns ds.cached (-1 on a failed load). */
+static int load_checked(const char *dir, int n)
+{
+    char err[DP_ERRLEN] = "";
+    dataset ds;
+    if (dataset_load(&ds, dir, 1, err)) {
+        CHECK_MSG(0, "%s", err);
+        return -1;
+    }
+    int ok = ds.n == n, cached = ds.cached;
+    const float *x = dataset_x(&ds);
+    for (size_t k = 0; ok && k < (size_t)n * DATA_FEATURES; k++) ok = x[k] == (float)(k * 7 % 256) / 255.0f;
+    float *g = malloc((size_t)n * DATA_FEATURES * sizeof *g);
+    int idx[8];
+    for (int i = 0; i < n; i++) idx[i] = n - 1 - i;
+    dataset x_only = {.n = ds.n, .x = ds.x, .y = ds.y};   /* the floats, gathered as a float set */
+    float *h = malloc((size_t)n * DATA_FEATURES * sizeof *h);
+    dataset_prefetch(&ds, idx, n);
+    dataset_gather(&ds, idx, n, g, NULL);
+    dataset_gather(&x_only, idx, n, h, NULL);
+    ok = ok && memcmp(g, h, (size_t)n * DATA_FEATURES * sizeof *g) == 0;
+    CHECK_MSG(ok, "the pixels of %s (%d images, cached %d)", dir, n, cached);
+    free(g);
+    free(h);
+    dataset_release(&ds);
+    return cached;
+}
+
+/* The decoded cache (runtime/data_cache.h): the first load decodes and stores, the next
+ * maps; a changed source, a damaged or lying cache file, or the cache turned off reads
+ * the source; an unwritable cache folder only means no cache. */
+static void test_cache(void)
+{
+    char dir[512], cache[600], file[1200], blocked[600];
+    unsigned char lab[5] = {1, 2, 3, 4, 5};
+    const char *before = getenv("DOWNPOUR_DATA_CACHE");
+    char *saved = before ? strdup(before) : NULL;
+    snprintf(dir, sizeof dir, "%s/dc", tmpdir);
+    snprintf(cache, sizeof cache, "%s/cache/deeper", tmpdir);
+    CHECK(mkdir(dir, 0700) == 0);
+    setenv("DOWNPOUR_DATA_CACHE", cache, 1);
+    write_images("dc/train-images-idx3-ubyte.gz", 1, 0x803, 4, 28, 28, 4 * 784);
+    write_labels("dc/train-labels-idx1-ubyte.gz", 1, 0x801, 4, lab, 4);
+    CHECK_MSG(load_checked(dir, 4) == 0, "the first load decodes the file");
+    CHECK_MSG(cache_file(cache, file, sizeof file), "... and stores one cache file in %s (folders made)", cache);
+    struct stat st;
+    CHECK(stat(file, &st) == 0 && st.st_size == 64 + 4 * 784);
+    CHECK_MSG(load_checked(dir, 4) == 1, "the second load maps the cache");
+    CHECK_MSG(count_files(cache, ".idx-") == 0, "no temporary file is left behind");
+
+    /* the source changes (another size): decoded again, and the cache follows */
+    write_images("dc/train-images-idx3-ubyte.gz", 1, 0x803, 5, 28, 28, 5 * 784);
+    write_labels("dc/train-labels-idx1-ubyte.gz", 1, 0x801, 5, lab, 5);
+    CHECK_MSG(load_checked(dir, 5) == 0, "a changed source is decoded again, not read from the cache");
+    CHECK_MSG(load_checked(dir, 5) == 1, "... and cached anew");
+
+    /* a cache file one byte short, then one whose count lies: the source is read */
+    CHECK(truncate(file, 64 + 5 * 784 - 1) == 0);
+    CHECK_MSG(load_checked(dir, 5) == 0, "a truncated cache file is not used");
+    CHECK_MSG(load_checked(dir, 5) == 1, "... and is replaced");
+    FILE *f = fopen(file, "r+b");
+    unsigned char big[4] = {0xff, 0xff, 0x0f, 0};   /* n = 1048575, little-endian */
+    CHECK(f && fseek(f, 12, SEEK_SET) == 0 && fwrite(big, 1, 4, f) == 4);
+    if (f) fclose(f);
+    CHECK_MSG(load_checked(dir, 5) == 0, "a cache file whose count is not its size is not used");
+
+    /* off: the source, and nothing written */
+    setenv("DOWNPOUR_DATA_CACHE", "off", 1);
+    unlink(file);
+    CHECK_MSG(load_checked(dir, 5) == 0, "DOWNPOUR_DATA_CACHE=off reads the source");
+    CHECK_MSG(count_files(cache, "idx-") == 0, "... and writes no cache file");
+
+    /* a cache folder that cannot be made (under a regular file): loads all the same */
+    snprintf(blocked, sizeof blocked, "%s/dc/train-labels-idx1-ubyte.gz/cache", tmpdir);
+    setenv("DOWNPOUR_DATA_CACHE", blocked, 1);
+    CHECK_MSG(load_checked(dir, 5) == 0, "an unwritable cache folder only means no cache");
+
+    if (saved) setenv("DOWNPOUR_DATA_CACHE", saved, 1);
+    else unsetenv("DOWNPOUR_DATA_CACHE");
+    free(saved);
 }
 
 static void test_fashion_mnist(void)
@@ -240,9 +347,10 @@ static void test_fashion_mnist(void)
         /* Fashion-MNIST is balanced: 6000 / 1000 per class */
         for (int c = 0; c < DATA_CLASSES; c++) CHECK(count[c] == ds.n / 10);
         float lo = 1.0f, hi = 0.0f;
+        const float *x = dataset_x(&ds);
         for (size_t i = 0; i < (size_t)ds.n * DATA_FEATURES; i++) {
-            lo = ds.x[i] < lo ? ds.x[i] : lo;
-            hi = ds.x[i] > hi ? ds.x[i] : hi;
+            lo = x[i] < lo ? x[i] : lo;
+            hi = x[i] > hi ? x[i] : hi;
         }
         CHECK(lo == 0.0f && hi == 1.0f);
         dataset_release(&ds);
@@ -395,6 +503,7 @@ int main(void)
     test_bad_images();
     test_bad_labels();
     test_dataset_load();
+    test_cache();
     test_fashion_mnist();
     test_synthetic();
     test_batch_order();
