@@ -54,6 +54,7 @@ void optim_slot_init(const optim_conf *c, float *slot, size_t n)
 }
 
 /* In blocks of DP_VEC_BLOCK (common/dp.h): vectorised, bit for bit the plain loop. */
+DP_VEC_CLONES
 void optim_apply(const optim_conf *c, float *restrict var, float *restrict slot, const float *restrict g,
                  size_t n)
 {

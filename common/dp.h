@@ -36,6 +36,19 @@ enum dp_err {
  * bit those of the plain loop. Used by the optimizer (cluster/optim.c) and the CPU ops
  * (runtime/nn.c). */
 #define DP_VEC_BLOCK 8
+/* ... and, on x86-64, those loops are built twice, for SSE2 and for AVX2, the loader
+ * picking the one this CPU runs (GCC's and clang's target_clones): eight floats an
+ * instruction where the CPU has them, with the same operations on each element (AVX2
+ * alone does not fuse a multiply and an add; ISO C mode keeps contraction off), so the
+ * same bits either way. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define DP_VEC_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef DP_VEC_CLONES
+#define DP_VEC_CLONES
+#endif
 #define dp_container_of(ptr, type, member) \
     ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 

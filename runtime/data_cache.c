@@ -71,7 +71,7 @@ int dcache_open(const char *src, dcache_map *m)
     uint32_t n = ok ? dp_get_u32(hdr + 12) : 0;
     /* the count, from a file: bounded, and it must be what the file holds */
     ok = ok && n >= 1 && n <= DC_MAX_N && (uint64_t)cst.st_size == DC_HDR + (uint64_t)n * DATA_FEATURES;
-    void *map = ok ? mmap(NULL, (size_t)cst.st_size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    void *map = ok ? mmap(NULL, (size_t)cst.st_size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0) : MAP_FAILED;
     close(fd);
     if (map == MAP_FAILED) return 0;
     m->map = map;
