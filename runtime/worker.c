@@ -454,13 +454,13 @@ static void barrier_timed_out(worker *wk, char *err)
     json_decref(o);
 }
 
-/* The batch of `step` for this worker into idx, bx, by; returns 1. */
-static int gather_batch(batch_order *order, const dataset *train, int index, int64_t step, int batch, int *idx,
-                        float *bx, uint8_t *by)
+/* The batch of `step` for this worker into idx, bx, by; returns step. */
+static int64_t gather_batch(batch_order *order, const dataset *train, int index, int64_t step, int batch,
+                            int *idx, float *bx, uint8_t *by)
 {
     batch_order_indices(order, index, step, idx);
     dataset_gather(train, idx, batch, bx, by);
-    return 1;
+    return step;
 }
 
 int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
@@ -551,17 +551,19 @@ train:
          * last push took the global step to --steps they are dropped for a fresh pull,
          * which ends the loop with the final values */
         if (wk->pf_sent && wk->lazy_acks && (rc = wk_acks_settle(wk))) break;
-        /* Async and ssp workers walk their own shard: the batch is known before the
-         * parameters, and is gathered while they travel (not with DOWNPOUR_PIPELINE=0,
-         * the order before pipelining). Sync ones train on the global batch of the step
-         * they read. */
-        int own_shard = cfg->mode != MODE_SYNC, gathered = 0, early = own_shard && wk->pipeline;
+        /* The batch is gathered while the parameters travel (not with
+         * DOWNPOUR_PIPELINE=0, the order before pipelining). Async and ssp workers walk
+         * their own shard: their batch is known before the pull. Sync ones train on the
+         * global batch of the step the pull reads: gathered for the step their last
+         * token's ack said (the step as a rule), and again should the pull read another. */
+        int own_shard = cfg->mode != MODE_SYNC;
+        int64_t early_step = own_shard ? wk->local : wk->gs_after, gathered = -1;
         if (wk->pf_sent && wk->gs_after < cfg->steps) {
-            if (early) gathered = gather_batch(&order, &train, index, wk->local, cfg->batch, idx, bx, by);
+            if (wk->pipeline) gathered = gather_batch(&order, &train, index, early_step, cfg->batch, idx, bx, by);
             rc = wk_prefetch_finish(wk, 1);
         } else if (!(rc = wk->pf_sent ? wk_prefetch_finish(wk, 0) : DP_OK)) {
             wk_pull_send(wk);
-            if (early) gathered = gather_batch(&order, &train, index, wk->local, cfg->batch, idx, bx, by);
+            if (wk->pipeline) gathered = gather_batch(&order, &train, index, early_step, cfg->batch, idx, bx, by);
             rc = wk_pull_wait(wk);
         }
         if (rc) break;
@@ -595,10 +597,11 @@ train:
             last_eval = wk->gs / cfg->eval_every;
             accuracy = evaluate(wk, &test, &test_loss, "evaluation");
         }
-        if (!gathered) gather_batch(&order, &train, index, own_shard ? wk->local : wk->gs, cfg->batch, idx, bx, by);
+        int64_t data_step = own_shard ? wk->local : wk->gs;
+        if (gathered != data_step) gather_batch(&order, &train, index, data_step, cfg->batch, idx, bx, by);
         /* the next step's rows (sync: of the global step after this one, as a rule) come
          * in from memory while this one computes */
-        batch_order_indices(&order, index, (own_shard ? wk->local : wk->gs) + 1, idx_next);
+        batch_order_indices(&order, index, data_step + 1, idx_next);
         dataset_prefetch(&train, idx_next, cfg->batch);
         int64_t ct0 = rt_instr_now(wk->in);
         wk_emit_step(wk, EVT_COMPUTE_BEGIN, ct0, 0, 0, 0);
