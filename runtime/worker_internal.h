@@ -32,6 +32,8 @@
 #define WK_MAX_FRUITLESS_REJOINS 5
 /* How long the chief waits for the ps's final global step (FINAL_STEP) at the end. */
 #define FINAL_STEP_WAIT_S 10.0
+/* wk_step_progress: at most one look at what arrived in this time, between ops. */
+#define WK_POLL_NS 50000
 
 typedef struct wk_ps {
     struct worker *wk;
@@ -111,8 +113,9 @@ typedef struct worker {
     int pipeline;               /* 0: $DOWNPOUR_PIPELINE=0, pushes wait for the whole
                                  * backward pass as before pipelining (for comparisons) */
     uint8_t *pushed;            /* per variable: its gradient went during the compute */
-    uint64_t progress_cpu_ns;   /* this step: the thread CPU wk_step_progress used (sending,
-                                 * reading), not the compute's work */
+    uint64_t progress_cpu_ns;   /* this step: the time wk_step_progress took (sending,
+                                 * reading: it never waits), not the compute's work */
+    uint64_t polled_ns;         /* when wk_step_progress last looked at what arrived */
     /* --prefetch (async), as DistBelief's workers: a step's pushes are not awaited
      * before the next step (wk_push_all): their acks come in while it computes, the
      * gradients of two steps alternate between grads and grads_alt, and a step's buffer
