@@ -624,7 +624,8 @@ train:
         /* the span's work: the CPU it used (it may have waited for a core on a shared
          * host), less what went on sending and reading between its ops, and a
          * straggler's extra time, which stands for a slower machine */
-        uint64_t work = (wk->tw ? dp_cpu_ns() : dp_thread_cpu_ns()) - cpu0 - wk->progress_cpu_ns;
+        uint64_t used = (wk->tw ? dp_cpu_ns() : dp_thread_cpu_ns()) - cpu0;
+        uint64_t work = used > wk->progress_cpu_ns ? used - wk->progress_cpu_ns : 0;
         if (slow_factor > 1.0) {
             uint64_t extra = (uint64_t)((double)(c1 - c0) * (slow_factor - 1.0));
             sleep_ns(extra);

@@ -32,8 +32,10 @@
 #define WK_MAX_FRUITLESS_REJOINS 5
 /* How long the chief waits for the ps's final global step (FINAL_STEP) at the end. */
 #define FINAL_STEP_WAIT_S 10.0
-/* wk_step_progress: at most one look at what arrived in this time, between ops. */
+/* wk_step_progress: at most one look at what arrived in this time, between ops; a
+ * call longer than WK_HOOK_MAX_NS lost its core for a while (see there). */
 #define WK_POLL_NS 50000
+#define WK_HOOK_MAX_NS 200000
 
 typedef struct wk_ps {
     struct worker *wk;
