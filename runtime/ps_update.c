@@ -160,7 +160,9 @@ static void send_release(ps_client *c, uint32_t var, int64_t version)
 /* The index of g's first NaN or Inf, or n: TensorFlow's check_numerics. An exponent of
  * all ones is either; the first pass only ORs the verdicts, in blocks of DP_VEC_BLOCK
  * (common/dp.h: vectorised; the plain loop was the ps's largest cost per push, 134 us for
- * the MLP's 100k floats), the second finds the element when there is one. */
+ * the MLP's 100k floats; AVX2 where the CPU has it), the second finds the element when
+ * there is one. */
+DP_VEC_CLONES
 static size_t first_nonfinite(const float *restrict g, size_t n)
 {
     uint32_t acc[DP_VEC_BLOCK] = {0}, any = 0;
