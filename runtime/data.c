@@ -386,7 +386,6 @@ void dataset_release(dataset *ds)
     free(ds->px_own);
     if (ds->px_map) munmap(ds->px_map, ds->px_map_len);
     memset(ds, 0, sizeof *ds);
-    ds->n = 0;
 }
 
 int batch_order_init(batch_order *o, int n, int n_workers, int batch, uint64_t seed, char *err)

@@ -507,7 +507,6 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         wk->ps[i].index = i;
         spec_task_name(wk->ps[i].name, sizeof wk->ps[i].name, JOB_PS, i);
     }
-    for (int v = 0; v < wk->cat.n; v++) wk->ps[wk->cat.v[v].ps].per_step++;
     wk->net = nn_new(cfg->model, cfg->hidden, cfg->batch);
     nn_set_progress(wk->net, wk_step_progress, wk);
     wk->n_tensors = nn_tensors(wk->net);

@@ -42,8 +42,6 @@ typedef struct wk_ps {
     int index;
     net_conn *conn;
     char name[64];
-    int unacked;                /* pushes sent to it whose PUSH_ACK has not come */
-    int per_step;               /* pushes a step sends it (every variable it holds) */
 } wk_ps;
 
 typedef struct worker {
@@ -128,7 +126,6 @@ typedef struct worker {
      * with DOWNPOUR_PIPELINE=0. */
     int lazy_acks;
     float *grads_alt[8];
-    int64_t steps_unacked;      /* global_step pushes whose ack has not come */
     float *pf_params[8];
     int64_t *pf_version;
     int64_t pf_gs;

@@ -120,8 +120,6 @@ static void on_frame(net_conn *c, const net_frame *h, void *payload, void *ctx)
         /* the oldest push of the variable still unacknowledged (a lazy ack may come
          * during the next step) */
         int64_t step = wk->push_step[h->id] - --wk->push_unacked[h->id];
-        p->unacked--;
-        if ((int)h->id == wk->step_var) wk->steps_unacked--;
         if ((h->arg1 & 0xff) == ACK_DROPPED && wk->cat.v[h->id].trainable) wk->drops_seen++;
         if ((h->arg1 & 0xff) == ACK_ACCUMULATED) wk->releases_due++;
         if ((int)h->id == wk->step_var) wk->gs_after = h->arg0;
@@ -327,8 +325,6 @@ int wk_rejoin(worker *wk, char *err)
     wk->rejoining = 0;
     wk->outstanding = wk->releases_due = 0;
     wk->pf_outstanding = wk->pf_sent = 0;
-    wk->steps_unacked = 0;
-    for (int i = 0; i < wk->spec->n_ps; i++) wk->ps[i].unacked = 0;
     memset(wk->push_unacked, 0, (size_t)wk->cat.n * sizeof *wk->push_unacked);
     wk->waited_logged = 0;
     wk->lost = 0;
@@ -434,10 +430,8 @@ static void send_pushes(worker *wk, int first, int last, int64_t clock)
         size_t len = d->count * sizeof(float);
         wk_emit_transfer(wk, EVT_PUSH_BEGIN, v, 0);
         if (wk_send(wk, d->ps, h, d->count ? wk_var_slot(d, wk->grads) : NULL, len)) {
-            wk->ps[d->ps].unacked++;
             wk->push_step[v] = wk->local;
             wk->push_unacked[v]++;
-            if (v == wk->step_var) wk->steps_unacked++;
         }
         wk->bytes_pushed += len;
     }
@@ -495,22 +489,13 @@ static void emit_barrier(worker *wk, evt_kind kind, int64_t t, int64_t dur)
     rt_instr_emit(wk->in, &e);
 }
 
-/* Pushes every gradient. Async: all at once, global_step's empty push among them. SSP:
- * the gradients first, then the clock (global_step's push) once all are applied; a clock
- * sent with them could release a waiting worker whose pull overtakes a gradient still
- * streaming in, one more step behind than the bound allows (tests/it_cluster.sh checks
- * the bound). Sync, as SyncReplicasOptimizer: the gradients first; once every variable
- * has taken this
- * step's update (our accumulated gradients RELEASEd, the others dropped as already
- * applied), the step token — global_step's empty push — which completes when
- * replicas_to_aggregate workers have finished the step. So the global step never runs
- * ahead of a variable, and every variable of one step is updated from the same step. */
-/* Async with lazy acks: the acks of the step before this one are in (each ps answers
- * in order, so no ps then has more unacknowledged pushes than one step sends it). */
+/* Async with lazy acks: the acks of the step before this one are in (a step pushes
+ * every variable once, and a variable's acks come in order, so none has more than
+ * this step's push unacknowledged). */
 static int previous_step_acked(const worker *wk)
 {
-    for (int p = 0; p < wk->spec->n_ps; p++)
-        if (wk->ps[p].unacked > wk->ps[p].per_step) return 0;
+    for (int v = 0; v < wk->cat.n; v++)
+        if (wk->push_unacked[v] > 1) return 0;
     return 1;
 }
 
@@ -534,10 +519,20 @@ static int push_lazy(worker *wk, int64_t clock)
 
 int wk_acks_settle(worker *wk)
 {
-    if (wk->gs_after + wk->steps_unacked < wk->cfg->steps) return DP_OK;
+    if (wk->gs_after + wk->push_unacked[wk->step_var] < wk->cfg->steps) return DP_OK;
     return wk_wait_all(wk);
 }
 
+/* Pushes every gradient. Async: all at once, global_step's empty push among them. SSP:
+ * the gradients first, then the clock (global_step's push) once all are applied; a clock
+ * sent with them could release a waiting worker whose pull overtakes a gradient still
+ * streaming in, one more step behind than the bound allows (tests/it_cluster.sh checks
+ * the bound). Sync, as SyncReplicasOptimizer: the gradients first; once every variable
+ * has taken this
+ * step's update (our accumulated gradients RELEASEd, the others dropped as already
+ * applied), the step token — global_step's empty push — which completes when
+ * replicas_to_aggregate workers have finished the step. So the global step never runs
+ * ahead of a variable, and every variable of one step is updated from the same step. */
 int wk_push_all(worker *wk, int64_t clock)
 {
     int rc;
