@@ -1,5 +1,6 @@
 /* test_update.c — the sync accumulator (mean in worker order, stale and duplicate drops,
  * backup workers, the token counter), async staleness, and the SSP gate. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cluster/update.h"
@@ -61,6 +62,39 @@ static void test_sync_mean(void)
         CHECK_MSG(!memcmp(out, ref, sizeof ref), "arrival order %d%d%d differs", orders[k][0],
                   orders[k][1], orders[k][2]);
         CHECK(w[0] == 0 && w[1] == 1 && w[2] == 2);
+    }
+}
+
+/* Long gradients (the take is vectorised and goes a chunk at a time): every float of the
+ * mean equals the plain loop's, sum in ascending worker order then one division, for
+ * lengths around the vector block and the chunk, 2 to 5 workers, arrival in reverse. */
+static void test_sync_mean_long(void)
+{
+    const size_t lens[] = { 1, 7, 8, 9, 2047, 2048, 2049, 100352 + 5 };
+    dp_rng r;
+    dp_rng_seed(&r, 7);
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+        size_t n = lens[li];
+        for (int k = 2; k <= 5; k++) {
+            float *g = xmalloc((size_t)k * n * sizeof *g), *out = xmalloc(n * sizeof *out);
+            for (size_t i = 0; i < (size_t)k * n; i++)   /* mixed signs and magnitudes */
+                g[i] = (float)(dp_rng_uniform(&r) - 0.5) * (i % 3 ? 1e-3f : 1e4f);
+            sync_acc *a = sync_acc_new(k, k, n, 0);
+            for (int w = k - 1; w >= 0; w--) sync_acc_offer(a, w, 0, g + (size_t)w * n);
+            int workers[5];
+            CHECK(sync_acc_take(a, out, workers) == k);
+            size_t bad = 0;
+            for (size_t i = 0; i < n; i++) {
+                volatile float s = g[i];    /* volatile: one rounding per operation */
+                for (int w = 1; w < k; w++) s += g[(size_t)w * n + i];
+                float m = s / (float)k;
+                if (memcmp(&m, &out[i], sizeof m)) bad++;
+            }
+            CHECK_MSG(bad == 0, "n %zu, %d workers: %zu floats differ from the plain loop", n, k, bad);
+            sync_acc_free(a);
+            free(g);
+            free(out);
+        }
     }
 }
 
@@ -194,6 +228,7 @@ int main(void)
 {
     test_parse();
     test_sync_mean();
+    test_sync_mean_long();
     test_sync_drops();
     test_sync_backup();
     test_sync_counter();
