@@ -251,31 +251,25 @@ if command -v valgrind >/dev/null 2>&1; then
     ir=$(cg_ir "$TMP/cg.worker")
     [ -n "$ir" ] && row "one worker step, MLP-128 batch 64 (nn_train_step + optim_apply), callgrind" \
         "$(python3 -c "print('%.2f M instructions' % ($ir / $CGS / 1e6))")" "$CGS steps: $ir" "OpenBLAS Haswell kernel (valgrind has no AVX-512)"
-    rm -f "$TMP"/cg.ps.*
-    OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1 valgrind --tool=callgrind --trace-children=yes \
-        --trace-children-skip-by-arg='*job_name=worker*' --callgrind-out-file="$TMP/cg.ps.%p" \
-        --toggle-collect=ps_send_pull --toggle-collect=ps_handle_push \
-        "$D" cluster --ps 1 --workers 1 --mode async --steps "$CGS" --data synthetic --synthetic-samples 500 \
-        --quiet --eval-every 0 >/dev/null 2>&1
-    for f in "$TMP"/cg.ps.*; do
-        grep -q '^cmd:.*job_name=ps' "$f" 2>/dev/null && ir=$(cg_ir "$f") && [ -n "$ir" ] &&
-            row "the ps's handlers for one async step (5 pulls answered, 4 gradients applied), callgrind" \
-                "$(python3 -c "print('%.1f k instructions' % ($ir / $CGS / 1e3))")" "$CGS steps: $ir" "ps_send_pull + ps_handle_push (SGD)"
-    done
-    # The same handlers for sync, 1 ps + 2 workers: a step is 10 pulls answered, 8
-    # gradients accumulated and 4 means taken and applied (sync_acc_take), the step
-    # tokens besides.
-    rm -f "$TMP"/cg.ps.*
-    OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1 valgrind --tool=callgrind --trace-children=yes \
-        --trace-children-skip-by-arg='*job_name=worker*' --callgrind-out-file="$TMP/cg.ps.%p" \
-        --toggle-collect=ps_send_pull --toggle-collect=ps_handle_push \
-        "$D" cluster --ps 1 --workers 2 --mode sync --steps "$CGS" --data synthetic --synthetic-samples 500 \
-        --quiet --eval-every 0 >/dev/null 2>&1
-    for f in "$TMP"/cg.ps.*; do
-        grep -q '^cmd:.*job_name=ps' "$f" 2>/dev/null && ir=$(cg_ir "$f") && [ -n "$ir" ] &&
-            row "the ps's handlers for one sync step of 2 workers (10 pulls answered, 8 gradients accumulated, 4 means applied), callgrind" \
-                "$(python3 -c "print('%.1f k instructions' % ($ir / $CGS / 1e3))")" "$CGS steps: $ir" "ps_send_pull + ps_handle_push (SGD)"
-    done
+    # ps_ir WORKERS MODE LABEL: a row of the ps's handlers' instructions a step (the
+    # workers run outside valgrind).
+    ps_ir() {
+        rm -f "$TMP"/cg.ps.*
+        OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1 valgrind --tool=callgrind --trace-children=yes \
+            --trace-children-skip-by-arg='*job_name=worker*' --callgrind-out-file="$TMP/cg.ps.%p" \
+            --toggle-collect=ps_send_pull --toggle-collect=ps_handle_push \
+            "$D" cluster --ps 1 --workers "$1" --mode "$2" --steps "$CGS" --data synthetic --synthetic-samples 500 \
+            --quiet --eval-every 0 >/dev/null 2>&1
+        for f in "$TMP"/cg.ps.*; do
+            grep -q '^cmd:.*job_name=ps' "$f" 2>/dev/null && ir=$(cg_ir "$f") && [ -n "$ir" ] &&
+                row "$3, callgrind" "$(python3 -c "print('%.1f k instructions' % ($ir / $CGS / 1e3))")" \
+                    "$CGS steps: $ir" "ps_send_pull + ps_handle_push (SGD)"
+        done
+    }
+    ps_ir 1 async "the ps's handlers for one async step (5 pulls answered, 4 gradients applied)"
+    # sync, 1 ps + 2 workers: a step is 10 pulls answered, 8 gradients accumulated and 4
+    # means taken and applied (sync_acc_take), the step tokens besides
+    ps_ir 2 sync "the ps's handlers for one sync step of 2 workers (10 pulls answered, 8 gradients accumulated, 4 means applied)"
     # The instrumentation's cost in the tasks: every worker's and the ps's instructions
     # for the same run with and without events (--trace), all of each process. The
     # launcher's hub is left out: under valgrind a run lasts minutes, and its time-based
