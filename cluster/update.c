@@ -55,7 +55,9 @@ struct sync_acc {
                        * that offers from many workers to many accumulators stay in cache) */
     int *buf_of;      /* sync_acc_take's scratch: per holding worker, its buffer index */
     int *holder;      /* per buffer: the worker that filled it */
-    float *bufs;      /* required * n floats, filled in arrival order */
+    const float **src;/* per buffer: the gradient it holds (in bufs, or borrowed) */
+    float *bufs;      /* required * n floats, filled in arrival order; allocated at the
+                       * first copying offer (a ps that only lends its own needs none) */
 };
 
 sync_acc *sync_acc_new(int n_workers, int replicas_to_aggregate, size_t n, int64_t start_step)
@@ -71,7 +73,7 @@ sync_acc *sync_acc_new(int n_workers, int replicas_to_aggregate, size_t n, int64
     a->held = xcalloc(((size_t)n_workers + 63) / 64, sizeof *a->held);
     a->buf_of = n ? xmalloc((size_t)n_workers * sizeof *a->buf_of) : NULL;
     a->holder = xmalloc((size_t)replicas_to_aggregate * sizeof *a->holder);
-    a->bufs = n ? xmalloc((size_t)replicas_to_aggregate * n * sizeof *a->bufs) : NULL;
+    a->src = xcalloc((size_t)replicas_to_aggregate, sizeof *a->src);
     return a;
 }
 
@@ -81,6 +83,7 @@ void sync_acc_free(sync_acc *a)
     free(a->held);
     free(a->buf_of);
     free(a->holder);
+    free(a->src);
     free(a->bufs);
     free(a);
 }
@@ -101,22 +104,44 @@ int sync_acc_holds(const sync_acc *a, int worker)
     return (a->held[worker >> 6] >> (worker & 63)) & 1;
 }
 
-int sync_acc_offer(sync_acc *a, int worker, int64_t local_step, const float *g)
+/* An offer's checks and bookkeeping: the buffer index the gradient takes, or minus the
+ * reason it is dropped (-SYNC_STALE, -SYNC_DUPLICATE). */
+static int admit(sync_acc *a, int worker, int64_t local_step, const float *g)
 {
     assert(((void)"sync_acc_offer: worker index out of range", worker >= 0 && worker < a->n_workers));
     assert(((void)"sync_acc_offer: gradient from a future step", local_step <= a->step));
     assert(((void)"sync_acc_offer: NULL gradient", a->n == 0 || g));
-    if (local_step < a->step) return SYNC_STALE;
+    if (local_step < a->step) return -SYNC_STALE;
     uint64_t bit = (uint64_t)1 << (worker & 63);
-    if (a->held[worker >> 6] & bit) return SYNC_DUPLICATE;
+    if (a->held[worker >> 6] & bit) return -SYNC_DUPLICATE;
     /* the step already has its replicas_to_aggregate gradients: a late (backup) worker's
      * gradient would be stale the moment the step is taken, so drop it now */
-    if (a->count >= a->required) return SYNC_STALE;
+    if (a->count >= a->required) return -SYNC_STALE;
     int b = a->count++;
     a->held[worker >> 6] |= bit;
     a->holder[b] = worker;
-    if (a->n == 1) a->bufs[b] = g[0];  /* many small variables: no call */
-    else if (a->n) memcpy(a->bufs + (size_t)b * a->n, g, a->n * sizeof *g);
+    return b;
+}
+
+int sync_acc_offer(sync_acc *a, int worker, int64_t local_step, const float *g)
+{
+    int b = admit(a, worker, local_step, g);
+    if (b < 0) return -b;
+    if (a->n) {
+        if (!a->bufs) a->bufs = xmalloc((size_t)a->required * a->n * sizeof *a->bufs);
+        float *dst = a->bufs + (size_t)b * a->n;
+        if (a->n == 1) dst[0] = g[0];  /* many small variables: no call */
+        else memcpy(dst, g, a->n * sizeof *g);
+        a->src[b] = dst;
+    }
+    return a->count == a->required ? SYNC_READY : SYNC_ACCUMULATED;
+}
+
+int sync_acc_offer_borrowed(sync_acc *a, int worker, int64_t local_step, const float *g)
+{
+    int b = admit(a, worker, local_step, g);
+    if (b < 0) return -b;
+    a->src[b] = g;
     return a->count == a->required ? SYNC_READY : SYNC_ACCUMULATED;
 }
 
@@ -161,10 +186,8 @@ int sync_acc_take(sync_acc *a, float *mean_out, int *workers)
          * vectorised and chunked 24 µs. */
         for (size_t at = 0; at < a->n; at += SYNC_TAKE_CHUNK) {
             size_t len = a->n - at < SYNC_TAKE_CHUNK ? a->n - at : SYNC_TAKE_CHUNK;
-            const float *g0 = a->bufs + (size_t)a->buf_of[workers[0]] * a->n + at;
-            memcpy(mean_out + at, g0, len * sizeof *mean_out);
-            for (int j = 1; j < k; j++)
-                vec_add(mean_out + at, a->bufs + (size_t)a->buf_of[workers[j]] * a->n + at, len);
+            memcpy(mean_out + at, a->src[a->buf_of[workers[0]]] + at, len * sizeof *mean_out);
+            for (int j = 1; j < k; j++) vec_add(mean_out + at, a->src[a->buf_of[workers[j]]] + at, len);
             vec_div(mean_out + at, (float)k, len);
         }
     }

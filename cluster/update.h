@@ -52,6 +52,12 @@ int64_t sync_acc_step(const sync_acc *a);
 /* Offers worker's gradient g (n floats, copied; may be NULL when n == 0). */
 int sync_acc_offer(sync_acc *a, int worker, int64_t local_step, const float *g);
 
+/* The same, g lent instead of copied: when it is kept (SYNC_ACCUMULATED or SYNC_READY)
+ * the caller leaves those n floats unchanged until the take that ends the step (or
+ * sync_acc_free). The ps receives each worker's gradient into a buffer of its own and
+ * lends it, saving a copy of every gradient on the sync step's critical path. */
+int sync_acc_offer_borrowed(sync_acc *a, int worker, int64_t local_step, const float *g);
+
 /* After SYNC_READY: writes the mean of the accepted gradients (n floats) into mean_out,
  * writes the indices of the contributing workers in ascending order into workers
  * (capacity n_workers) and returns their count; clears the accumulator and advances its

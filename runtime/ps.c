@@ -52,6 +52,14 @@ static void *on_header(net_conn *c, const net_frame *h, void *ctx, char *err, in
                  optim_name(ps->cfg->optimizer));
         return NULL;
     }
+    /* Sync: a push lands in the worker's own buffer, which the accumulator borrows until
+     * the step is taken (ps_handle_push); one it holds already (a duplicate, to be
+     * dropped) must not overwrite it. */
+    if (h->type == MSG_PUSH && v->lent && !sync_acc_holds(v->acc, cl->worker)) {
+        float **b = &v->lent[cl->worker];
+        if (!*b) *b = xmalloc(v->def->count * sizeof(float));
+        return *b;
+    }
     /* A restore is staged in the client's buffer and copied in once whole. */
     if (h->arg1 & INIT_RESTORE) return cl->grad;
     if (h->type == MSG_INIT) return v->initialised ? NULL : v->data;
@@ -402,7 +410,10 @@ int ps_run(const rt_config *cfg, const cluster_spec *spec, int index, char *err)
         v->mean = xmalloc((d->count ? d->count : 1) * sizeof(float));
         v->waiting_pulls = xmalloc((size_t)cfg->n_workers * sizeof(int));
         v->clock = xcalloc((size_t)cfg->n_workers, sizeof(int64_t));
-        if (cfg->mode == MODE_SYNC) v->acc = sync_acc_new(cfg->n_workers, r, d->count, 0);
+        if (cfg->mode == MODE_SYNC) {
+            v->acc = sync_acc_new(cfg->n_workers, r, d->count, 0);
+            v->lent = xcalloc((size_t)cfg->n_workers, sizeof *v->lent);
+        }
         if (d->count > ps.max_count) ps.max_count = d->count;
     }
     ps.clients = xcalloc((size_t)cfg->n_workers, sizeof *ps.clients);
@@ -479,6 +490,8 @@ fail:
             free(ps.vars[i].waiting_pulls);
             free(ps.vars[i].clock);
             sync_acc_free(ps.vars[i].acc);
+            for (int w = 0; ps.vars[i].lent && w < cfg->n_workers; w++) free(ps.vars[i].lent[w]);
+            free(ps.vars[i].lent);
         }
         free(ps.vars);
     }

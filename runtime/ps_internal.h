@@ -39,6 +39,8 @@ typedef struct ps_var {
     int initialised;
     int64_t session;     /* the restore its value comes from (0: the first INIT) */
     sync_acc *acc;       /* sync mode */
+    float **lent;        /* sync: per worker, the buffer its push of this variable is
+                          * received into and lent to acc (allocated at its first push) */
     async_var av;        /* async / ssp mode */
     int64_t *clock;      /* sync: per worker, the clock its pending gradient carried */
     int *waiting_pulls;  /* worker indices whose pull waits for INIT */

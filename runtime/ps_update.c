@@ -238,7 +238,10 @@ void ps_handle_push(ps_server *ps, ps_client *cl, const net_frame *h, const floa
             net_conn_send_error(cl->conn, msg);
             return;
         }
-        int r = sync_acc_offer(v->acc, cl->worker, read, g);
+        /* g is the worker's own buffer (on_header) unless the accumulator held its
+         * gradient already: then it is dropped as a duplicate, never lent */
+        int r = g == v->lent[cl->worker] ? sync_acc_offer_borrowed(v->acc, cl->worker, read, g)
+                                         : sync_acc_offer(v->acc, cl->worker, read, g);
         if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
             if (v->def->trainable) ps->drops++;
             emit_update(ps, EVT_DROP, v, cl->worker, h->arg1, cur, cur - read);

@@ -75,12 +75,17 @@ static void test_sync_mean_long(void)
     dp_rng_seed(&r, 7);
     for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
         size_t n = lens[li];
-        for (int k = 2; k <= 5; k++) {
+        /* lend: 0 every gradient copied, 1 every one lent (the ps), 2 mixed */
+        for (int k = 2, lend = 0; k <= 5; lend = (lend + 1) % 3, k += !lend) {
             float *g = xmalloc((size_t)k * n * sizeof *g), *out = xmalloc(n * sizeof *out);
             for (size_t i = 0; i < (size_t)k * n; i++)   /* mixed signs and magnitudes */
                 g[i] = (float)(dp_rng_uniform(&r) - 0.5) * (i % 3 ? 1e-3f : 1e4f);
             sync_acc *a = sync_acc_new(k, k, n, 0);
-            for (int w = k - 1; w >= 0; w--) sync_acc_offer(a, w, 0, g + (size_t)w * n);
+            for (int w = k - 1; w >= 0; w--) {
+                const float *gw = g + (size_t)w * n;
+                if (lend == 1 || (lend == 2 && w % 2)) sync_acc_offer_borrowed(a, w, 0, gw);
+                else sync_acc_offer(a, w, 0, gw);
+            }
             int workers[5];
             CHECK(sync_acc_take(a, out, workers) == k);
             size_t bad = 0;
@@ -90,7 +95,8 @@ static void test_sync_mean_long(void)
                 float m = s / (float)k;
                 if (memcmp(&m, &out[i], sizeof m)) bad++;
             }
-            CHECK_MSG(bad == 0, "n %zu, %d workers: %zu floats differ from the plain loop", n, k, bad);
+            CHECK_MSG(bad == 0, "n %zu, %d workers (lent: %d): %zu floats differ from the plain loop", n, k, lend,
+                      bad);
             sync_acc_free(a);
             free(g);
             free(out);
@@ -120,6 +126,29 @@ static void test_sync_drops(void)
     CHECK(sync_acc_take(a, m, w) == 2 && m[0] == 3.0f && m[1] == 4.0f);
     sync_acc_free(a);
     sync_acc_free(NULL);
+}
+
+/* A lent gradient is read at the take, not at the offer; a dropped one is not kept. */
+static void test_sync_borrowed(void)
+{
+    sync_acc *a = sync_acc_new(3, 2, 2, 5);
+    float g0[2] = { 1, 2 }, g1[2] = { 3, 4 }, junk[2] = { 100, 100 };
+    CHECK(sync_acc_offer_borrowed(a, 0, 4, junk) == SYNC_STALE);
+    CHECK(sync_acc_offer_borrowed(a, 1, 5, g1) == SYNC_ACCUMULATED);
+    CHECK(sync_acc_offer_borrowed(a, 1, 5, junk) == SYNC_DUPLICATE);
+    g1[1] = 6;   /* still the caller's: the take reads it as it is then */
+    CHECK(sync_acc_offer_borrowed(a, 0, 5, g0) == SYNC_READY);
+    CHECK(sync_acc_offer_borrowed(a, 2, 5, junk) == SYNC_STALE);   /* the step is full */
+    float m[2];
+    int w[3];
+    CHECK(sync_acc_take(a, m, w) == 2);
+    CHECK(m[0] == 2.0f && m[1] == 4.0f && w[0] == 0 && w[1] == 1);
+    /* lent and copied in one step */
+    CHECK(sync_acc_offer(a, 2, 6, g0) == SYNC_ACCUMULATED);
+    g0[0] = 5;
+    CHECK(sync_acc_offer_borrowed(a, 1, 6, g0) == SYNC_READY);
+    CHECK(sync_acc_take(a, m, w) == 2 && m[0] == 3.0f && m[1] == 2.0f && w[0] == 1 && w[1] == 2);
+    sync_acc_free(a);
 }
 
 static void test_sync_backup(void)
@@ -230,6 +259,7 @@ int main(void)
     test_sync_mean();
     test_sync_mean_long();
     test_sync_drops();
+    test_sync_borrowed();
     test_sync_backup();
     test_sync_counter();
     test_async();
