@@ -176,3 +176,16 @@ void sim_ps_push(sim_world *w, int p, int k, int v, int acks)
         }
     }
 }
+
+/* Async / ssp: worker k's pushes of ps p's variables ps_vars[j0, j1) (not those it sent
+ * during the compute, with skip_early), in the runtime's order (runtime/worker_net.c,
+ * send_step_pushes): the gradients, then global_step's push (the step's clock). */
+void sim_ps_push_step(sim_world *w, int p, int k, int j0, int j1, int skip_early, int acks)
+{
+    for (int clock = 0; clock < 2; clock++)
+        for (int j = j0; j < j1; j++) {
+            int v = w->ps_vars[j];
+            if ((v == w->step_var) != clock || (skip_early && w->early_var[v])) continue;
+            sim_ps_push(w, p, k, v, acks);
+        }
+}

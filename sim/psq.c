@@ -126,8 +126,7 @@ void sim_psq_push(sim_world *w, int p, int c, int i)
     int acks = sim_ack_new(w);
     if (w->cfg->mode == MODE_SYNC) sim_ps_push_sync(w, p, c, i, acks);
     else
-        for (int v = j0; v < j1; v++)
-            if (!(early && w->early_var[w->ps_vars[v]])) sim_ps_push(w, p, k, w->ps_vars[v], acks);
+        sim_ps_push_step(w, p, k, j0, j1, early, acks);
     hold_end(w, &w->psq[p].q[idx], acks);
     job_go(w, p);
 }

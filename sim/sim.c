@@ -490,8 +490,7 @@ static void deliver(sim_world *w, const sim_event *ev)
             if (wk->dead || wk->inc != co->incs[i]) continue;
             if (w->cfg->mode == MODE_SYNC) sim_ps_push_sync(w, p, c, i, acks);
             else
-                for (int j = v0; j < v1; j++)
-                    if (!(wk->early_sent && w->early_var[w->ps_vars[j]])) sim_ps_push(w, p, k, w->ps_vars[j], acks);
+                sim_ps_push_step(w, p, k, v0, v1, wk->early_sent, acks);
         }
         sim_ack_end(w, acks, start);
     }

@@ -335,6 +335,7 @@ void sim_ack_end(sim_world *w, int id, int start);
 void sim_ps_push_sync(sim_world *w, int p, int c, int i, int acks);
 /* async / ssp: worker k's push of variable v to ps p; sync: the step token (v = 0) */
 void sim_ps_push(sim_world *w, int p, int k, int v, int acks);
+void sim_ps_push_step(sim_world *w, int p, int k, int j0, int j1, int skip_early, int acks);
 /* member i (worker k) of this round's cohort offered to lock L: the offer's result */
 int sim_ps_lock_offer(sim_world *w, sim_lock *L, int i, int k);
 

@@ -83,6 +83,19 @@ late = sum(any(a < t < b for a, b in comp) for v, t in ends if v == 'hidden/weig
 print(late, sum(v == 'hidden/weights' for v, t in ends))
 PY
     read -r late all <"$TMP/late$pf.txt"
+    # the step's clock (global_step's push) goes after its gradients: the ps applies the
+    # last one (hidden/weights, the largest) before it advances the global step
+    python3 - "$TMP/ap$pf.json" <<'PY' >"$TMP/order$pf.txt"
+import json, sys
+ev = json.load(open(sys.argv[1]))['traceEvents']
+gs = {e['args']['global_step']: e['ts'] for e in ev if e.get('ph') == 'C' and e.get('name') == 'global_step'}
+hw = {e['args']['step']: e['ts'] for e in ev if e.get('name') == 'apply' and e['args'].get('var') == 'hidden/weights'}
+steps = [k for k in hw if k in gs]
+print(sum(hw[k] <= gs[k] for k in steps), len(steps))
+PY
+    read -r first steps <"$TMP/order$pf.txt"
+    check "async, 1 worker${pf:+, $pf}: hidden/weights applied before the global step advances, $first of $steps steps" \
+        test "$steps" -ge 100 -a "$first" -eq "$steps"
     if [ -n "$pf" ]; then
         check "async, --prefetch: $late of $all hidden/weights acks come in during the next step's compute (not awaited)" \
             test "$late" -ge $((all / 2))

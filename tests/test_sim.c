@@ -293,6 +293,46 @@ static void test_pipeline_trace(const char *dir)
     }
 }
 
+/* Async: a step's pushes are applied in the runtime's order (send_step_pushes), the
+ * gradients and then global_step's push, so each advance of the global step comes after
+ * the apply of hidden/weights' gradient of the same version (both at one instant here). */
+static void test_clock_after_grads(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/clock.trace", dir);
+    sim_config c;
+    sim_config_init(&c);
+    c.n_workers = 1;
+    c.mode = MODE_ASYNC;
+    c.compute.kind = SIM_DIST_CONSTANT;
+    c.compute.mean = 0.010;
+    c.latency = 0.001;
+    c.steps = 20;
+    c.trace_level = 2;
+    snprintf(c.trace, sizeof c.trace, "%s", path);
+    sim_result r;
+    CHECK(run(&c, &r) == 0);
+    char err[DP_ERRLEN];
+    trace_reader *tr = trace_reader_open(path, err);
+    CHECK(tr != NULL);
+    if (!tr) return;
+    int64_t hw = -1;
+    int advances = 0, after = 0;
+    evt_record e;
+    while (trace_reader_next(tr, &e) == 1) {
+        if (e.kind == EVT_APPLY && e.job == EVT_JOB_PS && !strcmp(trace_reader_string(tr, e.var), "hidden/weights"))
+            hw = e.step;
+        if (e.kind == EVT_GLOBAL_STEP) {
+            advances++;
+            after += hw == e.step;
+        }
+    }
+    trace_reader_close(tr);
+    CHECK_MSG(advances >= 20 && after == advances, "async: %d of %d global steps advanced after their hidden/weights apply",
+              after, advances);
+    unlink(path);
+}
+
 /* 1 when traces a and b hold the same events (at least one), 0 when they differ, -1
  * when one cannot be read. */
 static int same_events(const char *a, const char *b)
@@ -550,6 +590,7 @@ int main(void)
     test_bandwidth_bound();
     test_async_staleness();
     test_pipeline_trace(dir);
+    test_clock_after_grads(dir);
     test_determinism(dir);
     test_shortcuts_exact(dir);
     test_failures_and_ssp();
