@@ -229,6 +229,30 @@ static int trace_events(const char *path, char **out, size_t *len)
     return 0;
 }
 
+/* Runs `workers` async workers with constant 10 ms compute, 1 ms latency and 20 steps,
+ * every event traced to path, and opens the trace (NULL, counted as a failure, when it
+ * cannot). */
+static trace_reader *run_async_traced(const char *path, int workers, double pipeline)
+{
+    sim_config c;
+    sim_config_init(&c);
+    c.n_workers = workers;
+    c.mode = MODE_ASYNC;
+    c.compute.kind = SIM_DIST_CONSTANT;
+    c.compute.mean = 0.010;
+    c.latency = 0.001;
+    c.steps = 20;
+    c.pipeline = pipeline;
+    c.trace_level = 2;
+    snprintf(c.trace, sizeof c.trace, "%s", path);
+    sim_result r;
+    CHECK(run(&c, &r) == 0);
+    char err[DP_ERRLEN];
+    trace_reader *tr = trace_reader_open(path, err);
+    CHECK(tr != NULL);
+    return tr;
+}
+
 /* --pipeline: in the trace, every compute span [t0, t1] of worker k holds its early
  * pushes (every trainable variable but hidden/weights) at t0 + f (t1 - t0), the ps applies
  * them one latency later, and hidden/weights goes at t1; without it nothing is pushed
@@ -238,22 +262,7 @@ static void test_pipeline_trace(const char *dir)
     char path[512];
     snprintf(path, sizeof path, "%s/pipe.trace", dir);
     for (int on = 0; on < 2; on++) {
-        sim_config c;
-        sim_config_init(&c);
-        c.n_workers = 2;
-        c.mode = MODE_ASYNC;
-        c.compute.kind = SIM_DIST_CONSTANT;
-        c.compute.mean = 0.010;
-        c.latency = 0.001;
-        c.steps = 20;
-        c.pipeline = on ? 0.25 : 0;
-        c.trace_level = 2;
-        snprintf(c.trace, sizeof c.trace, "%s", path);
-        sim_result r;
-        CHECK(run(&c, &r) == 0);
-        char err[DP_ERRLEN];
-        trace_reader *tr = trace_reader_open(path, err);
-        CHECK(tr != NULL);
+        trace_reader *tr = run_async_traced(path, 2, on ? 0.25 : 0);
         if (!tr) return;
         int64_t t0[2] = {-1, -1}, mid[2] = {-1, -1};
         int spans = 0, early = 0, early_ok = 1, applies = 0, apply_ok = 1, late_ok = 1;
@@ -300,21 +309,7 @@ static void test_clock_after_grads(const char *dir)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/clock.trace", dir);
-    sim_config c;
-    sim_config_init(&c);
-    c.n_workers = 1;
-    c.mode = MODE_ASYNC;
-    c.compute.kind = SIM_DIST_CONSTANT;
-    c.compute.mean = 0.010;
-    c.latency = 0.001;
-    c.steps = 20;
-    c.trace_level = 2;
-    snprintf(c.trace, sizeof c.trace, "%s", path);
-    sim_result r;
-    CHECK(run(&c, &r) == 0);
-    char err[DP_ERRLEN];
-    trace_reader *tr = trace_reader_open(path, err);
-    CHECK(tr != NULL);
+    trace_reader *tr = run_async_traced(path, 1, 0);
     if (!tr) return;
     int64_t hw = -1;
     int advances = 0, after = 0;
