@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 int dp_log_level = DP_LOG_INFO;
 
@@ -89,6 +90,20 @@ uint64_t dp_thread_cpu_ns(void)
     struct timespec ts;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) return 0;
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int dp_host_irq_ns(uint64_t *out)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return -1;
+    unsigned long long v[7];
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                   &v[6]);
+    fclose(f);
+    long hz = sysconf(_SC_CLK_TCK);
+    if (n != 7 || hz <= 0) return -1;
+    *out = (v[5] + v[6]) * (1000000000ull / (uint64_t)hz);  /* irq + softirq, in ticks */
+    return 0;
 }
 
 uint64_t dp_wall_ns(void)

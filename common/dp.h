@@ -100,6 +100,10 @@ uint64_t dp_wall_ns(void);
 uint64_t dp_cpu_ns(void);
 /* CPU nanoseconds the calling thread has used so far (CLOCK_THREAD_CPUTIME_ID). */
 uint64_t dp_thread_cpu_ns(void);
+/* The host's CPU nanoseconds so far in interrupt and softirq handling, all cores
+ * (/proc/stat, to the kernel's tick): work no task's CPU time counts, on a busy loopback
+ * mostly receiving what was sent. 0 with *out set, -1 when it cannot be read. */
+int dp_host_irq_ns(uint64_t *out);
 
 /* A small deterministic RNG (xoshiro256**, seeded through splitmix64). Embedded by
  * value in whatever owns it; no global state. */

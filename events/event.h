@@ -12,7 +12,10 @@
 enum evt_job { EVT_JOB_PS = 0, EVT_JOB_WORKER = 1, EVT_JOB_CLIENT = 2, EVT_JOB_HUB = 3 };
 
 /* Event kinds. Field use per kind (fields not named are zero / -1):
- *   CLUSTER_START   str=config JSON                      CLUSTER_STOP  value=wall seconds
+ *   CLUSTER_START   str=config JSON                      CLUSTER_STOP  value=wall seconds,
+ *                   value2=the host's CPU seconds in irq and softirq handling during the run
+ *                   (/proc/stat, all cores: on loopback mostly receiving what tasks sent,
+ *                   which no task's CPU counts; a real run's launcher; 0 unknown)
  *   TASK_START      str=host, bytes=pid                  TASK_STOP     value=exit status,
  *                   value2=CPU seconds the task's work used (a real worker's training loop,
  *                   with a straggler's extra time as in COMPUTE_END; a real ps's serving;

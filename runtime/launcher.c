@@ -69,9 +69,12 @@ static void run_finished(launcher *l)
     if (l->finished) return;
     l->finished = 1;
     l->wall_s = (double)(dp_now_ns() - l->t0) / 1e9;
+    uint64_t irq1;
+    l->irq_s = l->irq_known && !dp_host_irq_ns(&irq1) && irq1 >= l->irq0 ? (double)(irq1 - l->irq0) / 1e9 : -1;
     if (l->in) {
         evt_record e = rt_instr_record(l->in, EVT_CLUSTER_STOP);
         e.value = l->wall_s;
+        e.value2 = l->irq_s > 0 ? l->irq_s : 0;
         rt_instr_emit(l->in, &e);
     }
 }
@@ -440,6 +443,7 @@ static void print_summary(launcher *l, double wall_s)
     };
     json_t *o = run_summary_json(&cfg->run, &rr);
     json_object_set_new(o, "blas_core", json_string(openblas_get_corename()));  /* the tasks' too */
+    if (l->irq_s >= 0) json_object_set_new(o, "host_irq_s", json_real(l->irq_s));
     if (rejected > 0) json_object_set_new(o, "gradients_rejected", json_integer((json_int_t)rejected));
     if (cfg->n_faults) {
         /* --fail: what was injected and what became of it */
@@ -585,6 +589,7 @@ int launcher_run(const rt_config *cfg, const char *self, char *err)
            update_mode_name(cfg->mode));
     uint64_t t0 = dp_now_ns();
     l.t0 = t0;
+    l.irq_known = !dp_host_irq_ns(&l.irq0);
     for (int t = 0; t < n_tasks && !rc; t++) {
         child *c = &l.kids[l.n_kids];
         c->job = t < cfg->n_ps ? JOB_PS : JOB_WORKER;

@@ -57,6 +57,9 @@ typedef struct launcher {
     int summary_done;
     int finished;            /* every task has exited */
     uint64_t t0;
+    uint64_t irq0;           /* the host's irq and softirq ns at t0 (dp_host_irq_ns) */
+    int irq_known;
+    double irq_s;            /* the host's irq and softirq CPU seconds in the run, -1 unknown */
     double wall_s;
     int workers_left;
     int stopping;            /* we are killing the rest */

@@ -47,6 +47,17 @@ check "chrome export" $DOWNPOUR trace export --chrome "$TMP/s.json.trace" "$TMP/
 ds() { $DOWNPOUR trace info --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['duration_s'])"; }
 check "chrome export follows the timeline rules, ts in us (sync)" \
     python3 tests/check_chrome.py "$TMP/s.json.trace" "$(ds "$TMP/s.dptrace")"
+# The host's irq + softirq CPU over the run: in the summary and in cluster_stop's value2,
+# the same figure; at most every core for the whole run (/proc/stat counts in 10 ms ticks).
+irq=$(json "$TMP/s.json" host_irq_s)
+check "summary: host_irq_s ($irq s) within 0 .. wall x cores" python3 -c "
+import os, sys; irq, wall = float('$irq'), float('$(json "$TMP/s.json" wall_s)')
+sys.exit(not 0 <= irq <= wall * os.cpu_count() + 0.02)"
+check "trace: cluster_stop's value2 = the summary's host_irq_s" python3 -c "
+import json, sys; ev = json.load(open('$TMP/s.json.trace'))
+ev = ev['traceEvents'] if isinstance(ev, dict) else ev
+stop = [e for e in ev if e.get('name') == 'cluster_stop']
+sys.exit(len(stop) != 1 or abs(stop[0]['args'].get('value2', -1) - float('$irq')) > 1e-6)"
 $DOWNPOUR trace export --chrome "$TMP/a.json.trace" "$TMP/a.dptrace" 2>/dev/null
 check "chrome export follows the timeline rules, ts in us (async)" \
     python3 tests/check_chrome.py "$TMP/a.json.trace" "$(ds "$TMP/a.dptrace")"
