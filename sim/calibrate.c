@@ -72,8 +72,11 @@ typedef struct wstat {
     double share;            /* the last compute span's work over its duration, -1 unknown */
     double cpu_s;            /* the CPU its training used (task_stop), 0 unknown */
     double moved;            /* bytes pulled and pushed */
+    double moved_steps;      /* ... up to the last step's end (the training CPU's bytes) */
     int64_t eval_ns;         /* the chief's evaluation in the current gap (not step work) */
-    int64_t eval_total;      /* ... in all */
+    int64_t eval_total;      /* ... in all, up to the last step's end */
+    int64_t eval_pending;    /* the evaluations since the last step_end: a step's when one
+                              * ends, the final one's (after the training CPU was read) not */
     int computing;           /* inside a compute span */
     uint64_t early[16];      /* ids of the pushes that began inside it, not yet acked: a
                               * pipelined worker sends a finished gradient while its
@@ -155,7 +158,8 @@ static void measured_work(const sim_cal_span *g, const double *share, int n, dou
 
 /* A worker's CPU beyond its compute gaps' work (and the chief's evaluations) went on
  * sending and receiving (the kernel's copying, on a shared host): every worker said its
- * CPU, the rate is the bytes they moved over that CPU. */
+ * CPU, the rate is the bytes they moved over that CPU. The training loop's CPU is read at
+ * its last step's end: the chief's final pull and evaluation after it are not in it. */
 static void copy_rate(const wstat *ws, int nw, sim_calibration *cal)
 {
     double cpu = 0, bytes = 0;
@@ -163,7 +167,7 @@ static void copy_rate(const wstat *ws, int nw, sim_calibration *cal)
         if (!ws[k].c.n) continue;
         if (!(ws[k].cpu_s > 0)) return;
         cpu += ws[k].cpu_s - ws[k].c.sum - (double)ws[k].eval_total / 1e9;
-        bytes += ws[k].moved;
+        bytes += ws[k].moved_steps;
     }
     cal->cpu_measured = 1;
     /* a short run can leave nothing measurable beyond the work: no copying then */
@@ -437,7 +441,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
         if (e.kind == EVT_TASK_STOP && e.value2 > 0 && isfinite(e.value2)) s->cpu_s = e.value2;
         /* the chief's evaluation (every eval_every steps, not modelled) is no compute */
         if (e.kind == EVT_EVAL && e.dur > 0 && s->last_pull_end >= 0 && e.t - e.dur >= s->last_pull_end)
-            s->eval_ns += e.dur, s->eval_total += e.dur;
+            s->eval_ns += e.dur, s->eval_pending += e.dur;
         if (e.kind == EVT_PULL_BEGIN || e.kind == EVT_PUSH_BEGIN) s->moved += (double)e.bytes;
         if (e.kind == EVT_PULL_BEGIN) {
             if (p > max_ps) max_ps = p;
@@ -560,6 +564,9 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
                 tok_n++;
             }
             s->last_push_end = -1;
+            s->eval_total += s->eval_pending;
+            s->eval_pending = 0;
+            s->moved_steps = s->moved;
         } else if (e.kind == EVT_COMPUTE_BEGIN) {
             cb[k] = e.t;
         } else if (e.kind == EVT_COMPUTE_END && phases > 0) {

@@ -148,9 +148,10 @@ static void add(trace_writer *tw, int kind, int64_t t, int peer, int64_t bytes, 
 /* One real-style worker on one host of two cores: every step a 1000-byte pull of 1 ms, a
  * compute gap of 2 ms whose span used 1 ms of CPU (a share of 1/2: 1 ms of work), a
  * 1000-byte push of 1 ms; in the last step's gap first a 10 ms evaluation (EVAL, not step
- * work); its training used 50 steps x 1.25 ms of CPU and the evaluation's 10. Compute: 1 ms
- * every step (constant). Copying: the 0.25 ms a step beyond the work, for 2000 bytes: 8
- * MB/s. */
+ * work); its training used 50 steps x 1.25 ms of CPU and the evaluation's 10. After the
+ * last step, as the chief's, a final pull and a 20 ms final evaluation, which the training
+ * loop's CPU does not hold (the runtime reads it before them). Compute: 1 ms every step
+ * (constant). Copying: the 0.25 ms a step beyond the work, for 2000 bytes: 8 MB/s. */
 static void test_copy_rate_from_trace(const char *dir)
 {
     const char *path = check_path(dir, "realish.trace");
@@ -171,7 +172,11 @@ static void test_copy_rate_from_trace(const char *dir)
         add(tw, EVT_PUSH_END, t + 4 * MS + ev, 0, 1000, MS, 0);
         add(tw, EVT_STEP_END, t + 4 * MS + ev, -1, 0, 0, 0);
     }
-    add(tw, EVT_TASK_STOP, (int64_t)steps * 4 * MS + 10 * MS, -1, 0, 0, steps * 0.00125 + 0.010);
+    int64_t end = (int64_t)steps * 4 * MS + 10 * MS;
+    add(tw, EVT_PULL_BEGIN, end, 0, 1000, 0, 0);
+    add(tw, EVT_PULL_END, end + MS, 0, 1000, MS, 0);
+    add(tw, EVT_EVAL, end + 21 * MS, -1, 0, 20 * MS, 0);
+    add(tw, EVT_TASK_STOP, end + 21 * MS, -1, 0, 0, steps * 0.00125 + 0.010);
     CHECK(trace_writer_close(tw, err) == 0);
     sim_calibration cal;
     int rc = sim_calibrate(path, &cal, err);
