@@ -190,7 +190,7 @@ for f in trace.dptrace summary.json sheet.png; do check "run wrote $f" test -s "
 "$DOWNPOUR" cluster --seed 7 --ps 2 --workers 2 --steps 40 --data synthetic --model mlp --hidden 32 \
     --optimizer momentum --partition 2 --quiet --trace "$TMP/real-flags.dptrace" >"$TMP/real-flags.out" 2>/dev/null
 check "a real sync run by file and by flags: same summary (but times, trace path, event count)" \
-    same_summary "$TMP/real-file.out" "$TMP/real-flags.out" wall_s mean_step_s samples_per_s trace events
+    same_summary "$TMP/real-file.out" "$TMP/real-flags.out" wall_s mean_step_s samples_per_s trace events host_irq_s
 check "summary.json is the printed summary" same_summary "$TMP/real-file.out" "$TMP/real-file/summary.json"
 printf '%s\n' '[scenario]' 'title = small sim' 'engine = sim' 'seed = 3' '[cluster]' 'ps = 2' 'workers = 16' \
     'compute = lognormal:mean=20ms,sigma=0.3' '[training]' 'mode = async' 'steps = 50' 'model_bytes = 4MB' \
