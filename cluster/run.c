@@ -100,6 +100,10 @@ static const run_key keys[] = {
      "a worker's sending and receiving as work on its host's shared cores: b bytes keep it busy "
      "for b / BW while they travel, and its pull or push ends no sooner (the kernel's copying "
      "on one host); 0: none (a calibrated real run measures it)"},
+    {"ps_send_bandwidth", "placement", RUN_T_TEXT, "BW|0", "0", NULL, 0, 0, 0, NULL, S, 0, NULL,
+     "a ps's writing of a pull answer as work beside its transfer: after the pull's work the "
+     "answer leaves and b bytes keep the ps busy for b / BW, before its next message; 0: none "
+     "(a calibrated real run measures it: the ps's CPU beyond the work fitted to its answers)"},
     {"bandwidth", "network", RUN_T_BANDWIDTH, "BW", "10Gbit", NULL, 0, 0, 0, NULL, S, 0, NULL,
      "every NIC, each direction, e.g. 10Gbit"},
     {"ps_bandwidth", "network", RUN_T_BANDWIDTH, "BW", NULL, NULL, 0, 0, 0, NULL, S, 0, NULL,

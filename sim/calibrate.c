@@ -33,7 +33,8 @@
  *            L above. Bandwidth: the answers that found the ps idle took 2L + the ps's
  *            work + the transfer, x = bytes * (transfers of other workers arriving within
  *            that transfer time of it, + 1); least squares through the origin (none left:
- *            1 TB/s).
+ *            1 TB/s). The ps's sending (--ps-send-bandwidth): every ps's pull answers'
+ *            bytes over the CPU its task_stop says beyond that fitted work.
  *   cluster: ps / workers / mode / model / hosts from the metadata ("config" object or
  *            top level), else counted from the events. */
 #include <math.h>
@@ -397,6 +398,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
             last_loss[e.task] = e.value;
         }
         if (e.job == EVT_JOB_PS && e.task > max_ps) max_ps = e.task;
+        if (e.job == EVT_JOB_PS && e.kind == EVT_TASK_STOP) sim_cal_ps_cpu(answers, e.task, e.value2);
         if (e.job == EVT_JOB_PS && e.kind == EVT_APPLY && e.peer_job == EVT_JOB_WORKER)
             sim_cal_ps_apply(answers, e.peer, e.var, e.id, e.t);
         if (e.job != EVT_JOB_WORKER || e.task < 0 || e.task >= 65536) continue;

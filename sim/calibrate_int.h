@@ -39,7 +39,11 @@ void sim_cal_ps_add(sim_cal_ps *c, int push, int ps, int worker, int64_t t_req, 
 void sim_cal_ps_apply(sim_cal_ps *c, int worker, uint32_t var, uint64_t id, int64_t t);
 void sim_cal_ps_ack(sim_cal_ps *c, int worker, uint32_t var, uint64_t id, int64_t t);
 
-/* Fits cal->ps_pull_cost, ps_push_cost, ps_samples and the network that goes with them
+/* Ps `ps`'s CPU over its serving (its task_stop's value2, s); for cal->ps_send_rate. */
+void sim_cal_ps_cpu(sim_cal_ps *c, int ps, double cpu_s);
+
+/* Fits cal->ps_pull_cost, ps_push_cost, ps_samples, ps_send_rate (when every ps said its
+ * CPU: sim_cal_ps_cpu) and the network that goes with them
  * (ps_latency, ps_bandwidth, ps_push_bandwidth), after the network fit with the ps's work
  * folded in (cal->latency, bandwidth, push_bandwidth); see calibrate.c's header. With
  * the cores (cal->cores, cal->hosts), the costs are the work alone: the ps's busy spans

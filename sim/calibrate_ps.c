@@ -40,6 +40,8 @@ struct sim_cal_ps {
     int n_w;
     double *ack;             /* APPLY to the pusher's ack: one way, ps to worker (s) */
     int64_t ack_n, ack_cap;
+    double *cpu;             /* per ps, the CPU its serving took (task_stop; 0: not said) */
+    int n_cpu;
 };
 
 sim_cal_ps *sim_cal_ps_new(void)
@@ -56,6 +58,7 @@ void sim_cal_ps_free(sim_cal_ps *c)
     free(c->cap);
     free(c->ring);
     free(c->ring_at);
+    free(c->cpu);
     free(c->ack);
     free(c);
 }
@@ -364,6 +367,42 @@ static void bytes_only(const sim_cal_ps *c, sim_calibration *cal)
     }
 }
 
+void sim_cal_ps_cpu(sim_cal_ps *c, int ps, double cpu_s)
+{
+    if (ps < 0 || ps >= 65536 || !(cpu_s > 0) || !isfinite(cpu_s)) return;
+    if (ps >= c->n_cpu) {
+        c->cpu = xrealloc(c->cpu, (size_t)(ps + 1) * sizeof *c->cpu);
+        for (int p = c->n_cpu; p <= ps; p++) c->cpu[p] = 0;
+        c->n_cpu = ps + 1;
+    }
+    c->cpu[ps] = cpu_s;
+}
+
+/* The gaps between a ps's answers show the work it does before an answer leaves; its CPU
+ * (task_stop) says all it did. What the CPU has beyond the fitted work over the run's
+ * answers, the ps did beside its answers' transfers: writing a pull answer into the
+ * socket, which streams as the worker reads it. The rate, as bytes_only's: the busiest
+ * ps's (the most bytes pulled), its pull answers' bytes over that CPU of its own (0 when a
+ * ps did not say its CPU, or none is beyond). Pooling every ps's CPU instead would give
+ * the big ps the small ones' CPU, which their bytes do not explain. */
+static void send_rate(const sim_cal_ps *c, sim_calibration *cal)
+{
+    cal->ps_send_rate = 0;
+    if (!c->n_ps || c->n_cpu < c->n_ps) return;
+    double best = 0, rate = 0;
+    for (int p = 0; p < c->n_ps; p++) {
+        if (!(c->cpu[p] > 0)) return;
+        double fit = 0, pulled = 0;
+        for (int i = 0; i < c->n[p]; i++) {
+            const answer *a = &c->a[p][i];
+            fit += sim_ps_cost_s(a->push ? &cal->ps_push_cost : &cal->ps_pull_cost, a->m, a->bytes);
+            if (!a->push) pulled += a->bytes;
+        }
+        if (pulled > best) best = pulled, rate = c->cpu[p] > fit ? pulled / (c->cpu[p] - fit) : 0;
+    }
+    cal->ps_send_rate = rate;
+}
+
 void sim_cal_ps_fit(sim_cal_ps *c, const sim_cal_span *gaps, int n_gaps, double *gap_work, sim_calibration *cal)
 {
     /* one way: the ps's own events against the acks they led to, else the network fit's */
@@ -382,4 +421,5 @@ void sim_cal_ps_fit(sim_cal_ps *c, const sim_cal_span *gaps, int n_gaps, double 
     /* then the bytes alone, and the network once more with that work */
     bytes_only(c, cal);
     fit_round(c, L, cal->ps_bandwidth, 1, 1, gaps, n_gaps, gap_work, cal);
+    send_rate(c, cal);
 }

@@ -36,6 +36,9 @@ static int sim_extra(void *ctx, const run_key *k, const run_value *v, const char
     else if (!strcmp(n, "copy_bandwidth")) {
         c->copy_rate = 0;
         return strcmp(v->text, "0") ? dp_parse_bandwidth(v->text, what, &c->copy_rate, err) : DP_OK;
+    } else if (!strcmp(n, "ps_send_bandwidth")) {
+        c->ps_send_rate = 0;
+        return strcmp(v->text, "0") ? dp_parse_bandwidth(v->text, what, &c->ps_send_rate, err) : DP_OK;
     } else if (!strcmp(n, "nqm_dims")) c->nqm_dims = (int)v->i;
     else if (!strcmp(n, "pipeline")) c->pipeline = v->d;
     else if (!strcmp(n, "max_sim_time")) c->max_sim_s = v->d;
@@ -157,6 +160,7 @@ void sim_options_calibrate(sim_options *o, const sim_calibration *cal)
     }
     if (!given(o, "cores_per_host") && cal->cores > 0) c->cores_per_host = cal->cores;
     if (measured && !given(o, "copy_bandwidth")) c->copy_rate = cal->copy_rate;
+    if (psm && !given(o, "ps_send_bandwidth")) c->ps_send_rate = cal->ps_send_rate;
     if (!given(o, "pipeline")) c->pipeline = cal->pipeline;
     if (psm && cal->ps_msg_latency > 0 && !given(o, "latency") && !given(o, "ps_latency"))
         c->ps_latency = cal->ps_msg_latency;
@@ -200,6 +204,7 @@ char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
     json_object_set_new(j, "hosts", json_integer(c->hosts.n));
     json_object_set_new(j, "cores_per_host", json_integer(c->cores_per_host));
     json_object_set_new(j, "copy_bandwidth", json_real(c->copy_rate));
+    json_object_set_new(j, "ps_send_bandwidth", json_real(c->ps_send_rate));
     json_object_set_new(j, "pipeline", json_real(c->mode == MODE_SYNC ? 0 : c->pipeline));
     char cost[96];
     sim_ps_cost_format(&c->ps_pull_cost, cost, sizeof cost);

@@ -156,6 +156,7 @@ static char *config_json(const sim_world *w)
         json_object_set_new(o, "ps_pull_cost", json_string(t));
         sim_ps_cost_format(&c->ps_push_cost, t, sizeof t);
         json_object_set_new(o, "ps_push_cost", json_string(t));
+        json_object_set_new(o, "ps_send_bandwidth", json_real(c->ps_send_rate));
     }
     if (c->hosts.n > 0) {
         /* as the real launcher writes them (runtime/launcher.c): one object per host, and

@@ -4,7 +4,10 @@
  * their bytes at the cost's rate; a push (or the sync step token) likewise with the push
  * cost. A message's effects on the ps's state are made when it arrives (sim.c, ps.c), in
  * arrival order, so they are what the real ps computes handling its queue in turn; what
- * the ps sends back waits for its work: the answer's flow, the acks and RELEASEs. A busy
+ * the ps sends back waits for its work: the answer's flow, the acks and RELEASEs. With
+ * --ps-send-bandwidth the ps then writes the answer while it travels: its flow starts when
+ * the pull's work is done, and the ps stays busy for the bytes at that rate (a SEND job in
+ * the pull's place at the head of its queue) before its next message. A busy
  * ps is a busy task (W + p) on its host's cores when those are modelled (cpu.h), else its
  * work takes what it takes alone. Single-threaded, state in sim_world. */
 #include <math.h>
@@ -155,25 +158,41 @@ void sim_psq_token(sim_world *w, int p, int k)
     job_go(w, p);
 }
 
+/* Worker k's pull answer from ps p leaves at this instant (its flow starts at the next
+ * flush), unless the worker died since it asked. Returns whether it left. */
+static int answer_leaves(sim_world *w, int p, const sim_ps_job *j)
+{
+    const sim_wk *wk = &w->wk[j->k];
+    if (wk->dead || wk->inc != j->inc) return 0;
+    if (w->n_pp == w->cap_pp) {
+        w->cap_pp = w->cap_pp ? 2 * w->cap_pp : 64;
+        w->pp_k = xrealloc(w->pp_k, (size_t)w->cap_pp * sizeof *w->pp_k);
+        w->pp_p = xrealloc(w->pp_p, (size_t)w->cap_pp * sizeof *w->pp_p);
+    }
+    w->pp_k[w->n_pp] = j->k;
+    w->pp_p[w->n_pp++] = p;
+    return 1;
+}
+
 void sim_psq_done(sim_world *w, int p)
 {
     sim_psq *q = &w->psq[p];
     dp_assert("sim: a ps finished work it did not have", q->n > 0);
-    sim_ps_job j = q->q[q->head];
+    sim_ps_job *head = &q->q[q->head];
+    if (head->kind == SIM_JOB_PULL && w->cfg->ps_send_rate > 0 && w->ps_bytes[p] > 0 &&
+        answer_leaves(w, p, head)) {
+        /* the answer goes, and the ps writes it while it travels */
+        head->kind = SIM_JOB_SEND;
+        head->work_ns = w->ps_bytes[p] / w->cfg->ps_send_rate * 1e9;
+        job_start(w, p);
+        return;
+    }
+    sim_ps_job j = *head;
     q->head = (q->head + 1) % q->cap;
     q->n--;
     if (j.kind == SIM_JOB_PULL) {
-        const sim_wk *wk = &w->wk[j.k];
-        if (!wk->dead && wk->inc == j.inc) {  /* its answer's flow starts at this instant */
-            if (w->n_pp == w->cap_pp) {
-                w->cap_pp = w->cap_pp ? 2 * w->cap_pp : 64;
-                w->pp_k = xrealloc(w->pp_k, (size_t)w->cap_pp * sizeof *w->pp_k);
-                w->pp_p = xrealloc(w->pp_p, (size_t)w->cap_pp * sizeof *w->pp_p);
-            }
-            w->pp_k[w->n_pp] = j.k;
-            w->pp_p[w->n_pp++] = p;
-        }
-    } else {
+        answer_leaves(w, p, &j);  /* (with a send rate: its worker died, nothing leaves) */
+    } else if (j.kind == SIM_JOB_PUSH) {
         for (int i = 0; i < j.n_ev; i++) {  /* done: what it did shows now */
             j.ev[i].t = w->now;
             sim_emit(w, &j.ev[i]);

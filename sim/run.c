@@ -244,7 +244,7 @@ static int world_init(sim_world *w, const sim_config *c, char *err)
         wk->snap = -1;
     }
     w->psm = c->ps_pull_cost.msg_s > 0 || c->ps_pull_cost.rate > 0 || c->ps_push_cost.msg_s > 0 ||
-             c->ps_push_cost.rate > 0;
+             c->ps_push_cost.rate > 0 || c->ps_send_rate > 0;
     if (w->psm) sim_psq_init(w);
     hosts_init(w);
     /* a straggler: alone, F times the work; on shared cores, the runtime's way (its work,

@@ -80,7 +80,8 @@ int sim_host_of(const sim_hosts *h, int n_ps, int job, int task);
     "dynamics, packet latency variance, switch oversubscription, per-variable serialisation in " \
     "a worker-ps flow, the chief's evaluations, the operating system's scheduler (cores are " \
     "shared equally), the hub's " \
-    "and the kernel's own CPU, the CPU cost of sending and receiving unless --copy-bandwidth, " \
+    "and the kernel's own CPU, the CPU cost of sending and receiving unless --copy-bandwidth " \
+    "(a worker's) and --ps-send-bandwidth (a ps's pull answers), " \
     "the ps's own work unless --ps-pull-cost/--ps-push-cost, the early gradients' pushes " \
     "unless --pipeline (async/ssp; in sync they go with the rest, and their bytes always do)"
 
@@ -131,6 +132,9 @@ typedef struct sim_config {
     int cores_per_host;     /* 0: unlimited; else a host's busy tasks share this many cores */
     double copy_rate;       /* bytes/s a worker sends or receives per CPU second on a shared
                              * host (its transfers keep it busy on the cores); 0: free */
+    double ps_send_rate;    /* bytes/s a ps writes of a pull answer per CPU second, while the
+                             * answer travels (it is busy that long after the pull's work,
+                             * before its next message); 0: free */
     double pipeline;        /* async / ssp: the fraction of its compute after which a worker
                              * pushes the gradients finished early (every trainable variable
                              * but the first layer's weights, base_index 0), as the
@@ -226,6 +230,9 @@ typedef struct sim_calibration {
     int cpu_measured;        /* every worker said its CPU (task_stop) and its spans' work */
     double copy_rate;        /* bytes a worker sends or receives per CPU second (0: not said,
                               * or nothing beyond the work to measure) */
+    double ps_send_rate;     /* bytes of pull answers a ps writes per CPU second: the answers'
+                              * bytes over the ps's CPU (task_stop) beyond its fitted work (0:
+                              * not said by every ps, or none beyond) */
     sim_dist ps_compute;     /* compute, with cores de-rated counting the ps's busy spans too */
     run_straggler stragglers[RUN_MAX_STRAGGLERS];  /* the metadata's (--straggler): their
                               * sleep is taken out of the compute's work, and the simulation

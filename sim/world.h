@@ -137,7 +137,8 @@ typedef struct sim_ack {  /* acknowledgements arriving together */
  * made when it arrives, in that same order, so they are those of the real ps handling the
  * queue in turn; what it sends back (the answer's flow, acks, RELEASEs) leaves when the
  * ps has done its work. */
-enum { SIM_JOB_PULL = 0, SIM_JOB_PUSH = 1 };
+enum { SIM_JOB_PULL = 0, SIM_JOB_PUSH = 1, SIM_JOB_SEND = 2 };  /* SEND: a pull answer's writing
+                                                                 * (--ps-send-bandwidth) */
 #define SIM_JOB_ACKS 3
 typedef struct sim_ps_job {
     int32_t k, inc;       /* worker, its incarnation when the message came */

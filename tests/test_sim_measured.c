@@ -17,7 +17,13 @@
  *     run turns on with it (the ps's fitted work, the copying, free ps links on one host),
  *     flags winning;
  *   a pipelined worker's push inside its compute span does not shorten the gap;
- *   --copy-bandwidth parsing. */
+ *   --ps-send-bandwidth R: after a pull answer's work P the answer leaves and the ps is
+ *     busy B / R = S more; sync, W workers pulling at once, a free network, no cores:
+ *     the last worker's answer leaves after W P + (W - 1) S, so step = W P + (W - 1) S + C
+ *     (S < C: the sends are done before the next message); calibrated from the ps's CPU
+ *     beyond its fitted work (the hand-written trace's ps: 51 pull answers of 1000 bytes
+ *     and 5.1 ms of CPU, no gaps to fit work from: 10 MB/s);
+ *   --copy-bandwidth and --ps-send-bandwidth parsing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +110,24 @@ static void test_copy_closed_form(void)
     CHECK_REL(plain.mean_step_s, C + 0.002, 1e-4);
 }
 
+static void test_send_closed_form(void)
+{
+    const double C = 0.010, P = 0.002, S = 0.003;
+    for (int W = 1; W <= 4; W *= 2) {
+        sim_config c;
+        quiet_net(&c, W, C);
+        c.ps_pull_cost = (sim_ps_cost){0, MLP_BYTES / P, 0};
+        sim_result plain, sent;
+        CHECK(run(&c, &plain) == 0);
+        c.ps_send_rate = MLP_BYTES / S;
+        CHECK(run(&c, &sent) == 0);
+        CHECK_REL(plain.mean_step_s, W * P + C, 1e-4);
+        CHECK_REL(sent.mean_step_s, W * P + (W - 1) * S + C, 1e-4);
+        printf("sync, %d workers, pull work 2 ms, sending 3 ms, C = 10 ms: step %.6f s, closed form %.6f s "
+               "(%.6f s without the sending)\n", W, sent.mean_step_s, W * P + (W - 1) * S + C, plain.mean_step_s);
+    }
+}
+
 /* A simulated trace says each span's work: the compute comes back to the ns, although
  * four workers on two cores (and their copying) made every gap longer. */
 static void test_calibrate_sim_work(const char *dir)
@@ -124,8 +148,9 @@ static void test_calibrate_sim_work(const char *dir)
     CHECK(cal.compute.kind == SIM_DIST_CONSTANT);
     CHECK_REL(cal.compute.mean, 0.010, 1e-6);
     CHECK_MSG(truth.mean_step_s > 0.02, "the gaps were longer than the work: step %.6f s", truth.mean_step_s);
-    /* a simulated trace says no task's CPU: no copying rate, nothing turned on */
+    /* a simulated trace says no task's CPU: no copying rate, no sending, nothing turned on */
     CHECK(cal.copy_rate == 0);
+    CHECK(cal.ps_send_rate == 0);
     sim_calibration_release(&cal);
     unlink(path);
 }
@@ -177,6 +202,11 @@ static void test_copy_rate_from_trace(const char *dir)
     add(tw, EVT_PULL_END, end + MS, 0, 1000, MS, 0);
     add(tw, EVT_EVAL, end + 21 * MS, -1, 0, 20 * MS, 0);
     add(tw, EVT_TASK_STOP, end + 21 * MS, -1, 0, 0, steps * 0.00125 + 0.010);
+    evt_record ps;  /* the ps's serving: 0.1 ms of CPU a pull answer */
+    evt_init(&ps, EVT_TASK_STOP, EVT_JOB_PS, 0);
+    ps.t = end + 22 * MS;
+    ps.value2 = (steps + 1) * 0.0001;
+    trace_writer_add(tw, &ps);
     CHECK(trace_writer_close(tw, err) == 0);
     sim_calibration cal;
     int rc = sim_calibrate(path, &cal, err);
@@ -185,8 +215,11 @@ static void test_copy_rate_from_trace(const char *dir)
     CHECK(cal.compute.kind == SIM_DIST_CONSTANT);
     CHECK_REL(cal.compute.mean, 0.001, 1e-6);
     CHECK_REL(cal.copy_rate, 2000 / 0.00025, 1e-6);
-    printf("hand-written trace: compute %.6f ms (gap 2 ms at a share of 1/2), copying %.4g MB/s (8 MB/s)\n",
-           cal.compute.mean * 1e3, cal.copy_rate / 1e6);
+    /* one worker: no answer waited for the ps, no work fitted; its CPU is all sending */
+    CHECK(cal.ps_pull_cost.rate == 0 && cal.ps_pull_cost.msg_s == 0);
+    CHECK_REL(cal.ps_send_rate, (steps + 1) * 1000 / ((steps + 1) * 0.0001), 1e-9);
+    printf("hand-written trace: compute %.6f ms (gap 2 ms at a share of 1/2), copying %.4g MB/s (8 MB/s), "
+           "the ps's sending %.4g MB/s (10 MB/s)\n", cal.compute.mean * 1e3, cal.copy_rate / 1e6, cal.ps_send_rate / 1e6);
     /* what a calibrated run takes from it: the ps's work fitted, the copying, free ps
      * links on the one host */
     sim_options o;
@@ -198,12 +231,14 @@ static void test_copy_rate_from_trace(const char *dir)
     CHECK(o.c.ps_bw == SIM_FREE_BW);
     CHECK(o.c.ps_pull_cost.msg_s == cal.ps_pull_cost.msg_s && o.c.ps_pull_cost.rate == cal.ps_pull_cost.rate &&
           o.c.ps_push_cost.rate == cal.ps_push_cost.rate);
+    CHECK(o.c.ps_send_rate == cal.ps_send_rate);
     /* flags win: no copying, the ps's work folded into the network as without it */
     sim_options_init(&o);
     char *argv2[] = {"sim", "--copy-bandwidth", "0", "--ps-pull-cost", "0", "--ps-push-cost", "0", NULL};
     CHECK(sim_options_parse(&o, 7, argv2, err) == 0);
     sim_options_calibrate(&o, &cal);
     CHECK(o.c.copy_rate == 0 && o.c.ps_pull_cost.rate == 0 && o.c.ps_push_cost.rate == 0);
+    CHECK(o.c.ps_send_rate == 0);
     CHECK(o.c.ps_bw == cal.bandwidth);
     sim_calibration_release(&cal);
     unlink(path);
@@ -273,6 +308,11 @@ static void test_parse(void)
     CHECK(sim_config_set(&c, "copy_bandwidth", "fast", "--copy-bandwidth", err) == DP_EINVAL &&
           strstr(err, "--copy-bandwidth") && strstr(err, "fast"));
     CHECK(sim_config_set(&c, "copy_bandwidth", "-1GB/s", "--copy-bandwidth", err) == DP_EINVAL);
+    CHECK(c.ps_send_rate == 0);
+    CHECK(sim_config_set(&c, "ps_send_bandwidth", "3GB/s", "--ps-send-bandwidth", err) == 0 && c.ps_send_rate == 3e9);
+    CHECK(sim_config_set(&c, "ps_send_bandwidth", "0", "--ps-send-bandwidth", err) == 0 && c.ps_send_rate == 0);
+    CHECK(sim_config_set(&c, "ps_send_bandwidth", "quick", "--ps-send-bandwidth", err) == DP_EINVAL &&
+          strstr(err, "--ps-send-bandwidth") && strstr(err, "quick"));
 }
 
 int main(void)
@@ -281,6 +321,7 @@ int main(void)
     if (!mkdtemp(dir)) return 1;
     test_cpu_add();
     test_copy_closed_form();
+    test_send_closed_form();
     test_calibrate_sim_work(dir);
     test_copy_rate_from_trace(dir);
     test_pipelined_push_from_trace(dir);
