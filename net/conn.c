@@ -2,11 +2,11 @@
 /* conn.c — connections and listeners (conn.h). Invariants: write watcher active iff the
  * queue has unwritten bytes (TCP; on shared memory a full ring waits for the doorbell
  * instead); nothing of the owner's is queued before the connection is open (the
- * handshake's and the upgrade's frames are the only ones then); a closing connection
- * reads no more frames and is freed only outside its own callbacks. The transport is
- * the socket until both sides switched to the shm rings (net/shm.h); from then on the
- * socket only tells the peer's death (conn_shm.c), and every byte of the rings is parsed
- * as TCP's. */
+ * handshake's and the upgrade's frames are the only ones then; the handshake is
+ * conn_auth.c's); a closing connection reads no more frames and is freed only outside
+ * its own callbacks. The transport is the socket until both sides switched to the shm
+ * rings (net/shm.h); from then on the socket only tells the peer's death (conn_shm.c),
+ * and every byte of the rings is parsed as TCP's. */
 #include "net/conn_int.h"
 
 #include <errno.h>
@@ -321,146 +321,6 @@ void net_conn_send_error(net_conn *c, const char *text)
     if (!c->head) netc_close_as(c, c->kind, text);
 }
 
-/* ---- the handshake ------------------------------------------------------------------ */
-
-void netc_become_open(net_conn *c)
-{
-    c->hs_state = HS_OPEN;
-    c->open_pending = 0;
-    if (c->o.role == NET_CLIENT) c->hello_done = 1;
-    if (c->h->on_open) c->h->on_open(c, c->ctx);
-}
-
-/* A failed handshake: why in our log with the peer's address; the peer is told only
- * `told` (nothing about what was expected) and dropped. */
-static void auth_failed(net_conn *c, const char *why, const char *told)
-{
-    if (c->o.listener) c->o.listener->auth_failures++;
-    dp_log(DP_LOG_WARN, c->o.name, "authentication failed from %s: %s", c->peer, why);
-    c->kind = NET_CLOSE_AUTH;
-    if (c->o.role == NET_SERVER) net_conn_send_error(c, told ? told : "authentication failed");
-    else netc_close_as(c, NET_CLOSE_AUTH, why);
-}
-
-static int is_auth_type(int t) { return t >= NET_T_AUTH_HELLO && t <= NET_T_AUTH_OK; }
-
-void netc_read_frames(net_conn *c);
-
-/* A frame while the handshake runs, or a handshake frame after it. Returns 1 when it
- * was handled here (the owner does not see it). */
-static int handshake_frame(net_conn *c, const net_frame *f, const uint8_t *p)
-{
-    char msg[DP_ERRLEN];
-    if ((netc_is_shm_type(f->type) || c->hs_state == HS_C_SHM) && netc_shm_frame(c, f, p)) return 1;
-    if (c->hs_state == HS_OPEN) {
-        if (!is_auth_type(f->type)) return 0;
-        if (!c->key.set && c->o.role == NET_SERVER) {
-            snprintf(msg, sizeof msg, "this %s has no secret: give the %s and its clients the same secret "
-                     "($DOWNPOUR_SECRET or --secret-file), or none", c->o.what, c->o.what);
-            dp_log(DP_LOG_WARN, c->o.name, "refused %s: it sent %s, but this %s has no secret", c->peer,
-                   net_type_name(c->o.proto, f->type), c->o.what);
-            c->kind = NET_CLOSE_AUTH;
-            net_conn_send_error(c, msg);
-            return 1;
-        }
-        auth_failed(c, "a handshake frame after the handshake", NULL);
-        return 1;
-    }
-    if (f->type == NET_T_ERROR && c->o.role == NET_CLIENT) {
-        int n = f->length > 300 ? 300 : (int)f->length;
-        snprintf(msg, sizeof msg, "refused during the handshake: %.*s", n, (const char *)p);
-        netc_close_as(c, NET_CLOSE_AUTH, msg);
-        return 1;
-    }
-    uint8_t mine[AUTH_NONCE_BYTES];
-    switch (c->hs_state) {
-    case HS_S_HELLO:
-        if (f->type != NET_T_AUTH_HELLO) {
-            char why[160];
-            snprintf(msg, sizeof msg, "authentication required: this %s has a secret ($DOWNPOUR_SECRET or "
-                     "--secret-file%s)", c->o.what, c->alt_key.set ? "; a viewer may use the viewer token" : "");
-            snprintf(why, sizeof why, "%s of %u bytes before the handshake (the peer has no secret?)",
-                     net_type_name(c->o.proto, f->type), f->length);
-            auth_failed(c, why, msg);
-            return 1;
-        }
-        auth_hs_start(&c->hs, AUTH_SERVER, c->o.auth_context, mine);
-        auth_hs_peer_nonce(&c->hs, p);
-        c->hs_state = HS_S_PROOF;
-        netc_send_internal(c, NET_T_AUTH_CHALLENGE, mine, sizeof mine);
-        return 1;
-    case HS_S_PROOF: {
-        if (f->type != NET_T_AUTH_PROOF) {
-            auth_failed(c, "no proof after the challenge", NULL);
-            return 1;
-        }
-        const auth_key *k = &c->key;
-        if (auth_hs_verify(&c->hs, k, p) != 0) {
-            k = &c->alt_key;
-            if (!k->set || auth_hs_verify(&c->hs, k, p) != 0) {
-                auth_failed(c, "wrong proof (a different secret, or a replayed handshake)", NULL);
-                return 1;
-            }
-            c->alt_auth = 1;
-        }
-        auth_hs_prove(&c->hs, k, mine);
-        auth_hs_clear(&c->hs);
-        netc_send_internal(c, NET_T_AUTH_OK, mine, sizeof mine);
-        if (!c->closing) netc_become_open(c);
-        return 1;
-    }
-    case HS_C_CHALLENGE:
-        if (f->type != NET_T_AUTH_CHALLENGE) break;
-        auth_hs_peer_nonce(&c->hs, p);
-        auth_hs_prove(&c->hs, &c->key, mine);
-        c->hs_state = HS_C_OK;
-        netc_send_internal(c, NET_T_AUTH_PROOF, mine, sizeof mine);
-        return 1;
-    case HS_C_OK:
-        if (f->type != NET_T_AUTH_OK) break;
-        if (auth_hs_verify(&c->hs, &c->key, p) != 0) {
-            snprintf(msg, sizeof msg, "%s failed to prove it knows the secret (a different secret?)", c->peer);
-            auth_failed(c, msg, NULL);
-            return 1;
-        }
-        auth_hs_clear(&c->hs);
-        if (!netc_shm_offer(c)) netc_become_open(c);
-        return 1;
-    default:
-        break;
-    }
-    snprintf(msg, sizeof msg, "%s frame before the peer proved it knows the secret",
-             net_type_name(c->o.proto, f->type));
-    auth_failed(c, msg, NULL);
-    return 1;
-}
-
-/* With a key, the handshake's first step; without, open at once (on_open now when in a
- * callback, else at the next loop turn, or before the first frame is delivered). */
-static void start_handshake(net_conn *c, int in_cb)
-{
-    if (!c->key.set) {
-        c->hs_state = HS_OPEN;
-        if (netc_shm_offer(c)) return;
-        if (c->o.role == NET_CLIENT) c->hello_done = 1;
-        if (in_cb) {
-            netc_become_open(c);
-        } else {
-            c->open_pending = 1;
-            ev_timer_start(c->loop, &c->defer);
-        }
-        return;
-    }
-    if (c->o.role == NET_SERVER) {
-        c->hs_state = HS_S_HELLO;
-        return;
-    }
-    uint8_t nonce[AUTH_NONCE_BYTES];
-    auth_hs_start(&c->hs, AUTH_CLIENT, c->o.auth_context, nonce);
-    c->hs_state = HS_C_CHALLENGE;
-    netc_send_internal(c, NET_T_AUTH_HELLO, nonce, sizeof nonce);
-}
-
 /* ---- reading ------------------------------------------------------------------------ */
 
 void netc_bad_frame(net_conn *c, const char *what)
@@ -478,7 +338,7 @@ static void deliver(net_conn *c, void *payload)
     }
     if (c->internal) {
         c->internal = 0;
-        handshake_frame(c, &c->cur, payload);
+        netc_handshake_frame(c, &c->cur, payload);
         return;
     }
     c->owner_frames++;
@@ -495,13 +355,13 @@ static int got_header(net_conn *c)
         return -1;
     }
     const net_frame *f = &c->cur;
-    c->internal = c->hs_state != HS_OPEN || is_auth_type(f->type) || netc_is_shm_type(f->type);
+    c->internal = c->hs_state != HS_OPEN || netc_is_auth_type(f->type) || netc_is_shm_type(f->type);
     /* The handshake reads only its own small frames (and a refusal's text), the upgrade
      * its two: anything else is decided on the header, its payload never read. */
     int wanted = netc_is_shm_type(f->type) ||
-                 (c->hs_state != HS_OPEN && (is_auth_type(f->type) || (f->type == NET_T_ERROR && c->o.role == NET_CLIENT)));
+                 (c->hs_state != HS_OPEN && (netc_is_auth_type(f->type) || (f->type == NET_T_ERROR && c->o.role == NET_CLIENT)));
     if (c->internal && !wanted) {
-        handshake_frame(c, f, NULL);
+        netc_handshake_frame(c, f, NULL);
         c->internal = 0;
         return c->closing || c->close_after_flush ? -1 : 0;
     }
@@ -674,7 +534,7 @@ static void on_write(struct ev_loop *loop, ev_io *w, int revents)
             ev_io_stop(c->loop, &c->wio);
             if (c->reading) ev_io_start(c->loop, &c->rio);
             c->hs_state = HS_OPEN;   /* so that netc_flush_out writes what the handshake queues */
-            start_handshake(c, 1);
+            netc_start_handshake(c, 1);
         }
     }
     if (!c->closing) netc_flush_out(c);
@@ -735,7 +595,7 @@ net_conn *net_conn_new(struct ev_loop *loop, int fd, const net_conn_opts *opts,
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     net_conn *c = conn_alloc(loop, fd, opts, handler, ctx, peer_name);
     ev_io_start(loop, &c->rio);
-    start_handshake(c, 0);
+    netc_start_handshake(c, 0);
     return c;
 }
 

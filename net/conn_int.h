@@ -1,7 +1,7 @@
-/* conn_int.h — net_conn's insides, shared by conn.c (the socket, the queue, the
- * handshake, reading) and conn_shm.c (the shared-memory upgrade and liveness). Not for
- * use outside net/: the public interface is conn.h. Functions here carry the netc_
- * prefix; each is documented where it is defined. */
+/* conn_int.h — net_conn's insides, shared by conn.c (the socket, the queue, reading),
+ * conn_auth.c (the handshake) and conn_shm.c (the shared-memory upgrade and liveness).
+ * Not for use outside net/: the public interface is conn.h. Functions here carry the
+ * netc_ prefix; each is documented where it is defined. */
 #ifndef NET_CONN_INT_H
 #define NET_CONN_INT_H
 
@@ -95,6 +95,7 @@ struct net_conn {
         if ((c)->closing) netc_finish(c); \
     } while (0)
 
+static inline int netc_is_auth_type(int t) { return t >= NET_T_AUTH_HELLO && t <= NET_T_AUTH_OK; }
 static inline int netc_is_shm_type(int t) { return t == NET_T_SHM_OFFER || t == NET_T_SHM_ANSWER; }
 
 /* conn.c */
@@ -104,9 +105,13 @@ int netc_flush_out(net_conn *c);
 void netc_kick(net_conn *c);
 void netc_queue_copy(net_conn *c, const void *p, size_t n);
 void netc_send_internal(net_conn *c, int type, const void *p, size_t n);
-void netc_become_open(net_conn *c);
 void netc_bad_frame(net_conn *c, const char *what);
 void netc_read_frames(net_conn *c);
+
+/* conn_auth.c */
+void netc_become_open(net_conn *c);
+int netc_handshake_frame(net_conn *c, const net_frame *f, const uint8_t *p);
+void netc_start_handshake(net_conn *c, int in_cb);
 
 /* conn_shm.c */
 int netc_shm_offer(net_conn *c);

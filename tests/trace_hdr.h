@@ -1,5 +1,5 @@
 /* trace_hdr.h — the fields of a trace file's 48-byte block header (docs/trace-format.md),
- * for the tests that damage one and expect the reader to notice (test_trace.c,
+ * for the tests that damage one and expect the reader to notice (test_trace_damage.c,
  * test_cmd_trace.c): the byte flipped and its mask. Masks keep the damaged value inside
  * the reader's other limits (N <= U, t_min <= t_max, lengths under 64 MiB), so the header
  * CRC32 is what tells the damage; only the magic (compared too) and, with an index, C, U

@@ -1,10 +1,11 @@
-/* plot.c — report charts (plot.h): the series store, axis ranges and nice ticks, the
- * layout of a figure, its drawing with cairo, and the PNG and CSV writers. Layout is
- * one function (frame_setup) that both plot_geometry and plot_draw call, so the
- * geometry a caller reads is where the drawing lands. One predicate (point_ok) decides
- * what is drawn, and the CSV writer asks the same one, so the CSV holds exactly the
- * points in the figure. Fonts and ink are the viewer's (draw_util.c); the series
- * colours are the Okabe-Ito set the viewer's phases use, in an order fit for a report. */
+/* plot.c — report charts (plot.h): the series store, the layout of a figure (axis
+ * ranges, nice ticks and their labels from plot_axis.c), its drawing with cairo, and the
+ * PNG and CSV writers. Layout is one function (frame_setup) that both plot_geometry and
+ * plot_draw call, so the geometry a caller reads is where the drawing lands. One
+ * predicate (point_ok) decides what is drawn, and the CSV writer asks the same one, so
+ * the CSV holds exactly the points in the figure. Fonts and ink are the viewer's
+ * (draw_util.c); the series colours are the Okabe-Ito set the viewer's phases use, in an
+ * order fit for a report. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "common/dp.h"
 #include "viz/internal.h"
 #include "viz/plot.h"
+#include "viz/plot_int.h"
 
 enum { PLOT_NONE, PLOT_LINES, PLOT_BARS, PLOT_HIST };
 
@@ -166,93 +168,6 @@ static size_t count_ok(const plot_chart *c, const plot_series *s)
     return k;
 }
 
-/* ---- ticks ------------------------------------------------------------------------ */
-
-/* The multiples of m x 10^e in [lo, hi], each computed from its integer so that 0.6
- * reads 0.6 and not 0.6000000000000001. */
-static int multiples(double lo, double hi, double m, int e, double *out, int cap)
-{
-    double step = m * pow(10, e);
-    double k0 = ceil(lo / step - 1e-9), k1 = floor(hi / step + 1e-9);
-    int n = 0;
-    for (double k = k0; k <= k1 && n < cap; k++)
-        out[n++] = e >= 0 ? k * m * pow(10, e) : k * m / pow(10, -e);
-    return n;
-}
-
-static int lin_ticks(double lo, double hi, double *out, int cap)
-{
-    double raw = (hi - lo) / 8;
-    int e = (int)floor(log10(raw));
-    double f = raw / pow(10, e);
-    double m = f <= 1 + 1e-9 ? 1 : f <= 2 + 1e-9 ? 2 : f <= 5 + 1e-9 ? 5 : 10;
-    return multiples(lo, hi, m, e, out, cap);
-}
-
-static int log_ticks(double lo, double hi, double *out, int cap)
-{
-    static const double mant[] = {1, 2, 5};
-    int k0 = (int)floor(log10(lo)), k1 = (int)floor(log10(hi) + 1e-9), n = 0;
-    for (int k = k0; k <= k1 && n < cap; k++)
-        for (int j = 0; j < 3 && n < cap; j++) {
-            double v = k >= 0 ? mant[j] * pow(10, k) : mant[j] / pow(10, -k);
-            if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) out[n++] = v;
-        }
-    if (n >= 2 && n <= 8) return n;
-    if (n < 2) return lin_ticks(lo, hi, out, cap);
-    /* too many: powers of ten, every stride-th one so that at most 8 remain */
-    k0 = (int)ceil(log10(lo) - 1e-9);
-    int stride = (k1 - k0 + 1 + 7) / 8;
-    n = 0;
-    for (int k = k0; k <= k1 && n < cap; k++)
-        if (((k % stride) + stride) % stride == 0) out[n++] = pow(10, k);
-    return n;
-}
-
-int plot_ticks(double lo, double hi, int log_scale, double *out, int cap)
-{
-    if (!isfinite(lo) || !isfinite(hi) || !(hi > lo) || cap <= 0) return 0;
-    if (log_scale && lo > 0) return log_ticks(lo, hi, out, cap);
-    return lin_ticks(lo, hi, out, cap);
-}
-
-static int decimals_for(double step)
-{
-    int d = (int)ceil(-log10(step) - 1e-9);
-    return d < 0 ? 0 : d > 9 ? 9 : d;
-}
-
-static const char *const si_suffix[] = {"", "k", "M", "G", "T", "P"};
-
-static int si_power(double amax)   /* 1000^e below amax, e in 0..5 */
-{
-    int e = amax > 0 ? (int)floor(log10(amax) / 3) : 0;
-    return e < 0 ? 0 : e > 5 ? 5 : e;
-}
-
-/* A value on its own (bar labels, log ticks): "0.123", "12.3", "1234", "12.3k", "2e-05". */
-static void fmt_value(char *buf, size_t n, double v)
-{
-    double a = fabs(v);
-    int e = si_power(a);
-    if (a >= 1e4) snprintf(buf, n, "%.3g%s", v / pow(1000, e), si_suffix[e]);
-    else if (a >= 100) snprintf(buf, n, "%.0f", v);
-    else snprintf(buf, n, "%.3g", v);
-}
-
-/* A linear tick among ticks step apart whose largest magnitude is amax: as many
- * decimals as the step needs, thousands as k/M/G. */
-static void fmt_tick(char *buf, size_t n, double v, double step, double amax)
-{
-    if (fabs(v) < step * 1e-6) snprintf(buf, n, "0");
-    else if (amax >= 1e4) {
-        int e = si_power(amax);
-        double sc = pow(1000, e);
-        snprintf(buf, n, "%.*f%s", decimals_for(step / sc), v / sc, si_suffix[e]);
-    } else if (amax < 1e-3) snprintf(buf, n, "%.2g", v);
-    else snprintf(buf, n, "%.*f", decimals_for(step), v);
-}
-
 /* ---- ranges and layout ------------------------------------------------------------ */
 
 #define PLOT_MAX_TICKS 16
@@ -290,36 +205,6 @@ static int data_extent(const plot_chart *c, int axis, double *lo, double *hi)
     return found;
 }
 
-/* The axis range for data in [lo, hi]: 0 included for bars (zero_base); otherwise the
- * range starts (ends) at 0 when the data starts within a quarter of its span from 0;
- * 4 % padding on each side that is not at 0 (5 % of the log span on a log axis). */
-static void fit_range(double lo, double hi, int found, int zero_base, int is_log,
-                      double *rlo, double *rhi)
-{
-    if (!found) {
-        lo = 0;
-        hi = 1;
-    } else if (!is_log && zero_base) {
-        lo = fmin(lo, 0);
-        hi = fmax(hi, 0);
-    } else if (!is_log && lo > 0 && lo <= (hi - lo) / 4) {
-        lo = 0;
-    } else if (!is_log && hi < 0 && -hi <= (hi - lo) / 4) {
-        hi = 0;
-    }
-    if (hi == lo) {
-        double d = is_log ? 0.5 : lo != 0 ? 0.1 * fabs(lo) : 0.5;
-        if (zero_base && !is_log) hi = 1;   /* all bars 0 */
-        else lo -= d, hi += d;
-    }
-    double pad = (hi - lo) * (is_log ? 0.05 : 0.04);
-    if (is_log && zero_base) lo = floor(lo - 1e-9) - (lo - floor(lo - 1e-9) < 0.3);
-    else if (is_log || lo != 0) lo -= pad;
-    if (is_log || hi != 0) hi += pad;
-    *rlo = lo;
-    *rhi = hi;
-}
-
 static void frame_ranges(const plot_chart *c, plot_frame *f)
 {
     double lo, hi;
@@ -328,10 +213,10 @@ static void frame_ranges(const plot_chart *c, plot_frame *f)
         f->xlo = 0;
         f->xhi = c->n_cats ? (double)c->n_cats : 1;
     } else {
-        fit_range(lo, hi, fx, 0, 0, &f->xlo, &f->xhi);
+        plot_fit_range(lo, hi, fx, 0, 0, &f->xlo, &f->xhi);
     }
     int fy = data_extent(c, 1, &lo, &hi);
-    fit_range(lo, hi, fy, c->kind != PLOT_LINES, c->log_y, &f->ylo, &f->yhi);
+    plot_fit_range(lo, hi, fy, c->kind != PLOT_LINES, c->log_y, &f->ylo, &f->yhi);
     f->any = fy;
     f->g.x_lo = f->xlo;
     f->g.x_hi = f->xhi;
@@ -347,8 +232,8 @@ static void frame_ranges(const plot_chart *c, plot_frame *f)
         for (int i = 0; i < n; i++) amax = fmax(amax, fabs(t[i]));
         for (int i = 0; i < n; i++) {
             char *out = axis ? f->yl[i] : f->xl[i];
-            if (axis && c->log_y) fmt_value(out, 32, t[i]);
-            else fmt_tick(out, 32, t[i], step, amax);
+            if (axis && c->log_y) plot_fmt_value(out, 32, t[i]);
+            else plot_fmt_tick(out, 32, t[i], step, amax);
         }
     }
 }
@@ -520,7 +405,7 @@ static void draw_bar_labels(const plot_chart *c, cairo_t *cr, const plot_frame *
                 char buf[32];
                 double x0, bw, y0 = base_y(c, f), y1 = map_y(c, f, s->v[i]);
                 bar_span(c, f, si, s->cat[i], &x0, &bw);
-                fmt_value(buf, sizeof buf, s->v[i]);
+                plot_fmt_value(buf, sizeof buf, s->v[i]);
                 if (pass == 0) {
                     if (++bars > 24 || viz_text_width(cr, buf) > bw + 2 * f->s) return;
                     continue;
