@@ -347,7 +347,7 @@ static void em_on_frame(net_conn *c, const net_frame *h, void *payload, void *ct
     em_handle_frame(em, h, payload);
 }
 
-/* Connected and, with a secret, both sides proved it (net/conn.c): HELLO_TASK; the hub
+/* Connected and, with a secret, both sides proved it (net/conn_auth.c): HELLO_TASK; the hub
  * answers with clock probes. */
 static void em_on_open(net_conn *c, void *ctx)
 {

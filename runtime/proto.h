@@ -3,7 +3,7 @@
  * header's id is the variable, arg0 / arg1 the fields below. Tensor payloads are raw
  * floats, so they are read straight into their destination (a worker's parameter
  * buffer, a ps connection's gradient buffer) with no staging copy. ERROR and the
- * handshake (NET_T_ERROR, NET_T_AUTH_*) are net/'s, run by net/conn.c. proto_types is
+ * handshake (NET_T_ERROR, NET_T_AUTH_*) are net/'s, run by net/conn_auth.c. proto_types is
  * the table net_frame_decode checks every header against. */
 #ifndef RUNTIME_PROTO_H
 #define RUNTIME_PROTO_H

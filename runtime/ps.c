@@ -4,8 +4,9 @@
  * snapshot of the variable, and defers answers that must wait (pulls of variables the
  * chief has not initialised yet; sync pushes until their step is complete; SSP starts
  * beyond the staleness bound). Single-threaded: only the loop touches this state. This
- * file: connections (net/conn.c runs the handshake, the limits and the listener's cap;
- * here: HELLO and the frames' dispatch) and ps_run; the variables and the update rule are ps_update.c. */
+ * file: connections (net/conn_auth.c runs the handshake, net/conn.c the limits and the
+ * listener's cap; here: HELLO and the frames' dispatch) and ps_run; the variables and the
+ * update rule are ps_update.c. */
 #include "runtime/ps_internal.h"
 
 #include <errno.h>

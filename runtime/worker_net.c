@@ -187,7 +187,7 @@ static int waiting_on(const worker *wk)
 
 static void wk_send_hello(worker *wk, int ps);
 
-/* Connected and, with a secret, both sides proved it (net/conn.c): HELLO. */
+/* Connected and, with a secret, both sides proved it (net/conn_auth.c): HELLO. */
 static void on_open(net_conn *c, void *ctx)
 {
     DP_UNUSED(c);
