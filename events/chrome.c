@@ -547,6 +547,11 @@ static void write_slice(cx *c, const slice *s)
         fprintf(c->out, ",\"worker\":%" PRId32 ",\"staleness\":", s->peer);
         json_num(c->out, s->value);
     }
+    if (s->grp == G_COMPUTE && s->kind == EVT_COMPUTE_END && s->value > 0) {
+        /* a real worker's CPU between its ops, sending early gradients and reading */
+        fputs(",\"between_ops_s\":", c->out);
+        json_num(c->out, s->value);
+    }
     fputs("}}", c->out);
     if (s->flow_out) {
         ev_open(c, "s", s->pid, s->tid, s->start);

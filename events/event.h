@@ -30,7 +30,9 @@ enum evt_job { EVT_JOB_PS = 0, EVT_JOB_WORKER = 1, EVT_JOB_CLIENT = 2, EVT_JOB_H
  *   DROP            ps task, peer=worker, var, step=current step, value=staleness, id=push id
  *   COMPUTE_BEGIN/END worker, device, step (END: dur, value2=the span's work in seconds:
  *                   the CPU it used, plus a straggler's extra time; the simulator's its
- *                   draw; 0 unknown. On a shared host dur is longer than the work)
+ *                   draw; 0 unknown. On a shared host dur is longer than the work.
+ *                   value=the CPU seconds a real worker spent between its ops sending
+ *                   early gradients and reading what came, left out of value2; 0 none)
  *   STEP_END        worker, step=local step, value=loss, value2=global step read
  *   BARRIER_WAIT/RELEASE  worker, step (RELEASE: dur waited)
  *   SSP_WAIT/RELEASE      worker, step, value=min clock of the others

@@ -624,7 +624,8 @@ train:
          * host), less what went on sending and reading between its ops, and a
          * straggler's extra time, which stands for a slower machine */
         uint64_t used = (wk->tw ? dp_cpu_ns() : dp_thread_cpu_ns()) - cpu0;
-        uint64_t work = used > wk->progress_cpu_ns ? used - wk->progress_cpu_ns : 0;
+        uint64_t hook = used > wk->progress_cpu_ns ? wk->progress_cpu_ns : used;  /* said apart */
+        uint64_t work = used - hook;
         if (slow_factor > 1.0) {
             uint64_t extra = (uint64_t)((double)(c1 - c0) * (slow_factor - 1.0));
             sleep_ns(extra);
@@ -633,7 +634,7 @@ train:
         }
         t_compute += dp_now_ns() - c0;
         int64_t ct1 = rt_instr_now(wk->in);
-        wk_emit_step(wk, EVT_COMPUTE_END, ct1, ct1 - ct0, 0, (double)work / 1e9);
+        wk_emit_step(wk, EVT_COMPUTE_END, ct1, ct1 - ct0, (double)hook / 1e9, (double)work / 1e9);
         if (!isfinite(loss)) {
             rc = dp_fail(err, DP_ERR, "%s: loss became %f at global step %lld (learning rate too high?)",
                          wk->name, (double)loss, (long long)wk->gs);

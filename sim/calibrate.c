@@ -573,12 +573,15 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
             cb[k] = e.t;
         } else if (e.kind == EVT_COMPUTE_END && phases > 0) {
             /* a real worker says the work its span did (the CPU it used): the gap's
-             * work alone is the gap at that share, however the host's cores were shared */
+             * work alone is the gap at that share, however the host's cores were shared.
+             * The CPU its progress hook spent sending and reading between the ops (value)
+             * is the span's too: the same thread, one op after the other */
             if (e.value2 > 0 && e.dur > 0 && isfinite(e.value2)) {
                 /* a straggler slept (F - 1) / F of its span and counted it as work: that
                  * is neither CPU nor the gap's work (the simulation sleeps it again) */
                 double sf = straggler_factor(cal, k), extra = (double)e.dur * (sf - 1) / sf;
-                double sh = (e.value2 * 1e9 - extra) / ((double)e.dur - extra);
+                double hook = e.value > 0 && isfinite(e.value) ? e.value : 0;
+                double sh = ((e.value2 + hook) * 1e9 - extra) / ((double)e.dur - extra);
                 s->share = sh < 1 ? sh : 1;
                 s->eval_ns += (int64_t)extra;
                 s->eval_total += (int64_t)extra;

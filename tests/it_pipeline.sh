@@ -44,6 +44,21 @@ read -r inside all <"$TMP/inside.txt"
 # 3 of the 4 gradients (both biases, softmax/weights) are done before hidden/weights'
 check "sync 1 ps + 2 workers: $inside of $all pushes begin inside a compute span (3 of 4 a step)" \
     test "$inside" -eq $((all * 3 / 4))
+# the CPU a worker spent between its ops sending those (compute_end's value, the chrome
+# export's between_ops_s), said apart from the span's work: none when nothing is sent then
+$DOWNPOUR trace export --chrome "$TMP/u.json" "$TMP/u-ps1workers2.dptrace" >/dev/null 2>&1
+between() {
+    python3 -c "
+import json, sys
+c = [e for e in json.load(open(sys.argv[1]))['traceEvents'] if e.get('ph') == 'X' and e.get('name') == 'compute']
+print(sum(e['args'].get('between_ops_s', 0) > 0 for e in c), len(c))" "$1"
+}
+read -r hooked spans < <(between "$TMP/p.json")
+check "sync 1 ps + 2 workers: $hooked of $spans compute spans say the CPU spent between their ops" \
+    test "$spans" -ge 100 -a "$hooked" -eq "$spans"
+read -r hooked spans < <(between "$TMP/u.json")
+check "sync 1 ps + 2 workers, DOWNPOUR_PIPELINE=0: none of $spans compute spans does ($hooked)" \
+    test "$spans" -ge 100 -a "$hooked" -eq 0
 
 # --- --prefetch (async) -----------------------------------------------------------------
 $DOWNPOUR cluster --ps 1 --workers 1 --mode async --steps 200 --seed 3 $SYN >"$TMP/a0.json" 2>/dev/null

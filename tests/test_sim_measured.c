@@ -12,7 +12,8 @@
  *     simulator's draw): from a simulated trace with copying on shared cores the compute
  *     comes back exactly, where the gaps are longer than the work;
  *   the copying rate from a hand-written real-style trace: the CPU the worker's training
- *     used beyond its compute gaps' work, over the bytes it moved; the chief's evaluation
+ *     used beyond its compute gaps' work (the ops' CPU and, compute_end's value, what it
+ *     spent between them), over the bytes it moved; the chief's evaluation
  *     taken out of its gap and of that CPU (not step work); and what a calibrated
  *     run turns on with it (the ps's fitted work, the copying, free ps links on one host),
  *     flags winning;
@@ -155,7 +156,8 @@ static void test_calibrate_sim_work(const char *dir)
     unlink(path);
 }
 
-static void add(trace_writer *tw, int kind, int64_t t, int peer, int64_t bytes, int64_t dur, double value2)
+static void add_v(trace_writer *tw, int kind, int64_t t, int peer, int64_t bytes, int64_t dur, double value,
+                  double value2)
 {
     evt_record e;
     evt_init(&e, kind, EVT_JOB_WORKER, 0);
@@ -164,20 +166,28 @@ static void add(trace_writer *tw, int kind, int64_t t, int peer, int64_t bytes, 
     e.peer_job = peer >= 0 ? EVT_JOB_PS : 0;
     e.bytes = bytes;
     e.dur = dur;
+    e.value = value;
     e.value2 = value2;
     e.var = 1;
     e.id = (uint64_t)t + 1;
     trace_writer_add(tw, &e);
 }
 
+static void add(trace_writer *tw, int kind, int64_t t, int peer, int64_t bytes, int64_t dur, double value2)
+{
+    add_v(tw, kind, t, peer, bytes, dur, 0, value2);
+}
+
 /* One real-style worker on one host of two cores: every step a 1000-byte pull of 1 ms, a
- * compute gap of 2 ms whose span used 1 ms of CPU (a share of 1/2: 1 ms of work), a
- * 1000-byte push of 1 ms; in the last step's gap first a 10 ms evaluation (EVAL, not step
- * work); its training used 50 steps x 1.25 ms of CPU and the evaluation's 10. After the
- * last step, as the chief's, a final pull and a 20 ms final evaluation, which the training
- * loop's CPU does not hold (the runtime reads it before them). Compute: 1 ms every step
- * (constant). Copying: the 0.25 ms a step beyond the work, for 2000 bytes: 8 MB/s. */
-static void test_copy_rate_from_trace(const char *dir)
+ * compute gap of 2 ms whose span used 1 ms of CPU on its ops (a share of 1/2: 1 ms of
+ * work) and `hook` s between them sending and reading (compute_end's value, the span's
+ * work too), a 1000-byte push of 1 ms; in the last step's gap first a 10 ms evaluation
+ * (EVAL, not step work); its training used 50 steps x 1.25 ms of CPU and the
+ * evaluation's 10. After the last step, as the chief's, a final pull and a 20 ms final
+ * evaluation, which the training loop's CPU does not hold (the runtime reads it before
+ * them). Compute: 1 ms + hook every step (constant). Copying: the 0.25 ms - hook a step
+ * beyond the work, for 2000 bytes: 8 MB/s without a hook, 13.3 MB/s with 0.1 ms. */
+static void test_copy_rate_from_trace(const char *dir, double hook)
 {
     const char *path = check_path(dir, "realish.trace");
     char err[DP_ERRLEN];
@@ -192,7 +202,7 @@ static void test_copy_rate_from_trace(const char *dir)
         add(tw, EVT_PULL_END, t + MS, 0, 1000, MS, 0);
         if (ev) add(tw, EVT_EVAL, t + MS + ev, -1, 0, ev, 0);
         add(tw, EVT_COMPUTE_BEGIN, t + MS + ev, -1, 0, 0, 0);
-        add(tw, EVT_COMPUTE_END, t + 3 * MS + ev, -1, 0, 2 * MS, 0.001);
+        add_v(tw, EVT_COMPUTE_END, t + 3 * MS + ev, -1, 0, 2 * MS, hook, 0.001);
         add(tw, EVT_PUSH_BEGIN, t + 3 * MS + ev, 0, 1000, 0, 0);
         add(tw, EVT_PUSH_END, t + 4 * MS + ev, 0, 1000, MS, 0);
         add(tw, EVT_STEP_END, t + 4 * MS + ev, -1, 0, 0, 0);
@@ -213,13 +223,14 @@ static void test_copy_rate_from_trace(const char *dir)
     CHECK_MSG(rc == 0, "%s", err);
     if (rc) return;
     CHECK(cal.compute.kind == SIM_DIST_CONSTANT);
-    CHECK_REL(cal.compute.mean, 0.001, 1e-6);
-    CHECK_REL(cal.copy_rate, 2000 / 0.00025, 1e-6);
+    CHECK_REL(cal.compute.mean, 0.001 + hook, 1e-6);
+    CHECK_REL(cal.copy_rate, 2000 / (0.00025 - hook), 1e-6);
     /* one worker: no answer waited for the ps, no work fitted; its CPU is all sending */
     CHECK(cal.ps_pull_cost.rate == 0 && cal.ps_pull_cost.msg_s == 0);
     CHECK_REL(cal.ps_send_rate, (steps + 1) * 1000 / ((steps + 1) * 0.0001), 1e-9);
-    printf("hand-written trace: compute %.6f ms (gap 2 ms at a share of 1/2), copying %.4g MB/s (8 MB/s), "
-           "the ps's sending %.4g MB/s (10 MB/s)\n", cal.compute.mean * 1e3, cal.copy_rate / 1e6, cal.ps_send_rate / 1e6);
+    printf("hand-written trace, %.1f ms between the ops: compute %.6f ms (gap 2 ms at a share of %.2f), copying "
+           "%.4g MB/s (%.4g MB/s), the ps's sending %.4g MB/s (10 MB/s)\n", hook * 1e3, cal.compute.mean * 1e3,
+           (0.001 + hook) / 0.002, cal.copy_rate / 1e6, 2000 / (0.00025 - hook) / 1e6, cal.ps_send_rate / 1e6);
     /* what a calibrated run takes from it: the ps's work fitted, the copying, free ps
      * links on the one host */
     sim_options o;
@@ -323,7 +334,8 @@ int main(void)
     test_copy_closed_form();
     test_send_closed_form();
     test_calibrate_sim_work(dir);
-    test_copy_rate_from_trace(dir);
+    test_copy_rate_from_trace(dir, 0);
+    test_copy_rate_from_trace(dir, 0.0001);
     test_pipelined_push_from_trace(dir);
     test_parse();
     rmdir(dir);
