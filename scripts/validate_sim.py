@@ -231,7 +231,11 @@ def main(argv):
         origin + " on %s, %d cores; %d rows, %d within the goals, %d "
         "missing; %.0f s in all. Real: `downpour cluster FLAGS --steps N --trace T`; self-prediction: "
         "`downpour sim --calibrate-from T`; prediction: `downpour sim --calibrate-from T_FROM FLAGS`. "
-        "Mean step in ms, real / simulated staleness and dropped gradients."
+        "Mean step in ms, real / simulated staleness and dropped gradients. Samples/s are each "
+        "summary's own: the real one over the workers' whole training loops, their start included "
+        "(the tasks start tens of ms apart, which runs of 0.2 to 0.6 s make large), the simulated one "
+        "over the simulated time; the mean step, between global steps, compares like with like and is "
+        "the figure the goals hold."
         % (os.uname().nodename if os.environ.get("VALIDATE_SIM_HOSTNAME") else "this machine",
            os.cpu_count(), len(lines), len(lines) - missed, missed, time.time() - total_t),
         "",
