@@ -1,5 +1,5 @@
 /* cmd_run.c — `downpour run`, `downpour compare` and `downpour keys`: dispatch to lab/
- * (scenario files) and cluster/run.c (the key table). Flag parsing only. */
+ * (scenario files) and cluster/run.h (the key table). Flag parsing only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* config.c — the real runtime's configuration (see config.h): the run description's
- * shared keys go through cluster/run.c's table; this file applies and formats the
+ * shared keys go through cluster/run_keys.c's table; this file applies and formats the
  * runtime's own extras. */
 #include "runtime/config.h"
 

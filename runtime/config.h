@@ -56,7 +56,7 @@ typedef struct rt_config {
                                      * (borrowed; NULL: none) */
 } rt_config;
 
-/* Every key's default for the real runtime (cluster/run.c's table): 1 ps, 2 workers,
+/* Every key's default for the real runtime (cluster/run_keys.c's table): 1 ps, 2 workers,
  * sync, 1000 steps, batch 64, lr 0.05, sgd, mlp H=128, the Debian Fashion-MNIST
  * directory, round-robin, seed 1, no partitioning, eval every 500. */
 void rt_config_init(rt_config *c);

@@ -1,6 +1,6 @@
 /* ack.c — the simulator's acknowledgement batches: the acks (ACK_APPLIED, ACCUMULATED,
  * DROPPED) and RELEASEs a ps sends back, grouped into batches that arrive together one
- * latency later (sim.c handles arrivals). Consecutive acks to one worker are kept as a
+ * latency later (deliver.c handles arrivals). Consecutive acks to one worker are kept as a
  * run (a count, and how many say ACCUMULATED), a step's RELEASEs as one set; a batch
  * sent right after the previous one (nothing scheduled in between, same arrival time)
  * joins it and counts as its own engine event, so the order of handling and the event

@@ -2,14 +2,14 @@
  * handles one message at a time in arrival order, as the runtime's ps runs one libev
  * loop. A pull answer costs the ps the pull cost's time per variable it carries plus
  * their bytes at the cost's rate; a push (or the sync step token) likewise with the push
- * cost. A message's effects on the ps's state are made when it arrives (sim.c, ps.c), in
- * arrival order, so they are what the real ps computes handling its queue in turn; what
- * the ps sends back waits for its work: the answer's flow, the acks and RELEASEs. With
- * --ps-send-bandwidth the ps then writes the answer while it travels: its flow starts when
- * the pull's work is done, and the ps stays busy for the bytes at that rate (a SEND job in
- * the pull's place at the head of its queue) before its next message. A busy
- * ps is a busy task (W + p) on its host's cores when those are modelled (cpu.h), else its
- * work takes what it takes alone. Single-threaded, state in sim_world. */
+ * cost. A message's effects on the ps's state are made when it arrives (sim.c, deliver.c,
+ * ps.c), in arrival order, so they are what the real ps computes handling its queue in
+ * turn; what the ps sends back waits for its work: the answer's flow, the acks and
+ * RELEASEs. With --ps-send-bandwidth the ps then writes the answer while it travels: its
+ * flow starts when the pull's work is done, and the ps stays busy for the bytes at that
+ * rate (a SEND job in the pull's place at the head of its queue) before its next message.
+ * A busy ps is a busy task (W + p) on its host's cores when those are modelled (cpu.h),
+ * else its work takes what it takes alone. Single-threaded, state in sim_world. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

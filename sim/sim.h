@@ -164,7 +164,7 @@ typedef struct sim_config {
     void *progress_ctx;
 } sim_config;
 
-/* Every key's default for the simulator (cluster/run.c's table): 1 ps, 2 workers, sync,
+/* Every key's default for the simulator (cluster/run_keys.c's table): 1 ps, 2 workers, sync,
  * 100 steps, mlp H=128, round-robin, 10 Gbit NICs, 50 us latency, constant:mean=100ms,
  * seed 1, batch 64, sgd lr 0.2, 32 surrogate dims. */
 void sim_config_init(sim_config *c);

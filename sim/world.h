@@ -1,5 +1,6 @@
-/* world.h — the simulator's internal state, shared by sim.c (the protocol: workers and
- * ps driving cluster/ rules), emit.c (events and the trace) and nqm.c (the surrogate).
+/* world.h — the simulator's internal state, shared by sim.c and deliver.c (the protocol:
+ * workers and ps driving cluster/ rules), emit.c (events and the trace) and nqm.c (the
+ * surrogate).
  * Everything of one run hangs off one sim_world: virtual clock, RNG, event heap,
  * network, tasks. Not part of the public API. Single-threaded. */
 #ifndef SIM_WORLD_H
@@ -312,6 +313,24 @@ void sim_world_net_sync(sim_world *w);       /* network to now, deliveries sched
 void sim_world_global_step(sim_world *w, int64_t gs);  /* the global step advanced to gs */
 void sim_world_ssp_release(sim_world *w);    /* SSP waiters that may go now, go */
 void sim_world_versions_changed(sim_world *w);  /* a variable's version changed */
+
+/* ---- sim.c, for deliver.c ---- */
+/* Holds ev, a delivery to ps p, while p is dead (until it restarts); returns 1 when held. */
+int sim_world_defer_if_dead(sim_world *w, int p, const sim_event *ev);
+/* Worker k, traced in detail, has ps p's answer: its pull_end events for p's variables,
+ * now or (while its copying is not done) once it is, as a real worker's. */
+void sim_wk_pull_end(sim_world *w, int k, int p);
+void sim_wk_pull_done(sim_world *w, int k);      /* every answer is in: compute (or stop) */
+void sim_wk_push_progress(sim_world *w, int k);  /* an ack or RELEASE came: push on or end */
+
+/* ---- deliver.c: what arrives ---- */
+/* A flow's delivery (SIM_EV_PULL_DELIVER, SIM_EV_PUSH_DELIVER; ev->a the cohort, ev->b
+ * the ps): the ps's answers reach the cohort's workers, or their push reaches the ps. */
+void sim_deliver(sim_world *w, const sim_event *ev);
+void sim_deliver_batch(sim_world *w, const sim_event *ev);  /* SIM_EV_DELIVER_BATCH */
+void sim_deliver_early(sim_world *w, const sim_event *ev);  /* SIM_EV_EARLY_ARRIVE */
+void sim_deliver_token(sim_world *w, const sim_event *ev);  /* SIM_EV_TOKEN_ARRIVE */
+void sim_deliver_acks(sim_world *w, int id);     /* SIM_EV_ACKS: ack batch id at its workers */
 
 /* ---- ack.c: acknowledgement batches ---- */
 int sim_ack_new(sim_world *w);               /* an empty batch */
