@@ -10,7 +10,7 @@ prediction rows calibrates from one run and simulates another configuration's fl
 compares mean step, samples/s, mean staleness and dropped gradients, against the goals:
 self-prediction within 5 % of mean step, prediction within 10 %, staleness within 10 % or
 0.3 steps, dropped gradients within 10 % (or 2 when few). Every row is reported, the ones
-that miss with what missed. Output: a table on stdout and, with --doc FILE, written
+that miss with what missed and its likely cause (by rule: causes()). Output: a table on stdout and, with --doc FILE, written
 between the markers <!-- validate-sim:begin --> and <!-- validate-sim:end --> of FILE.
 
   scripts/validate_sim.py DOWNPOUR_BINARY WORKDIR [--doc docs/simulator.md] [--rows a,b]
@@ -112,6 +112,22 @@ def verdict(kind, real, sim):
     return misses
 
 
+def causes(real, sim, misses):
+    """The likely cause of each kind of miss, by rule (docs/simulator.md, "Where it still
+    misses", says why): tasks sharing fewer cores, workers drifting apart, late workers."""
+    cores = sim.get("cores_per_host", 0) or 0
+    tasks = real.get("ps", 0) + real.get("workers", 0)
+    out = []
+    if any(m.startswith("mean step") for m in misses):
+        out.append("%d tasks on %d cores: the scheduler, not modelled" % (tasks, cores) if cores and tasks > cores
+                   else "%d tasks on %d cores: run-to-run spread" % (tasks, cores))
+    if any(m.startswith("staleness") for m in misses):
+        out.append("workers drift unevenly on shared cores")
+    if any(m.startswith("dropped") for m in misses):
+        out.append("a real late worker skips steps")
+    return out
+
+
 def fmt_row(name, kind, real, sim, misses):
     e_step = rel(sim["mean_step_s"], real["mean_step_s"])
     e_sps = rel(sim["samples_per_s"], real["samples_per_s"])
@@ -120,7 +136,8 @@ def fmt_row(name, kind, real, sim, misses):
                real["samples_per_s"], sim["samples_per_s"], 100 * e_sps,
                real.get("mean_staleness", 0), sim.get("mean_staleness", 0),
                real.get("dropped_gradients", 0), sim.get("dropped_gradients", 0),
-               "ok" if not misses else "**misses**: " + "; ".join(misses)))
+               "ok" if not misses else "**misses**: " + "; ".join(misses) +
+               " (likely: " + "; ".join(causes(real, sim, misses)) + ")"))
 
 
 def replay(binary, kept):
@@ -235,7 +252,8 @@ def main(argv):
         "summary's own: the real one over the workers' whole training loops, their start included "
         "(the tasks start tens of ms apart, which runs of 0.2 to 0.6 s make large), the simulated one "
         "over the simulated time; the mean step, between global steps, compares like with like and is "
-        "the figure the goals hold."
+        "the figure the goals hold. A miss names its likely cause, by rule: more tasks than cores, "
+        "workers drifting apart, late workers skipping steps (\"Where it still misses\", below)."
         % (os.uname().nodename if os.environ.get("VALIDATE_SIM_HOSTNAME") else "this machine",
            os.cpu_count(), len(lines), len(lines) - missed, missed, time.time() - total_t),
         "",
