@@ -10,16 +10,7 @@
 #include "common/dp.h"
 #include "events/event.h"
 #include "tests/check.h"
-
-static int same_record(const evt_record *a, const evt_record *b)
-{
-    return a->t == b->t && a->kind == b->kind && a->job == b->job &&
-           a->peer_job == b->peer_job && a->task == b->task && a->peer == b->peer &&
-           a->device == b->device && a->var == b->var && a->str == b->str &&
-           a->step == b->step && a->bytes == b->bytes && a->dur == b->dur &&
-           a->id == b->id && memcmp(&a->value, &b->value, sizeof a->value) == 0 &&
-           memcmp(&a->value2, &b->value2, sizeof a->value2) == 0;
-}
+#include "tests/record_check.h"
 
 /* Encodes e, decodes it back, and checks every truncated prefix is refused. */
 static void round_trip(const evt_record *e, int64_t prev_t)

@@ -1,5 +1,5 @@
 /* trace_check.h — what the trace file tests share (test_trace.c, test_trace_damage.c):
- * comparing records field by field, writing a generated run through the writer (its
+ * comparing records (record_check.h), writing a generated run through the writer (its
  * checks count in the caller's binary), reading a file's size and every event, and the
  * realistic run both read (2 ps, 4 workers, 6 variables, RT_STEPS steps, sync). Include
  * after tests/check.h. Header-only, static. */
@@ -14,16 +14,7 @@
 #include "events/event.h"
 #include "events/trace.h"
 #include "tests/evgen.h"
-
-static inline int same_record(const evt_record *a, const evt_record *b)
-{
-    return a->t == b->t && a->kind == b->kind && a->job == b->job &&
-           a->peer_job == b->peer_job && a->task == b->task && a->peer == b->peer &&
-           a->device == b->device && a->var == b->var && a->str == b->str &&
-           a->step == b->step && a->bytes == b->bytes && a->dur == b->dur &&
-           a->id == b->id && memcmp(&a->value, &b->value, sizeof a->value) == 0 &&
-           memcmp(&a->value2, &b->value2, sizeof a->value2) == 0;
-}
+#include "tests/record_check.h"
 
 /* Writes g's events to path, remapping string ids through the writer (so definitions
  * land in the block where each first appears). *out gets the written records. */
