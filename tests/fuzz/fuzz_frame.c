@@ -117,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 size_t before = count;
                 int n = evt_wire_get_events(p, h.length, &recs, &count, &cap, err);
                 if (n < 0) bad = 1;
-                else roundtrip(recs + before, count - before);
+                else if (count > before) roundtrip(recs + before, count - before);  /* recs NULL: none yet */
             }
             dp_buf_consume(&in, NET_HEADER + h.length);
             if (bad) break;
