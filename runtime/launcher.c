@@ -342,6 +342,7 @@ static char *config_json(const rt_config *cfg)
 {
     json_t *o = run_desc_json(&cfg->run, "real");
     json_object_set_new(o, "data", json_string(cfg->data));
+    json_object_set_new(o, "eval_every", json_integer(cfg->eval_every));   /* for --calibrate-from */
     json_t *lesson = cfg->lesson_json ? json_loads(cfg->lesson_json, 0, NULL) : NULL;
     if (lesson) json_object_set_new(o, "lesson", lesson);
     if (cfg->netns) {

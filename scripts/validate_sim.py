@@ -17,6 +17,10 @@ between the markers <!-- validate-sim:begin --> and <!-- validate-sim:end --> of
                           [--save DIR]      also keep each real trace and summary in DIR
                           [--from DIR]      no real runs: the ones kept in DIR (--save) are
                                             the matrix's, simulated again with this build
+                                            (each with its recorded --steps)
+                          [--steps-scale K] every row's steps times K (default 1): longer
+                                            runs, less noise, the chief's evaluations in
+                                            (every 500 global steps) from K = 2
   scripts/validate_sim.py DOWNPOUR_BINARY --replay DIR
                           no real runs: simulate the traces kept in DIR (tests/data/validate,
                           made with --save) against their kept summaries; prints ok / FAIL
@@ -189,7 +193,7 @@ def main(argv):
     if argv[2] == "--replay" and len(argv) == 4:
         return replay(argv[1], argv[3])
     binary, work = argv[1], argv[2]
-    doc, only, save, kept = None, None, None, None
+    doc, only, save, kept, scale = None, None, None, None, 1.0
     rest = argv[3:]
     while rest:
         if rest[0] == "--doc" and len(rest) > 1:
@@ -200,18 +204,28 @@ def main(argv):
             save, rest = rest[1], rest[2:]
         elif rest[0] == "--from" and len(rest) > 1:
             kept, rest = rest[1], rest[2:]
+        elif rest[0] == "--steps-scale" and len(rest) > 1:
+            try:
+                scale = float(rest[1])
+            except ValueError:
+                scale = 0
+            if not scale > 0:
+                raise SystemExit("validate_sim: --steps-scale %r: a number above 0" % rest[1])
+            rest = rest[2:]
         else:
             raise SystemExit("validate_sim: unknown argument %r" % rest[0])
     os.makedirs(work, exist_ok=True)
     rows = [r for r in ROWS if (not only or r[0] in only)
             and (not kept or os.path.exists(os.path.join(kept, r[0] + ".json")))]
     flags_of = {n: f for n, f, _ in ROWS}
-    steps_of = {n: s for n, _, s in ROWS}
+    steps_of = {n: int(s * scale) for n, _, s in ROWS}
     real, trace, lines, total_t = {}, {}, [], time.time()
-    for i, (name, flags, steps) in enumerate(rows):
+    for i, (name, flags, _) in enumerate(rows):
+        steps = steps_of[name]
         trace[name] = os.path.join(kept or work, name + ".dptrace")
         if kept:
             real[name], secs = json.load(open(os.path.join(kept, name + ".json"))), 0
+            steps = steps_of[name] = real[name].get("steps", steps)
         else:
             cmd = [binary, "cluster"] + flags + ["--steps", str(steps), "--quiet", "--trace", trace[name]]
             real[name], secs = run(cmd)

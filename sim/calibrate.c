@@ -278,6 +278,7 @@ static void read_metadata(const char *json, sim_calibration *cal)
         meta_int(o, "partition", &cal->partition);
         meta_int(o, "batch", &cal->batch);
         meta_int(o, "steps", &cal->steps);
+        meta_int(o, "eval_every", &cal->eval_every);
         json_t *m = json_object_get(o, "mode");
         update_mode um;
         if (m && json_is_string(m) && !update_mode_parse(json_string_value(m), &um)) cal->mode = um;
@@ -340,6 +341,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
 {
     memset(cal, 0, sizeof *cal);
     cal->mode = -1;
+    cal->eval_every = -1;
     cal->latency = -1;
     char e2[DP_ERRLEN];
     trace_reader *r = trace_reader_open(path, e2);
@@ -372,6 +374,8 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
     int n_gaps = 0, cap_gaps = 0;
     int64_t slept = 0;       /* straggler spans whose sleep was taken out */
     double pipe_sum = 0;     /* early pushes' places in their compute spans (0..1) */
+    double eval_sum = 0;     /* the chief's evaluations, s, and how many */
+    int eval_n = 0;
     int64_t pipe_n = 0;
     sim_cal_ps *answers = sim_cal_ps_new();  /* every ps's answers, for its own work */
     while ((rc = trace_reader_next(r, &e)) == 1) {
@@ -441,7 +445,12 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
         }
         if (e.kind == EVT_PUSH_END && early_done(s, e.id)) continue;
         if (e.kind == EVT_TASK_STOP && e.value2 > 0 && isfinite(e.value2)) s->cpu_s = e.value2;
-        /* the chief's evaluation (every eval_every steps, not modelled) is no compute */
+        /* the chief's evaluation is no compute: the simulation has its own (eval_s, from
+         * every one, the final one's too: the same test set each time) */
+        if (e.kind == EVT_EVAL && e.dur > 0) {
+            eval_sum += (double)e.dur / 1e9;
+            eval_n++;
+        }
         if (e.kind == EVT_EVAL && e.dur > 0 && s->last_pull_end >= 0 && e.t - e.dur >= s->last_pull_end)
             s->eval_ns += e.dur, s->eval_pending += e.dur;
         if (e.kind == EVT_PULL_BEGIN || e.kind == EVT_PUSH_BEGIN) s->moved += (double)e.bytes;
@@ -607,6 +616,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
         goto out;
     }
     if (pipe_n) cal->pipeline = pipe_sum / (double)pipe_n;
+    if (eval_n) cal->eval_s = eval_sum / eval_n;
     if (!slept) cal->n_stragglers = 0;  /* an older trace: the speeds carry them */
     if (cal->n_workers <= 0) cal->n_workers = max_w + 1;
     if (cal->n_ps <= 0) cal->n_ps = max_ps + 1;

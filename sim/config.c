@@ -40,6 +40,8 @@ static int sim_extra(void *ctx, const run_key *k, const run_value *v, const char
         c->ps_send_rate = 0;
         return strcmp(v->text, "0") ? dp_parse_bandwidth(v->text, what, &c->ps_send_rate, err) : DP_OK;
     } else if (!strcmp(n, "nqm_dims")) c->nqm_dims = (int)v->i;
+    else if (!strcmp(n, "eval_every")) c->eval_every = (int)v->i;
+    else if (!strcmp(n, "eval_time")) c->eval_s = v->d;
     else if (!strcmp(n, "pipeline")) c->pipeline = v->d;
     else if (!strcmp(n, "max_sim_time")) c->max_sim_s = v->d;
     else if (!strcmp(n, "trace_level")) return sim_parse_trace_level(v->text, &c->trace_level, &c->trace_sample, err);
@@ -162,6 +164,8 @@ void sim_options_calibrate(sim_options *o, const sim_calibration *cal)
     if (measured && !given(o, "copy_bandwidth")) c->copy_rate = cal->copy_rate;
     if (psm && !given(o, "ps_send_bandwidth")) c->ps_send_rate = cal->ps_send_rate;
     if (!given(o, "pipeline")) c->pipeline = cal->pipeline;
+    if (!given(o, "eval_time")) c->eval_s = cal->eval_s;
+    if (!given(o, "eval_every") && cal->eval_every >= 0) c->eval_every = cal->eval_every;
     if (psm && cal->ps_msg_latency > 0 && !given(o, "latency") && !given(o, "ps_latency"))
         c->ps_latency = cal->ps_msg_latency;
     if (!given(o, "straggler") && cal->n_stragglers) {
@@ -206,6 +210,8 @@ char *sim_summary_line(const sim_config *c, const sim_result *r, double wall_s)
     json_object_set_new(j, "copy_bandwidth", json_real(c->copy_rate));
     json_object_set_new(j, "ps_send_bandwidth", json_real(c->ps_send_rate));
     json_object_set_new(j, "pipeline", json_real(c->mode == MODE_SYNC ? 0 : c->pipeline));
+    json_object_set_new(j, "eval_every", json_integer(c->eval_every));
+    json_object_set_new(j, "eval_time_s", json_real(c->eval_s));
     char cost[96];
     sim_ps_cost_format(&c->ps_pull_cost, cost, sizeof cost);
     json_object_set_new(j, "ps_pull_cost", json_string(cost));

@@ -150,6 +150,10 @@ static char *config_json(const sim_world *w)
     json_object_set_new(o, "loss", json_string("noisy quadratic surrogate"));
     json_object_set_new(o, "nqm_dims", json_integer(c->nqm_dims));
     json_object_set_new(o, "failures", json_integer(c->n_failures));
+    if (c->eval_every > 0 && c->eval_s > 0) {  /* only when modelled: other traces stay as they were */
+        json_object_set_new(o, "eval_every", json_integer(c->eval_every));
+        json_object_set_new(o, "eval_time_s", json_real(c->eval_s));
+    }
     if (w->psm) {  /* only with the ps's own work: traces without it stay as they were */
         char t[96];
         sim_ps_cost_format(&c->ps_pull_cost, t, sizeof t);

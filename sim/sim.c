@@ -67,6 +67,7 @@ static void fire_failure(sim_world *w, int i)
             if (h >= 0) cpu_arm(w, h);
         }
         k->dead = 1;
+        k->eval_init = 0;   /* a restarted chief counts its intervals afresh, as a new process */
         k->inc++;
         k->inc_epoch = ++w->inc_epoch;
         k->phase = SIM_W_IDLE;
@@ -280,26 +281,46 @@ void sim_world_copy(sim_world *w, int k, double bytes)
     cpu_arm(w, h);
 }
 
-void sim_wk_pull_done(sim_world *w, int k)
+/* The chief evaluates once in each interval of eval_every global steps it reads a step
+ * of, not in the one it starts in (runtime/worker.c): at the interval's first step in
+ * sync, at the first it reads in async and ssp. */
+static int eval_due(sim_world *w, int k)
+{
+    const sim_config *c = w->cfg;
+    sim_wk *wk = &w->wk[k];
+    if (k != 0 || c->eval_every <= 0 || c->eval_s <= 0) return 0;
+    int64_t iv = (wk->gs_read + c->step_offset) / c->eval_every;   /* a fork: the run's steps */
+    if (!wk->eval_init) {
+        wk->eval_init = 1;
+        wk->eval_iv = iv;
+        return 0;
+    }
+    if (iv <= wk->eval_iv) return 0;
+    wk->eval_iv = iv;
+    return 1;
+}
+
+/* The chief's evaluation: eval_s of work (on its host's shared cores, when they are
+ * modelled) between its pull and its compute. */
+static void start_eval(sim_world *w, int k)
 {
     sim_wk *wk = &w->wk[k];
-    if (wk->copying) {  /* the bytes are in; the copying out of the kernel is not done */
-        wk->net_done = 1;
+    wk->phase = SIM_W_EVAL;
+    wk->t_eval = w->now;
+    double work = (double)ns_of(w->cfg->eval_s);
+    if (w->cpu) {
+        int h = w->wk_host[k];
+        sim_cpu_start(w->cpu, h, k, work, w->now);
+        cpu_arm(w, h);
         return;
     }
-    for (int i = 0; i < wk->n_late; i++) emit_pull_end(w, k, wk->late_ps[i]);
-    wk->n_late = 0;
-    sim_emit_wk_phase(w, EVT_PULL_END, k, wk->local, w->now - wk->t_phase);
-    wk->gs_read = sim_read_versions(w, k)[w->step_var];
-    if (wk->gs_read >= w->cfg->steps) {
-        wk->phase = SIM_W_DONE;
-        w->n_done++;
-        if (w->gate) {
-            ssp_gate_retire(w->gate, k);
-            sim_world_ssp_release(w);
-        }
-        return;
-    }
+    sim_heap_push(&w->heap, w->now + (int64_t)work, SIM_EV_EVAL_END, k, wk->inc);
+}
+
+/* Worker k starts its step's compute (its pull, and the chief's evaluation, done). */
+static void start_compute(sim_world *w, int k)
+{
+    sim_wk *wk = &w->wk[k];
     wk->phase = SIM_W_COMPUTE;
     wk->t_compute = w->now;
     sim_emit_wk(w, EVT_COMPUTE_BEGIN, k, -1, -1, wk->local, 0, 0, 0, 0, 0);
@@ -320,6 +341,42 @@ void sim_wk_pull_done(sim_world *w, int k)
     }
     if (wk->mid) sim_heap_push(&w->heap, w->now + first, SIM_EV_COMPUTE_MID, k, wk->inc);
     sim_heap_push(&w->heap, w->now + ns_of(d), SIM_EV_COMPUTE_END, k, wk->inc);
+}
+
+/* The evaluation is done: its EVAL event (the runtime's, without an accuracy: the
+ * surrogate has no test set), then the step's compute. */
+static void eval_end(sim_world *w, int k)
+{
+    sim_wk *wk = &w->wk[k];
+    sim_emit_wk(w, EVT_EVAL, k, -1, -1, wk->gs_read, 0, w->now - wk->t_eval, NAN, NAN, 0);
+    start_compute(w, k);
+}
+
+void sim_wk_pull_done(sim_world *w, int k)
+{
+    sim_wk *wk = &w->wk[k];
+    if (wk->copying) {  /* the bytes are in; the copying out of the kernel is not done */
+        wk->net_done = 1;
+        return;
+    }
+    for (int i = 0; i < wk->n_late; i++) emit_pull_end(w, k, wk->late_ps[i]);
+    wk->n_late = 0;
+    sim_emit_wk_phase(w, EVT_PULL_END, k, wk->local, w->now - wk->t_phase);
+    wk->gs_read = sim_read_versions(w, k)[w->step_var];
+    if (wk->gs_read >= w->cfg->steps) {
+        wk->phase = SIM_W_DONE;
+        w->n_done++;
+        if (w->gate) {
+            ssp_gate_retire(w->gate, k);
+            sim_world_ssp_release(w);
+        }
+        return;
+    }
+    if (eval_due(w, k)) {
+        start_eval(w, k);
+        return;
+    }
+    start_compute(w, k);
 }
 
 /* --pipeline: worker k's backward pass has finished the early gradients: it pushes them
@@ -441,7 +498,11 @@ static void cpu_event(sim_world *w, int h, uint64_t gen)
         }
         sim_wk *wk = &w->wk[k];
         dp_assert("sim: a worker's work ended while it was not working (a death not cancelled)",
-                  !wk->dead && (wk->phase == SIM_W_COMPUTE || wk->copying));
+                  !wk->dead && (wk->phase == SIM_W_COMPUTE || wk->phase == SIM_W_EVAL || wk->copying));
+        if (wk->phase == SIM_W_EVAL) {
+            eval_end(w, k);
+            continue;
+        }
         if (wk->phase == SIM_W_COMPUTE) {
             if (wk->mid) {  /* --pipeline: the first part is done; the rest follows at once */
                 compute_mid(w, k);
@@ -490,6 +551,9 @@ static void dispatch(sim_world *w, const sim_event *ev)
         return;
     case SIM_EV_COMPUTE_END:
         if (!w->wk[k].dead && w->wk[k].inc == ev->b) compute_end(w, k);
+        return;
+    case SIM_EV_EVAL_END:
+        if (!w->wk[k].dead && w->wk[k].inc == ev->b && w->wk[k].phase == SIM_W_EVAL) eval_end(w, k);
         return;
     case SIM_EV_COMPUTE_MID:
         if (!w->wk[k].dead && w->wk[k].inc == ev->b && w->wk[k].mid) compute_mid(w, k);

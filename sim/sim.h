@@ -78,7 +78,8 @@ int sim_host_of(const sim_hosts *h, int n_ps, int job, int task);
  * print and the summary to carry ("not_modelled"); docs/simulator.md says more. */
 #define SIM_NOT_MODELLED "the real model's learning (a noisy quadratic surrogate stands in), TCP " \
     "dynamics, packet latency variance, switch oversubscription, per-variable serialisation in " \
-    "a worker-ps flow, the chief's evaluations, the operating system's scheduler (cores are " \
+    "a worker-ps flow, the chief's evaluations unless --eval-time, the operating system's " \
+    "scheduler (cores are " \
     "shared equally), the hub's " \
     "and the kernel's own CPU, the CPU cost of sending and receiving unless --copy-bandwidth " \
     "(a worker's) and --ps-send-bandwidth (a ps's pull answers), " \
@@ -141,6 +142,10 @@ typedef struct sim_config {
                              * runtime's pipelined step does; 0: all at the compute's end */
     sim_ps_cost ps_pull_cost, ps_push_cost;  /* the ps's work per pull answer / push (all
                              * zero: none, the ps answers at once, as before the model) */
+    int eval_every;         /* the chief evaluates once in each interval of this many global
+                             * steps, as the runtime's (0: never) ... */
+    double eval_s;          /* ... taking this much work (s) before its step's compute (0:
+                             * evaluations not modelled) */
     sim_failure failures[SIM_MAX_FAILURES];
     int n_failures;
     int nqm_dims;           /* surrogate dimension (default 32) */
@@ -241,6 +246,9 @@ typedef struct sim_calibration {
     double pipeline;         /* the mean fraction of its compute span at which a push began
                              * inside it (a pipelined runtime's early gradients), 0 none */
     double *ps_speed;        /* its per-worker factors (n_speed), owned */
+    double eval_s;           /* the chief's evaluations' mean duration (the final one's too),
+                              * 0 when the trace has none */
+    int eval_every;          /* the metadata's --eval-every, -1 when it does not say */
     double model_bytes;      /* bytes pulled per worker step */
     double mean_step_s;      /* measured on the trace (global-step advances) */
     int64_t compute_spans, transfers;

@@ -24,14 +24,18 @@ enum {
     SIM_EV_PULL_ARRIVE = 1, SIM_EV_PULL_DELIVER, SIM_EV_COMPUTE_END, SIM_EV_PUSH_DELIVER,
     SIM_EV_ACKS, SIM_EV_SSP_REQ, SIM_EV_SSP_GO, SIM_EV_FAIL, SIM_EV_RESTART,
     SIM_EV_TOKEN_ARRIVE, SIM_EV_DELIVER_BATCH, SIM_EV_CPU, SIM_EV_PS_DONE, SIM_EV_COMPUTE_MID,
-    SIM_EV_EARLY_ARRIVE
+    SIM_EV_EARLY_ARRIVE, SIM_EV_EVAL_END
 };
 
-enum sim_wphase { SIM_W_IDLE = 0, SIM_W_SSP, SIM_W_PULL, SIM_W_COMPUTE, SIM_W_PUSH, SIM_W_DONE };
+enum sim_wphase { SIM_W_IDLE = 0, SIM_W_SSP, SIM_W_PULL, SIM_W_EVAL, SIM_W_COMPUTE, SIM_W_PUSH, SIM_W_DONE };
 
 typedef struct sim_wk {
     int64_t local;        /* steps completed (the worker's clock) */
     int64_t gs_read;      /* global step read at the last pull */
+    int64_t eval_iv;      /* the chief: the eval_every interval of its last evaluation, or
+                           * of its first pull (eval_init 0: none yet since it started) */
+    int eval_init;
+    int64_t t_eval;       /* ns: the start of the chief's evaluation in progress */
     int phase;
     int outstanding;      /* pull answers or push acks still awaited */
     int releases_due;     /* sync: accumulated gradients whose RELEASE has not come */

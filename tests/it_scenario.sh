@@ -71,7 +71,7 @@ bad_file unknown-section '4: unknown section [bogus]; valid sections: [scenario]
     "${H[@]}" '[bogus]' 'x = 1'
 bad_file bad-engine '3: engine: "quantum" is not real, local or sim' '[scenario]' 'title = t' 'engine = quantum'
 bad_file not-ini '4: not INI: expected [section] or key = value' "${H[@]}" '[cluster' 'ps = 1'
-bad_file dash-spelling '5: unknown key "backup-workers" in [training] (did you mean "backup_workers"?); valid keys: mode, backup_workers, staleness, prefetch, pipeline, steps, batch, lr, optimizer, model, hidden, model_bytes, data, synthetic_samples, eval_every, max_sim_time, nqm_dims' \
+bad_file dash-spelling '5: unknown key "backup-workers" in [training] (did you mean "backup_workers"?); valid keys: mode, backup_workers, staleness, prefetch, pipeline, steps, batch, lr, optimizer, model, hidden, model_bytes, data, synthetic_samples, eval_every, eval_time, max_sim_time, nqm_dims' \
     "${H[@]}" '[training]' 'backup-workers = 1'
 bad_file across-keys '5: backup_workers: 2 leaves no replica to aggregate with 2 workers' "${H[@]}" '[training]' 'backup_workers = 2'
 bad_file bad-straggler '5: straggler: "worker:9" is not worker:IxF (e.g. worker:3x4)' "${H[@]}" '[faults]' 'straggler = worker:9'
