@@ -376,6 +376,7 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
     double pipe_sum = 0;     /* early pushes' places in their compute spans (0..1) */
     double eval_sum = 0;     /* the chief's evaluations, s, and how many */
     int eval_n = 0;
+    int64_t eval_first = -1; /* the step of the first before the run's last step */
     int64_t pipe_n = 0;
     sim_cal_ps *answers = sim_cal_ps_new();  /* every ps's answers, for its own work */
     while ((rc = trace_reader_next(r, &e)) == 1) {
@@ -450,6 +451,8 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
         if (e.kind == EVT_EVAL && e.dur > 0) {
             eval_sum += (double)e.dur / 1e9;
             eval_n++;
+            if (e.step > 0 && (cal->steps <= 0 || e.step < cal->steps) && (eval_first < 0 || e.step < eval_first))
+                eval_first = e.step;
         }
         if (e.kind == EVT_EVAL && e.dur > 0 && s->last_pull_end >= 0 && e.t - e.dur >= s->last_pull_end)
             s->eval_ns += e.dur, s->eval_pending += e.dur;
@@ -617,6 +620,10 @@ int sim_calibrate_until(const char *path, int64_t max_step, sim_calibration *cal
     }
     if (pipe_n) cal->pipeline = pipe_sum / (double)pipe_n;
     if (eval_n) cal->eval_s = eval_sum / eval_n;
+    /* a trace whose metadata does not say --eval-every (recorded before the runtime wrote
+     * it): the step of its first evaluation, exact in sync (the interval's first step), at
+     * most a few steps over in async */
+    if (cal->eval_every < 0 && eval_first > 0 && eval_first <= INT32_MAX) cal->eval_every = (int)eval_first;
     if (!slept) cal->n_stragglers = 0;  /* an older trace: the speeds carry them */
     if (cal->n_workers <= 0) cal->n_workers = max_w + 1;
     if (cal->n_ps <= 0) cal->n_ps = max_ps + 1;

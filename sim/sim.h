@@ -248,7 +248,8 @@ typedef struct sim_calibration {
     double *ps_speed;        /* its per-worker factors (n_speed), owned */
     double eval_s;           /* the chief's evaluations' mean duration (the final one's too),
                               * 0 when the trace has none */
-    int eval_every;          /* the metadata's --eval-every, -1 when it does not say */
+    int eval_every;          /* the metadata's --eval-every; when it does not say, the step of
+                              * the first evaluation before the last step; -1: neither */
     double model_bytes;      /* bytes pulled per worker step */
     double mean_step_s;      /* measured on the trace (global-step advances) */
     int64_t compute_spans, transfers;

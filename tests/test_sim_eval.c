@@ -14,7 +14,9 @@
  *   a restarted chief counts its intervals afresh, as a new process does: the interval
  *     it rejoins in has no evaluation;
  *   --calibrate-from measures T (the mean of the trace's evaluations) and reads E from
- *     the metadata; flags given win. */
+ *     the metadata; flags given win; a trace whose metadata does not say E (recorded
+ *     before the runtime wrote it) gives the step of its first evaluation before the
+ *     run's last step. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +184,39 @@ static void calibration_case(const char *dir)
     sim_calibration_release(&cal);
 }
 
+/* A trace recorded before the runtime wrote --eval-every into the metadata (lesson 12's
+ * real 4-worker run, --eval-every 300, 1,200 steps): the interval is the step of its first
+ * evaluation before the last step, and the time the mean of its evaluations, read here
+ * from its eval events. */
+static void inferred_case(void)
+{
+    const char *path = "scenarios/recorded/real-1ps-4w-sync-fashion-mnist.dptrace";
+    char err[DP_ERRLEN];
+    trace_reader *r = trace_reader_open(path, err);
+    CHECK_MSG(r != NULL, "%s", err);
+    if (!r) return;
+    CHECK(strstr(trace_reader_metadata(r), "eval_every") == NULL);
+    evt_record e;
+    double sum = 0;
+    int n = 0;
+    int64_t first = -1;
+    while (trace_reader_next(r, &e) == 1)
+        if (e.kind == EVT_EVAL && e.dur > 0) {
+            sum += (double)e.dur / 1e9;
+            n++;
+            if (first < 0) first = e.step;
+        }
+    trace_reader_close(r);
+    CHECK(n == 4 && first == 300);
+    sim_calibration cal;
+    int rc = sim_calibrate(path, &cal, err);
+    CHECK_MSG(rc == 0, "%s", rc ? err : "");
+    if (rc) return;
+    CHECK_MSG(cal.eval_every == 300 && n > 0 && fabs(cal.eval_s - sum / n) < 1e-9, "inferred: every %d, %.9f s "
+              "(the trace's mean %.9f s)", cal.eval_every, cal.eval_s, n ? sum / n : 0);
+    sim_calibration_release(&cal);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/downpour-test-sim-eval.XXXXXX";
@@ -192,6 +227,7 @@ int main(void)
     restart_case(dir);
     unlink(check_path(dir, "eval-restart.trace"));
     calibration_case(dir);
+    inferred_case();
     unlink(check_path(dir, "eval.trace"));
     unlink(check_path(dir, "eval-async.trace"));
     unlink(check_path(dir, "eval-cal.trace"));
