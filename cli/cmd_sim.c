@@ -66,9 +66,11 @@ int cmd_sim(int argc, char **argv)
             fprintf(stderr, "downpour: sim: calibrated from %s: compute %s, bandwidth %.4g MB/s "
                     "(pushes %.4g MB/s), latency %.4g us, ps work %s a pull, %s a push, hosts %s, "
                     "cores per host %d (0: unlimited), copying %.4g MB/s of CPU (0: free), the ps's "
-                    "sending %.4g MB/s of CPU (0: free), measured mean step %.6g s%s\n", o.calibrate, d,
+                    "sending %.4g MB/s of CPU (0: free), the chief's evaluations %.4g ms every %d global "
+                    "steps (0: none), measured mean step %.6g s%s\n", o.calibrate, d,
                     o.c.ps_bw / 1e6, push_bw / 1e6, o.c.latency * 1e6, pull, push, hosts[0] ? hosts : "0",
-                    o.c.cores_per_host, o.c.copy_rate / 1e6, o.c.ps_send_rate / 1e6, cal.mean_step_s,
+                    o.c.cores_per_host, o.c.copy_rate / 1e6, o.c.ps_send_rate / 1e6, o.c.eval_s * 1e3,
+                    o.c.eval_s > 0 ? o.c.eval_every : 0, cal.mean_step_s,
                     cal.cpu_measured ? " (compute and copying from the CPU the workers measured)" : "");
         }
     }

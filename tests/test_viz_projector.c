@@ -6,7 +6,10 @@
  *     the normal mode) at 1280x720 and 1920x1080 for 2, 8 and 100 workers, fewer and
  *     taller side panels, and `render --projector` writes a 1920x1080 frame;
  *   - start-up: a replay starts at the first pull; the timeline squeezes the start-up into
- *     a labelled segment under 10 % of its width. */
+ *     a labelled segment under 10 % of its width;
+ *   - the test accuracy panel after an evaluation: its accuracy, or for the simulator's,
+ *     which has none, "no test set (simulated)". */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +99,8 @@ static void tasks(viz_source *s, evt_strtab *strs, int n, uint32_t *vars)
  * the others pull, compute, push, wait at the barrier, wait out --pace or the SSP bound
  * in turn (w % 6), each begun at 45 ms and still open. A finished step comes first, so
  * that every box has a loss and a staleness to show. */
+static double fixture_acc = 0.5;   /* the chief's evaluation's accuracy (NaN: the simulator's) */
+
 static viz_source *all_phases(evt_strtab *strs, int n)
 {
     viz_source *s = viz_source_new_mem(strs, "{\"engine\":\"real\",\"mode\":\"sync with backup workers\"}");
@@ -128,7 +133,7 @@ static viz_source *all_phases(evt_strtab *strs, int n)
     evt_init(&e, EVT_EVAL, EVT_JOB_WORKER, 0);
     e.t = 60 * MS;
     e.dur = 20 * MS;
-    e.value = 0.5;
+    e.value = fixture_acc;
     e.step = 1;
     viz_source_append(s, &e);
     return s;
@@ -137,6 +142,8 @@ static viz_source *all_phases(evt_strtab *strs, int n)
 /* ---- what the frame drew: viz_text's test hook ------------------------------------- */
 
 typedef struct text_log {
+    const char *want;   /* counted in seen when a text contains it */
+    int seen;
     int n, cut, cut_phase;
     double min_px;
     char smallest[128], cut_text[128], cut_phase_text[128];
@@ -165,6 +172,7 @@ static void log_text(void *ctx, const char *full, const char *shown, double px, 
     text_log *t = ctx;
     if (!full[0]) return;
     t->n++;
+    if (t->want && strstr(full, t->want)) t->seen++;
     if (px < t->min_px) {
         t->min_px = px;
         snprintf(t->smallest, sizeof t->smallest, "%s", full);
@@ -181,7 +189,9 @@ static void log_text(void *ctx, const char *full, const char *shown, double px, 
 /* Draws v of s with every text logged; returns the image (caller destroys). */
 static cairo_surface_t *draw_logged(viz_source *s, const viz_view *v, text_log *log)
 {
+    const char *want = log->want;
     memset(log, 0, sizeof *log);
+    log->want = want;
     log->min_px = 1e9;
     cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, v->width, v->height);
     cairo_t *cr = cairo_create(img);
@@ -399,12 +409,42 @@ static void test_story_start(void)
     evt_strtab_free(strs);
 }
 
+/* The test accuracy panel after the chief's evaluation: its accuracy, or for the
+ * simulator's (no test set: NaN) a word saying so, never a number. */
+static void test_accuracy_label(void)
+{
+    static const struct { double acc; const char *want, *not; } cases[] = {
+        {0.5, "50.0%", "no test set"}, {NAN, "no test set (simulated)", "no eval yet"}};
+    for (size_t i = 0; i < DP_ARRAY_LEN(cases); i++) {
+        fixture_acc = cases[i].acc;
+        evt_strtab *strs = evt_strtab_new();
+        viz_source *s = all_phases(strs, 2);
+        viz_view v;
+        viz_view_init(&v);
+        v.t = 70 * MS;   /* after the evaluation (40 .. 60 ms) */
+        v.width = 1280;
+        v.height = 720;
+        text_log log = {.want = cases[i].want};
+        cairo_surface_t *img = draw_logged(s, &v, &log);
+        cairo_surface_destroy(img);
+        CHECK_MSG(log.seen == 1, "accuracy %g: \"%s\" drawn %d times", cases[i].acc, cases[i].want, log.seen);
+        log.want = cases[i].not;
+        img = draw_logged(s, &v, &log);
+        cairo_surface_destroy(img);
+        CHECK_MSG(log.seen == 0, "accuracy %g: \"%s\" drawn %d times", cases[i].acc, cases[i].not, log.seen);
+        viz_source_free(s);
+        evt_strtab_free(strs);
+    }
+    fixture_acc = 0.5;
+}
+
 int main(void)
 {
     test_projector_layout();
     test_projector_text();
     test_projector_frame_size();
     test_story_start();
+    test_accuracy_label();
     if (FcFini) FcFini();
     return CHECK_DONE();
 }

@@ -246,11 +246,14 @@ static void draw_accuracy(viz_ctx *c, viz_rect r)
     const viz_model *m = &c->src->m;
     char val[48] = "";
     double last = NAN;
-    for (size_t i = 0; i < m->n_evals && m->evals[i].t <= c->t; i++) last = m->evals[i].acc;
+    size_t seen = 0;   /* evaluations so far; the simulator's have no accuracy (NaN) */
+    for (size_t i = 0; i < m->n_evals && m->evals[i].t <= c->t; i++, seen++)
+        if (isfinite(m->evals[i].acc)) last = m->evals[i].acc;
     if (isfinite(last)) snprintf(val, sizeof val, "%.1f%%", last * 100);
-    viz_rect p = panel(c, r, "test accuracy", val[0] ? val : "no eval yet");
+    viz_rect p = panel(c, r, "test accuracy", val[0] ? val : seen ? "no test set (simulated)" : "no eval yet");
     int started = 0;
     for (size_t i = 0; i < m->n_evals && m->evals[i].t <= c->t; i++) {
+        if (!isfinite(m->evals[i].acc)) continue;
         double px = tx(c, p, m->evals[i].t), py = p.y + p.h * (1 - fmin(fmax(m->evals[i].acc, 0), 1));
         if (!started) cairo_move_to(cr, px, py);
         else cairo_line_to(cr, px, py);
@@ -260,6 +263,7 @@ static void draw_accuracy(viz_ctx *c, viz_rect r)
     cairo_set_line_width(cr, 2.5 * c->lay.s);
     cairo_stroke(cr);
     for (size_t i = 0; i < m->n_evals && m->evals[i].t <= c->t; i++) {
+        if (!isfinite(m->evals[i].acc)) continue;
         cairo_new_sub_path(cr);
         cairo_arc(cr, tx(c, p, m->evals[i].t), p.y + p.h * (1 - fmin(fmax(m->evals[i].acc, 0), 1)),
                   3.5 * c->lay.s, 0, 2 * M_PI);
