@@ -116,15 +116,39 @@ def verdict(kind, real, sim):
     return misses
 
 
-def causes(real, sim, misses):
+def slow_share(binary, trace):
+    """The share of a run's time spent in global steps that took more than twice the
+    median step (from the trace's global_step counter), or None when it cannot be read."""
+    p = subprocess.run([binary, "trace", "export", "--chrome", "-", trace], capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
+    try:
+        events = json.loads(p.stdout)
+    except ValueError:
+        return None
+    events = events.get("traceEvents", []) if isinstance(events, dict) else events
+    ts = sorted(e["ts"] for e in events if e.get("name") == "global_step" and e.get("ph") == "C")
+    dt = sorted(b - a for a, b in zip(ts, ts[1:]))
+    if len(dt) < 10 or sum(dt) <= 0:
+        return None
+    med = dt[len(dt) // 2]
+    return sum(d for d in dt if d > 2 * med) / sum(dt)
+
+
+def causes(real, sim, misses, slow=None):
     """The likely cause of each kind of miss, by rule (docs/simulator.md, "Where it still
-    misses", says why): tasks sharing fewer cores, workers drifting apart, late workers."""
+    misses", says why): tasks sharing fewer cores, workers drifting apart, late workers.
+    slow: (real, simulated) shares of the time in steps over twice the median, measured,
+    for a mean-step miss."""
     cores = sim.get("cores_per_host", 0) or 0
     tasks = real.get("ps", 0) + real.get("workers", 0)
     out = []
     if any(m.startswith("mean step") for m in misses):
         out.append("%d tasks on %d cores: the scheduler, not modelled" % (tasks, cores) if cores and tasks > cores
                    else "%d tasks on %d cores: run-to-run spread" % (tasks, cores))
+        if slow and None not in slow:
+            out.append("steps over twice the median: %.0f%% of the real time, %.0f%% simulated"
+                       % (100 * slow[0], 100 * slow[1]))
     if any(m.startswith("staleness") for m in misses):
         out.append("workers drift unevenly on shared cores")
     if any(m.startswith("dropped") for m in misses):
@@ -132,7 +156,7 @@ def causes(real, sim, misses):
     return out
 
 
-def fmt_row(name, kind, real, sim, misses):
+def fmt_row(name, kind, real, sim, misses, slow=None):
     e_step = rel(sim["mean_step_s"], real["mean_step_s"])
     e_sps = rel(sim["samples_per_s"], real["samples_per_s"])
     return ("| %s | %s | %.3f | %.3f | %+.1f%% | %.0f | %.0f | %+.1f%% | %.2f / %.2f | %d / %d | %s |"
@@ -141,7 +165,21 @@ def fmt_row(name, kind, real, sim, misses):
                real.get("mean_staleness", 0), sim.get("mean_staleness", 0),
                real.get("dropped_gradients", 0), sim.get("dropped_gradients", 0),
                "ok" if not misses else "**misses**: " + "; ".join(misses) +
-               " (likely: " + "; ".join(causes(real, sim, misses)) + ")"))
+               " (likely: " + "; ".join(causes(real, sim, misses, slow)) + ")"))
+
+
+def slow_shares(binary, real_trace, sim_cmd, work, misses):
+    """For a mean-step miss: the real run's and its simulation's slow-step shares (the
+    simulation run again with --trace into work)."""
+    if not any(m.startswith("mean step") for m in misses) or "--mode" not in sim_cmd \
+            or sim_cmd[sim_cmd.index("--mode") + 1] != "sync":
+        return None   # async global steps are single pushes: their spread says nothing here
+    st = os.path.join(work, "slow-sim.dptrace")
+    try:
+        run(sim_cmd + ["--trace", st])
+    except RuntimeError:
+        return None
+    return slow_share(binary, real_trace), slow_share(binary, st)
 
 
 def replay(binary, kept):
@@ -236,10 +274,11 @@ def main(argv):
             keep.pop("trace", None)
             with open(os.path.join(save, name + ".json"), "w") as f:
                 json.dump(keep, f, indent=1, sort_keys=True)
-        sim, _ = run([binary, "sim", "--calibrate-from", trace[name], "--quiet"] + sim_flags(flags)
-                     + ["--steps", str(steps)])
+        sim_cmd = [binary, "sim", "--calibrate-from", trace[name], "--quiet"] + sim_flags(flags) + ["--steps", str(steps)]
+        sim, _ = run(sim_cmd)
         misses = verdict("self", real[name], sim)
-        lines.append(fmt_row(name, "self", real[name], sim, misses))
+        lines.append(fmt_row(name, "self", real[name], sim, misses,
+                             slow_shares(binary, trace[name], sim_cmd, work, misses)))
         print("[%2d/%d] %-22s real %.3f ms, sim %.3f ms (%+.1f%%)%s  (%.0f s)" % (
             i + 1, len(rows), name, 1e3 * real[name]["mean_step_s"], 1e3 * sim["mean_step_s"],
             100 * rel(sim["mean_step_s"], real[name]["mean_step_s"]),
@@ -247,10 +286,12 @@ def main(argv):
     for src, dst, what in PREDICTIONS:
         if src not in real or dst not in real:
             continue
-        sim, _ = run([binary, "sim", "--calibrate-from", trace[src], "--quiet"] + sim_flags(flags_of[dst])
-                     + ["--steps", str(steps_of[dst])])
+        sim_cmd = ([binary, "sim", "--calibrate-from", trace[src], "--quiet"] + sim_flags(flags_of[dst])
+                   + ["--steps", str(steps_of[dst])])
+        sim, _ = run(sim_cmd)
         misses = verdict("prediction", real[dst], sim)
-        lines.append(fmt_row(dst, "from %s (%s)" % (src, what), real[dst], sim, misses))
+        lines.append(fmt_row(dst, "from %s (%s)" % (src, what), real[dst], sim, misses,
+                             slow_shares(binary, trace[dst], sim_cmd, work, misses)))
         print("predict %s from %s: real %.3f ms, sim %.3f ms (%+.1f%%)" % (
             dst, src, 1e3 * real[dst]["mean_step_s"], 1e3 * sim["mean_step_s"],
             100 * rel(sim["mean_step_s"], real[dst]["mean_step_s"])), file=sys.stderr)
@@ -267,7 +308,10 @@ def main(argv):
         "(the tasks start tens of ms apart, which runs of 0.2 to 0.6 s make large), the simulated one "
         "over the simulated time; the mean step, between global steps, compares like with like and is "
         "the figure the goals hold. A miss names its likely cause, by rule: more tasks than cores, "
-        "workers drifting apart, late workers skipping steps (\"Where it still misses\", below)."
+        "workers drifting apart, late workers skipping steps (\"Where it still misses\", below); "
+        "a sync row's mean-step miss also gives, measured on both traces, the share of the run's "
+        "time spent in global steps over twice the median step (a real run's share comes from "
+        "steps the machine held up: another process, the VM's host)."
         % (os.uname().nodename if os.environ.get("VALIDATE_SIM_HOSTNAME") else "this machine",
            os.cpu_count(), len(lines), len(lines) - missed, missed, time.time() - total_t),
         "",
