@@ -208,7 +208,7 @@ def replay(binary, kept):
         cases = [(n, n, "self") for n in names]
         cases += [(src, dst, "prediction") for src, dst, _ in PREDICTIONS if src in real and dst in real]
     for src, dst, kind in cases:
-        extra = sim_flags(flags_of[dst]) + ["--steps", str(steps_of[dst])]
+        extra = sim_flags(flags_of[dst]) + ["--steps", str(real[dst].get("steps", steps_of[dst]))]
         sim, _ = run([binary, "sim", "--calibrate-from", os.path.join(kept, src + ".dptrace"), "--quiet"] + extra)
         misses = verdict(kind, real[dst], sim)
         what = dst if kind == "self" else "%s predicted from %s" % (dst, src)

@@ -7,11 +7,12 @@
 # the real mean step, prediction within 10 %, staleness within 10 % or 0.3 steps, dropped
 # gradients within 10 %. The simulator is deterministic, so this is a fixed check. The
 # same for an earlier recording's subset (tests/data/validate-7: another machine's runs,
-# with async rows that meet the goals). Then `--from` on the current runs: the whole
+# with async rows that meet the goals) and for a longer run (tests/data/validate-long:
+# 1,500 steps, the chief's evaluations in). Then `--from` on the current runs: the whole
 # table of them, written between a doc's markers.
 cd "$(dirname "$0")/.."
 . tests/lib.sh
-for kept in tests/data/validate tests/data/validate-7; do
+for kept in tests/data/validate tests/data/validate-7 tests/data/validate-long; do
     if ! ls "$kept"/*.json >/dev/null 2>&1; then
         echo "FAIL no recordings in $kept"; FAIL=$((FAIL + 1)); continue
     fi
