@@ -21,7 +21,7 @@ enum cls { C_PULL, C_PUSH, C_FLOW, C_COMPUTE, C_BARRIER, C_SSP, C_TASK_PID, C_DE
 
 /* thread groups; lanes of a group are tids group * 1000 + lane */
 enum grp { G_EVENTS = 1, G_PULLS = 2, G_PUSHES = 3, G_WAIT = 10, G_SEND = 20, G_APPLY = 30,
-           G_COMPUTE = 40, G_PACED = 50 };
+           G_COMPUTE = 40, G_PACED = 50, G_EVAL = 60 };
 
 #define MARK_NS 1000            /* width of send / apply marker slices */
 
@@ -474,7 +474,9 @@ static void on_event(cx *c, const evt_record *e)
     }
     case EVT_EVAL:
         instant(c, e, task_pid(c, e->job, e->task));
-        counter(c, 1, e->t, "accuracy", e->value);
+        counter(c, 1, e->t, "accuracy", e->value);   /* none for the simulator's (NaN) */
+        if (e->dur > 0 && e->dur <= e->t)   /* how long the chief evaluated, as a slice */
+            add_slice(c, e->t - e->dur, e->dur, task_pid(c, e->job, e->task), G_EVAL, e);
         break;
     case EVT_DEVICE:
         if (e->device) device_pid(c, e->job, e->task, e->device);
@@ -510,6 +512,7 @@ static const char *grp_name(int grp)
     case G_SEND: return "sends";
     case G_APPLY: return "applies";
     case G_PACED: return "paced";
+    case G_EVAL: return "evaluations";
     default: return "compute";
     }
 }
@@ -519,6 +522,7 @@ static const char *slice_name(const slice *s)
     switch (s->kind) {
     case EVT_COMPUTE_BEGIN:
     case EVT_COMPUTE_END: return "compute";
+    case EVT_EVAL: return "evaluation";
     case EVT_BARRIER_WAIT:
     case EVT_BARRIER_RELEASE: return "barrier_wait";
     case EVT_SSP_WAIT:

@@ -5,7 +5,9 @@
  *     thread_name metadata ("M");
  *   - compute as complete slices ("X" with "dur") on the device's process; barrier and
  *     SSP waits as X slices on the task; --pace waits as X slices named "paced" on the
- *     task's "paced" thread; short "send" X slices mark each push and
+ *     task's "paced" thread; the chief's evaluations as X slices named "evaluation" (as
+ *     long as the eval event's duration) on its "evaluations" thread; short "send" X
+ *     slices mark each push and
  *     "apply"/"drop" X slices each gradient on the ps. X slices that would partially
  *     overlap on one thread are spread over extra lanes ("compute #2", ...), so no two
  *     X slices on one tid ever partially overlap (Perfetto drops those);
@@ -14,7 +16,8 @@
  *     a begin gets a begin at t - dur);
  *   - flows ("s" -> "f", numeric ids, "bp":"e") from each worker push to the ps apply
  *     or drop of that gradient;
- *   - counters ("C") for global_step, loss (per worker), staleness (per ps) and eval;
+ *   - counters ("C") for global_step, loss (per worker), staleness (per ps) and the
+ *     evaluations' accuracy (none for the simulator's, which have no test set);
  *   - other events (task start/stop, step end, eval, checkpoint, failure, log, ...) as
  *     instant events ("i").
  * Times are microseconds with three decimals (exact nanoseconds). Strings are escaped

@@ -2,8 +2,9 @@
  * process_name/thread_name for every process and thread used, no partially overlapping
  * X slices on one thread, async b/e pairs balanced with numeric ids, flows s -> f with
  * numeric ids from each push to its apply, counters with numeric values — also for a
- * trace with overlapping computes, unfinished and unmatched transfers, a NaN loss and
- * hostile strings — and times in microseconds with three decimals: a hand-made trace's
+ * trace with overlapping computes, unfinished and unmatched transfers, a NaN loss,
+ * evaluations with and without an accuracy (each a slice of its duration) and hostile
+ * strings — and times in microseconds with three decimals: a hand-made trace's
  * events come out at ts / dur values worked out here from their nanoseconds. */
 #include <jansson.h>
 #include <math.h>
@@ -434,6 +435,21 @@ int main(void)
     add(w, EVT_BARRIER_WAIT, EVT_JOB_WORKER, 1, 64000, NULL);         /* never released */
     add(w, EVT_APPLY, EVT_JOB_PS, 0, 64000, fill_nan);                /* no push: no flow */
     add(w, EVT_GLOBAL_STEP, EVT_JOB_PS, 0, 65000, NULL);
+    /* the chief's evaluations: the simulator's (no accuracy) and a real one, each a slice
+     * as long as its duration; only the real one an accuracy counter */
+    evt_record ev_sim, ev_real;
+    evt_init(&ev_sim, EVT_EVAL, EVT_JOB_WORKER, 0);
+    ev_sim.t = 66000;
+    ev_sim.dur = 1500;
+    ev_sim.value = ev_sim.value2 = NAN;
+    ev_sim.step = 7;
+    trace_writer_add(w, &ev_sim);
+    ev_real = ev_sim;
+    ev_real.t = 68000;
+    ev_real.dur = 500;
+    ev_real.value = 0.75;
+    ev_real.step = 8;
+    trace_writer_add(w, &ev_real);
     add(w, EVT_CLUSTER_STOP, EVT_JOB_CLIENT, 0, 70000, NULL);
     CHECK(trace_writer_close(w, err) == 0);
     r = trace_reader_open(tpath, err);
@@ -444,12 +460,18 @@ int main(void)
     /* the compute lanes were needed, and the hostile string survived as valid JSON */
     json_error_t jerr;
     json_t *root = json_load_file(jpath, 0, &jerr);
-    int lanes = 0, text_ok = 0;
+    int lanes = 0, text_ok = 0, evals = 0, accuracy = 0;
     json_t *evs = json_object_get(root, "traceEvents"), *ev;
     size_t i;
     json_array_foreach(evs, i, ev) {
         const char *name = json_string_value(json_object_get(ev, "name"));
         json_t *args = json_object_get(ev, "args");
+        if (name && !strcmp(name, "evaluation")) {
+            int64_t ts = ns_of(json_object_get(ev, "ts")), dur = ns_of(json_object_get(ev, "dur"));
+            int64_t step = json_integer_value(json_object_get(args, "step"));
+            evals += (step == 7 && ts == 64500 && dur == 1500) || (step == 8 && ts == 67500 && dur == 500);
+        }
+        accuracy += name && !strcmp(name, "accuracy");
         if (name && !strcmp(name, "thread_name") &&
             strstr(json_string_value(json_object_get(args, "name")), "compute #2"))
             lanes = 1;
@@ -459,6 +481,8 @@ int main(void)
     }
     CHECK(lanes);
     CHECK(text_ok);
+    CHECK_MSG(evals == 2 && accuracy == 1, "%d evaluation slices as written, %d accuracy counters", evals,
+              accuracy);
     CHECK(json_is_string(json_object_get(json_object_get(root, "otherData"), "metadata")));
     json_decref(root);
     CHECK(chrome_export_file(r, "/nonexistent-dir/x.json", err) != 0 &&
