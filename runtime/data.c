@@ -336,6 +336,14 @@ const float *dataset_x(dataset *ds)
     return ds->x;
 }
 
+void dataset_rows(const dataset *ds, int first, int count, float *x)
+{
+    dp_assert("dataset_rows: rows within the set", first >= 0 && count >= 0 && first + count <= ds->n);
+    size_t off = (size_t)first * DATA_FEATURES, len = (size_t)count * DATA_FEATURES;
+    if (ds->px) px_to_float(ds->px + off, x, len);
+    else memcpy(x, ds->x + off, len * sizeof *x);
+}
+
 /* Approximately standard normal from one 64-bit draw: the sum of four 16-bit uniforms
  * (Irwin-Hall), rescaled. Cheap, and bit-for-bit the same on every platform. */
 static float cheap_normal(dp_rng *r)

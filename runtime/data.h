@@ -52,6 +52,10 @@ int dataset_load(dataset *ds, const char *dir, int train, char *err);
 
 /* The set as n x 784 floats (converted from px at the first call, then kept). */
 const float *dataset_x(dataset *ds);
+/* Samples first .. first + count - 1 as floats into x (count x 784), from the pixel bytes
+ * or the floats, whichever the set keeps: the same bits as dataset_x's rows, without
+ * making the whole set's floats. */
+void dataset_rows(const dataset *ds, int first, int count, float *x);
 
 /* Generates a seeded, learnable synthetic set of n samples: 10 class prototypes (from
  * `seed`), each sample a noisy copy of its class prototype (noise from seed and train,

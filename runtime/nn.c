@@ -622,14 +622,17 @@ float nn_loss(nn_net *net, float *const *params, const float *x, const uint8_t *
     return (float)(loss / batch);
 }
 
-double nn_evaluate(nn_net *net, float *const *params, const float *x, const uint8_t *y,
-                   int n, double *loss)
+/* nn_evaluate's loop: each batch from x, or from rows into buf when x is NULL */
+static double evaluate(nn_net *net, float *const *params, const float *x, nn_rows_fn rows, void *ctx,
+                       float *buf, const uint8_t *y, int n, double *loss)
 {
     double total = 0.0;
     long correct = 0;
     for (int s = 0; s < n; s += net->max_batch) {
         int b = n - s < net->max_batch ? n - s : net->max_batch;
-        forward_here(net, params, x + (size_t)s * NN_IN, b);
+        const float *xb = x ? x + (size_t)s * NN_IN : buf;
+        if (!x) rows(ctx, s, b, buf);
+        forward_here(net, params, xb, b);
         for (int i = 0; i < b; i++) {
             const float *z = net->logits + (size_t)i * NN_OUT;
             int best = 0;
@@ -640,4 +643,16 @@ double nn_evaluate(nn_net *net, float *const *params, const float *x, const uint
     }
     if (loss) *loss = n > 0 ? total / n : 0.0;
     return n > 0 ? (double)correct / n : 0.0;
+}
+
+double nn_evaluate(nn_net *net, float *const *params, const float *x, const uint8_t *y,
+                   int n, double *loss)
+{
+    return evaluate(net, params, x, NULL, NULL, NULL, y, n, loss);
+}
+
+double nn_evaluate_rows(nn_net *net, float *const *params, nn_rows_fn rows, void *ctx, float *buf,
+                        const uint8_t *y, int n, double *loss)
+{
+    return evaluate(net, params, NULL, rows, ctx, buf, y, n, loss);
 }
