@@ -344,6 +344,11 @@ void dataset_rows(const dataset *ds, int first, int count, float *x)
     else memcpy(x, ds->x + off, len * sizeof *x);
 }
 
+void dataset_rows_fn(void *ctx, int first, int count, float *x)
+{
+    dataset_rows(ctx, first, count, x);
+}
+
 /* Approximately standard normal from one 64-bit draw: the sum of four 16-bit uniforms
  * (Irwin-Hall), rescaled. Cheap, and bit-for-bit the same on every platform. */
 static float cheap_normal(dp_rng *r)

@@ -56,6 +56,10 @@ const float *dataset_x(dataset *ds);
  * or the floats, whichever the set keeps: the same bits as dataset_x's rows, without
  * making the whole set's floats. */
 void dataset_rows(const dataset *ds, int first, int count, float *x);
+/* dataset_rows for nn_evaluate_rows (ctx: the dataset): an evaluation a batch at a time,
+ * of DATA_EVAL_BATCH rows. */
+#define DATA_EVAL_BATCH 1000
+void dataset_rows_fn(void *ctx, int first, int count, float *x);
 
 /* Generates a seeded, learnable synthetic set of n samples: 10 class prototypes (from
  * `seed`), each sample a noisy copy of its class prototype (noise from seed and train,

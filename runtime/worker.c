@@ -253,21 +253,15 @@ static int open_devices(worker *wk, char *err)
     return wk->tw ? DP_OK : DP_EINVAL;
 }
 
-static void test_rows(void *ctx, int first, int count, float *buf)
-{
-    dataset_rows(ctx, first, count, buf);
-}
-
-/* Chief: evaluates the pulled parameters on the test set, logs and emits EVAL. A set of
- * pixel bytes (Fashion-MNIST) is made floats a batch at a time: the whole set's floats
- * (31 MB, page by page on the first evaluation) cost the first evaluation about 90 ms
- * more than the later ones, which in sync every worker waited out at the barrier. */
+/* Chief: evaluates the pulled parameters on the test set, logs and emits EVAL. The set
+ * is made floats a batch at a time: the whole set's floats (31 MB for Fashion-MNIST,
+ * page by page on the first evaluation) cost the first evaluation about 90 ms more than
+ * the later ones, which in sync every worker waited out at the barrier. */
 static double evaluate(worker *wk, dataset *test, double *loss, const char *what)
 {
     uint64_t t0 = dp_now_ns();
-    double acc = test->px ? nn_evaluate_rows(wk->eval_net, wk->params, test_rows, test, wk->eval_buf, test->y,
-                                             test->n, loss)
-                          : nn_evaluate(wk->eval_net, wk->params, dataset_x(test), test->y, test->n, loss);
+    double acc = nn_evaluate_rows(wk->eval_net, wk->params, dataset_rows_fn, test, wk->eval_buf, test->y, test->n,
+                                  loss);
     int64_t took = (int64_t)(dp_now_ns() - t0);
     dp_log(DP_LOG_INFO, wk->name, "%s at global step %lld: accuracy %.4f, loss %.4f", what,
            (long long)wk->gs, acc, *loss);
@@ -541,8 +535,8 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     bx = xmalloc((size_t)cfg->batch * DATA_FEATURES * sizeof *bx);
     by = xmalloc((size_t)cfg->batch);
     if (wk->chief) {
-        wk->eval_net = nn_new(cfg->model, cfg->hidden, EVAL_BATCH);
-        wk->eval_buf = xmalloc((size_t)EVAL_BATCH * DATA_FEATURES * sizeof *wk->eval_buf);
+        wk->eval_net = nn_new(cfg->model, cfg->hidden, DATA_EVAL_BATCH);
+        wk->eval_buf = xmalloc((size_t)DATA_EVAL_BATCH * DATA_FEATURES * sizeof *wk->eval_buf);
     }
 
     rc = wk_connect_all(wk, err);

@@ -36,8 +36,6 @@
  * call longer than WK_HOOK_MAX_NS lost its core for a while (see there). */
 #define WK_POLL_NS 50000
 #define WK_HOOK_MAX_NS 200000
-/* The chief evaluates the test set in batches of this many samples. */
-#define EVAL_BATCH 1000
 
 typedef struct wk_ps {
     struct worker *wk;
@@ -60,7 +58,7 @@ typedef struct worker {
     var_catalog cat;
     int step_var;               /* catalogue index of global_step */
     nn_net *net, *eval_net;
-    float *eval_buf;            /* the chief: one evaluation batch as floats (EVAL_BATCH rows) */
+    float *eval_buf;            /* the chief: one evaluation batch as floats (DATA_EVAL_BATCH rows) */
     dev_set *devs;              /* --worker-devices beyond cpu:1: its devices and towers */
     tw_set *tw;
     int n_tensors;
