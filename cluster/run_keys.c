@@ -64,7 +64,7 @@ static const run_key keys[] = {
     {"eval_every", "training", RUN_T_INT, "N", "500", NULL, 0, 1e9, 0, NULL, CTSL, 0, NULL,
      "chief evaluates every N global steps (0: only at the end)"},
     {"eval_time", "training", RUN_T_TIME, "T", "0", NULL, 0, 1e6, 0, NULL, S, 0, NULL,
-     "sim: each of the chief's evaluations takes T of work before its step (0: not modelled; "
+     "each of the chief's evaluations takes T of work before its step (0: not modelled; "
      "--calibrate-from measures it)"},
     {"max_sim_time", "training", RUN_T_TIME, "T", NULL, NULL, 0, 1e9, 0, NULL, S, 0, NULL,
      "stop after this much simulated time (whatever the global step)"},
