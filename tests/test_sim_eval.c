@@ -107,16 +107,22 @@ static void sync_case(const char *dir, int W, int cores)
           none0.final_loss == none1.final_loss);
 }
 
+/* async, 2 workers of 10 ms a step, 200 steps, an evaluation of eval_s every 50, traced */
+static void async_config(sim_config *c, double eval_s, const char *dir, const char *trace)
+{
+    quiet_net(c, 2, 0.010);
+    c->mode = MODE_ASYNC;
+    c->steps = 200;
+    c->eval_every = 50;
+    c->eval_s = eval_s;
+    snprintf(c->trace, sizeof c->trace, "%s", check_path(dir, trace));
+}
+
 /* async, 2 workers: while the chief evaluates, worker 1 computes on */
 static void async_case(const char *dir)
 {
     sim_config c;
-    quiet_net(&c, 2, 0.010);
-    c.mode = MODE_ASYNC;
-    c.steps = 200;
-    c.eval_every = 50;
-    c.eval_s = 0.100;   /* 10 of worker 1's steps each */
-    snprintf(c.trace, sizeof c.trace, "%s", check_path(dir, "eval-async.trace"));
+    async_config(&c, 0.100, dir, "eval-async.trace");   /* 10 of worker 1's steps each */
     sim_result r;
     CHECK(run(&c, &r) == 0);
     evals ev;
@@ -138,14 +144,9 @@ static void async_case(const char *dir)
 static void restart_case(const char *dir)
 {
     sim_config c;
-    quiet_net(&c, 2, 0.010);
-    c.mode = MODE_ASYNC;
-    c.steps = 200;
-    c.eval_every = 50;
-    c.eval_s = 0.020;
+    async_config(&c, 0.020, dir, "eval-restart.trace");
     char err[DP_ERRLEN];
     CHECK(sim_config_set(&c, "fail", "worker:0@time=0.2s,restart=0.3s", "test", err) == 0);
-    snprintf(c.trace, sizeof c.trace, "%s", check_path(dir, "eval-restart.trace"));
     sim_result r;
     CHECK(run(&c, &r) == 0);
     evals ev;
