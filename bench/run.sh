@@ -2,7 +2,8 @@
 # run.sh — `make bench`: every benchmark as a ratio against a baseline measured in the
 # same run (these machines are shared and noisy), written to bench/RESULTS.md. A ratio
 # compares the same statistic on both sides: best of 3 runs each, the runs of the two
-# sides interleaved, or one run each for the simulator (bench_sim).
+# sides interleaved, or for the simulator (bench_sim) one run each, its two sync rows of
+# 10,000 workers and the NIC-bound row the best of 3.
 set -u
 BUILD=${BUILD:-build}
 D="$PWD/$BUILD/downpour"
