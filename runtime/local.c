@@ -253,15 +253,10 @@ static int train(lc_run *r, int64_t *steps, double *loss_out, char *err)
     int n_losses = 0, rc = DP_OK;
     int64_t s = 0;
     nn_net *eval = NULL;
-    float *eval_buf = NULL;
     for (; s < cfg->steps && !rt_stop_requested; s++) {
         if (cfg->eval_every > 0 && s > 0 && s % cfg->eval_every == 0) {
-            if (!eval) {
-                eval = nn_new(cfg->model, cfg->hidden, DATA_EVAL_BATCH);
-                eval_buf = xmalloc((size_t)DATA_EVAL_BATCH * DATA_FEATURES * sizeof *eval_buf);
-            }
-            double tl, acc = nn_evaluate_rows(eval, r->params, dataset_rows_fn, &r->test, eval_buf, r->test.y,
-                                              r->test.n, &tl);
+            if (!eval) eval = nn_new(cfg->model, cfg->hidden, DATA_EVAL_BATCH);
+            double tl, acc = nn_evaluate_rows(eval, r->params, dataset_rows_fn, &r->test, r->test.y, r->test.n, &tl);
             dp_log(DP_LOG_INFO, "local", "evaluation at global step %lld: accuracy %.4f, loss %.4f",
                    (long long)s, acc, tl);
             if (r->in) {
@@ -320,7 +315,6 @@ static int train(lc_run *r, int64_t *steps, double *loss_out, char *err)
     *loss_out = n ? m / n : NAN;
     *steps = s;
     nn_free(eval);
-    free(eval_buf);
     free(idx);
     free(idx_next);
     free(bx);
@@ -430,11 +424,9 @@ int local_run(const rt_config *cfg, const char *self, char *err)
     double acc = NAN;
     if (!rc) {
         nn_net *eval = nn_new(cfg->model, cfg->hidden, DATA_EVAL_BATCH);
-        float *eval_buf = xmalloc((size_t)DATA_EVAL_BATCH * DATA_FEATURES * sizeof *eval_buf);
         double tl;
-        acc = nn_evaluate_rows(eval, r->params, dataset_rows_fn, &r->test, eval_buf, r->test.y, r->test.n, &tl);
+        acc = nn_evaluate_rows(eval, r->params, dataset_rows_fn, &r->test, r->test.y, r->test.n, &tl);
         nn_free(eval);
-        free(eval_buf);
         if (!cfg->quiet)
             dp_log(DP_LOG_INFO, "local", "final evaluation at global step %lld: accuracy %.4f, loss %.4f",
                    (long long)steps, acc, tl);

@@ -47,6 +47,7 @@ struct nn_net {
     float *dh;        /* max_batch x hidden: gradient w.r.t. the pre-activations */
     float *logits;    /* max_batch x 10 */
     float *dlogits;   /* max_batch x 10 */
+    float *rows;      /* max_batch x 784 for nn_evaluate_rows, made at its first call */
     /* placed nets */
     dev_set *devs;    /* NULL: every op here, on the host */
     nn_place place;
@@ -166,6 +167,7 @@ void nn_free(nn_net *net)
     free(net->dh);
     free(net->logits);
     free(net->dlogits);
+    free(net->rows);
     free(net);
 }
 
@@ -624,8 +626,13 @@ float nn_loss(nn_net *net, float *const *params, const float *x, const uint8_t *
 
 /* nn_evaluate's loop: each batch from x, or from rows into buf when x is NULL */
 static double evaluate(nn_net *net, float *const *params, const float *x, nn_rows_fn rows, void *ctx,
-                       float *buf, const uint8_t *y, int n, double *loss)
+                       const uint8_t *y, int n, double *loss)
 {
+    float *buf = NULL;
+    if (!x) {
+        if (!net->rows) net->rows = xmalloc((size_t)net->max_batch * NN_IN * sizeof *net->rows);
+        buf = net->rows;
+    }
     double total = 0.0;
     long correct = 0;
     for (int s = 0; s < n; s += net->max_batch) {
@@ -648,11 +655,11 @@ static double evaluate(nn_net *net, float *const *params, const float *x, nn_row
 double nn_evaluate(nn_net *net, float *const *params, const float *x, const uint8_t *y,
                    int n, double *loss)
 {
-    return evaluate(net, params, x, NULL, NULL, NULL, y, n, loss);
+    return evaluate(net, params, x, NULL, NULL, y, n, loss);
 }
 
-double nn_evaluate_rows(nn_net *net, float *const *params, nn_rows_fn rows, void *ctx, float *buf,
-                        const uint8_t *y, int n, double *loss)
+double nn_evaluate_rows(nn_net *net, float *const *params, nn_rows_fn rows, void *ctx, const uint8_t *y,
+                        int n, double *loss)
 {
-    return evaluate(net, params, NULL, rows, ctx, buf, y, n, loss);
+    return evaluate(net, params, NULL, rows, ctx, y, n, loss);
 }

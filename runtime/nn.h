@@ -86,9 +86,10 @@ double nn_evaluate(nn_net *net, float *const *params, const float *x, const uint
                    int n, double *loss);
 /* nn_evaluate on samples that are not floats in memory: rows(ctx, first, count, buf)
  * writes samples first .. first + count - 1 (count <= max_batch) into buf (max_batch x
- * 784 floats, the caller's). The same batches summed in the same order: the same bits. */
+ * 784 floats, the net's, made at the first call). The same batches summed in the same
+ * order: the same bits. */
 typedef void (*nn_rows_fn)(void *ctx, int first, int count, float *buf);
-double nn_evaluate_rows(nn_net *net, float *const *params, nn_rows_fn rows, void *ctx, float *buf,
-                        const uint8_t *y, int n, double *loss);
+double nn_evaluate_rows(nn_net *net, float *const *params, nn_rows_fn rows, void *ctx, const uint8_t *y,
+                        int n, double *loss);
 
 #endif

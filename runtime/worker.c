@@ -260,8 +260,7 @@ static int open_devices(worker *wk, char *err)
 static double evaluate(worker *wk, dataset *test, double *loss, const char *what)
 {
     uint64_t t0 = dp_now_ns();
-    double acc = nn_evaluate_rows(wk->eval_net, wk->params, dataset_rows_fn, test, wk->eval_buf, test->y, test->n,
-                                  loss);
+    double acc = nn_evaluate_rows(wk->eval_net, wk->params, dataset_rows_fn, test, test->y, test->n, loss);
     int64_t took = (int64_t)(dp_now_ns() - t0);
     dp_log(DP_LOG_INFO, wk->name, "%s at global step %lld: accuracy %.4f, loss %.4f", what,
            (long long)wk->gs, acc, *loss);
@@ -534,10 +533,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     idx_next = xmalloc((size_t)cfg->batch * sizeof *idx_next);
     bx = xmalloc((size_t)cfg->batch * DATA_FEATURES * sizeof *bx);
     by = xmalloc((size_t)cfg->batch);
-    if (wk->chief) {
-        wk->eval_net = nn_new(cfg->model, cfg->hidden, DATA_EVAL_BATCH);
-        wk->eval_buf = xmalloc((size_t)DATA_EVAL_BATCH * DATA_FEATURES * sizeof *wk->eval_buf);
-    }
+    if (wk->chief) wk->eval_net = nn_new(cfg->model, cfg->hidden, DATA_EVAL_BATCH);
 
     rc = wk_connect_all(wk, err);
     if (rc == DP_OK && wk->chief) rc = chief_init(wk, 0, err);
@@ -758,7 +754,6 @@ out:
     }
     nn_free(wk->net);
     nn_free(wk->eval_net);
-    free(wk->eval_buf);
     tw_free(wk->tw);
     dev_set_free(wk->devs);
     free(wk->version);

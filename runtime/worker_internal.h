@@ -58,7 +58,6 @@ typedef struct worker {
     var_catalog cat;
     int step_var;               /* catalogue index of global_step */
     nn_net *net, *eval_net;
-    float *eval_buf;            /* the chief: one evaluation batch as floats (DATA_EVAL_BATCH rows) */
     dev_set *devs;              /* --worker-devices beyond cpu:1: its devices and towers */
     tw_set *tw;
     int n_tensors;

@@ -79,11 +79,9 @@ int sim_host_of(const sim_hosts *h, int n_ps, int job, int task);
 #define SIM_NOT_MODELLED "the real model's learning (a noisy quadratic surrogate stands in), TCP " \
     "dynamics, packet latency variance, switch oversubscription, per-variable serialisation in " \
     "a worker-ps flow, the chief's evaluations unless --eval-time, the operating system's " \
-    "scheduler (cores are " \
-    "shared equally), the hub's " \
-    "and the kernel's own CPU, the CPU cost of sending and receiving unless --copy-bandwidth " \
-    "(a worker's) and --ps-send-bandwidth (a ps's pull answers), " \
-    "the ps's own work unless --ps-pull-cost/--ps-push-cost, the early gradients' pushes " \
+    "scheduler (cores are shared equally), the hub's and the kernel's own CPU, the CPU cost " \
+    "of sending and receiving unless --copy-bandwidth (a worker's) and --ps-send-bandwidth (a " \
+    "ps's pull answers), the ps's own work unless --ps-pull-cost/--ps-push-cost, the early gradients' pushes " \
     "unless --pipeline (async/ssp; in sync they go with the rest, and their bytes always do)"
 
 /* Bytes/s standing for "the transfer costs nothing" (beyond the ps's work, on one host). */

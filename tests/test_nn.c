@@ -371,7 +371,7 @@ static void test_evaluate_rows(void)
     nn_init_params(net, b.p, 3);
     float *buf = xmalloc((size_t)BATCH * DATA_FEATURES * sizeof *buf);
     double l_rows, l_x;
-    double a_rows = nn_evaluate_rows(net, b.p, rows_of, &ds, buf, ds.y, N, &l_rows);
+    double a_rows = nn_evaluate_rows(net, b.p, rows_of, &ds, ds.y, N, &l_rows);
     double a_x = nn_evaluate(net, b.p, dataset_x(&ds), ds.y, N, &l_x);
     CHECK_MSG(a_rows == a_x && l_rows == l_x && a_x > 0 && isfinite(l_x),
               "from rows %.17g, %.17g; from floats %.17g, %.17g", a_rows, l_rows, a_x, l_x);
