@@ -21,6 +21,7 @@ else CMD="\`${ENVS}BUILD=$BUILD ./bench/run.sh\` (what \`make bench\` runs)"; fi
 row() { printf '| %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4" >>"$TMP/rows"; echo "  $1: $2 ($3)"; }
 ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
 max() { python3 -c "print(max($1, $2))"; }
+gt() { python3 -c "import sys; sys.exit(0 if $1 > $2 else 1)"; }   # numeric: max prints 15.0 for 15.00
 sps() { python3 -c "import json,sys; print([json.loads(l) for l in open('$1') if l.startswith('{')][-1]['samples_per_s'])"; }
 cluster() { # one cluster run (args: output json, cluster flags...)
     local out=$1; shift
@@ -218,7 +219,7 @@ for i in 1 2 3; do
         web_rate "$fps" "$n" "$i"
         f="$TMP/web-$fps-$n-$i.txt"
         v=$(awk '$1 == "fps_mean" {print $2}' "$f")
-        if [ -n "$v" ] && [ "$(max "${WFPS[$c]:-0}" "$v")" = "$v" ]; then
+        if [ -n "$v" ] && gt "$v" "${WFPS[$c]:-0}"; then
             WFPS[$c]=$v
             WMIN[$c]=$(awk '$1 == "fps_min" {print $2}' "$f")
             WBPF[$c]=$(awk '$1 == "bytes_per_frame" {print $2}' "$f")
@@ -459,7 +460,7 @@ if [ -x "$D" ]; then
             v=$(evrate "$WTMP/r.json")
             if [ "$side" = 50 ]; then
                 wait "$WRATE" 2>/dev/null
-                if [ "$(max "$wbest50" "$v")" = "$v" ]; then
+                if gt "$v" "$wbest50"; then
                     wbest50=$v
                     wfps=$(awk '$1 == "fps_mean" {print $2}' "$WTMP/rate.txt")
                     wmin=$(awk '$1 == "fps_min" {print $2}' "$WTMP/rate.txt")
