@@ -10,7 +10,7 @@ BUILD   ?= build
 CSTD     = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT     ?= -O2 -g
-PKGS     = openblas jansson libzstd zlib sdl2 cairo inih libmicrohttpd libsodium
+PKGS     = openblas jansson libzstd zlib sdl2 cairo libpng inih libmicrohttpd libsodium
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -MMD -MP -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)

@@ -3,7 +3,9 @@
  * frame at 1280x720 of a 2 ps + 8 worker synthetic run, measured first in the same run
  * (frames: best of 3 passes, each the mean over many frames). Cases: that frame; a 4 ps +
  * 10,000 worker synthetic run (goals 8 and 16 ms); a 100 ps + 10,000 worker simulated run
- * (`downpour sim`, 100 MB, sampled trace); then a 10M-event trace: generate, open and
+ * (`downpour sim`, 100 MB, sampled trace); the baseline run's middle frame encoded to PNG
+ * by cairo's writer and by viz/png.h (what `render` and the browser pages use), 1280x720
+ * and 1920x1080, best of 3 passes of 20 encodings; then a 10M-event trace: generate, open and
  * index, first jump to its middle (builds the state snapshots), later jumps, first frame.
  * Traces go to /tmp and are removed afterwards. `--quick` uses smaller traces. */
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include "sim/sim.h"
 #include "viz/synth.h"
 #include "viz/viz.h"
+#include "viz/png.h"
 
 #define FRAME_PASSES 3
 
@@ -106,6 +109,72 @@ static void row(const char *what, double ms, double base_ms, int secs, const cha
     fflush(stdout);
 }
 
+/* ---- PNG encoding: viz/png.h against cairo's own writer, on the same frame ---- */
+static size_t sink_bytes;
+static int count_sink(void *closure, const unsigned char *data, size_t len)
+{
+    DP_UNUSED(closure);
+    DP_UNUSED(data);
+    sink_bytes += len;
+    return 0;
+}
+
+static cairo_status_t cairo_count_sink(void *closure, const unsigned char *data, unsigned int len)
+{
+    return count_sink(closure, data, len) ? CAIRO_STATUS_WRITE_ERROR : CAIRO_STATUS_SUCCESS;
+}
+
+/* Best of FRAME_PASSES passes of `n` encodings of img, ms each; *bytes: one's size. */
+static double encode_ms(cairo_surface_t *img, int ours, int n, size_t *bytes)
+{
+    char err[DP_ERRLEN];
+    double best = -1;
+    for (int p = 0; p < FRAME_PASSES; p++) {
+        uint64_t t0 = dp_now_ns();
+        for (int i = 0; i < n; i++) {
+            sink_bytes = 0;
+            if (ours ? viz_png_write(img, count_sink, NULL, err) != 0
+                     : cairo_surface_write_to_png_stream(img, cairo_count_sink, NULL) != CAIRO_STATUS_SUCCESS)
+                return -1;
+        }
+        double ms = ms_since(t0) / n;
+        if (best < 0 || ms < best) best = ms;
+    }
+    *bytes = sink_bytes;
+    return best;
+}
+
+/* The frame the browser pages get (web/player.c) and `render --out` writes: the
+ * baseline run's middle, at 1280x720 and in projector mode. */
+static void png_rows(const char *path, int n, double base)
+{
+    char err[DP_ERRLEN], what[200], goal[160];
+    viz_source *s = viz_source_open(path, err);
+    if (!s) {
+        fprintf(stderr, "bench_viz: %s\n", err);
+        return;
+    }
+    for (int projector = 0; projector < 2; projector++) {
+        viz_view v;
+        viz_view_init(&v);
+        if (projector) v.projector = 1, v.width = 1920, v.height = 1080;
+        v.t = viz_source_t1(s) / 2;
+        cairo_surface_t *img = viz_render_image(s, &v);
+        size_t cb = 0, ob = 0;
+        double cms = encode_ms(img, 0, n, &cb), oms = encode_ms(img, 1, n, &ob);
+        snprintf(what, sizeof what, "PNG of the baseline run's middle frame, %dx%d, cairo's writer (zlib 6, adaptive filters)",
+                 v.width, v.height);
+        snprintf(goal, sizeof goal, "reference: %zu bytes", cb);
+        row(what, cms, base, 0, goal);
+        snprintf(what, sizeof what, "the same frame, viz/png.h (libpng, zlib 2, no filter), what every writer uses");
+        snprintf(goal, sizeof goal, "%.2f of cairo's time, %zu bytes (%.2f of cairo's)", cms > 0 ? oms / cms : 0, ob,
+                 cb ? (double)ob / (double)cb : 0);
+        row(what, oms, base, 0, goal);
+        cairo_surface_destroy(img);
+    }
+    viz_source_free(s);
+}
+
 /* The 10M-event trace: open, first jump to the middle, 20 later jumps, first frame. */
 static int big_trace_rows(const char *huge, int64_t n, double gen_s, double base)
 {
@@ -165,6 +234,7 @@ int main(int argc, char **argv)
         row(what, base, base, 0, "goal <= 8 ms (absolute)");
         row("the same run in projector mode (`--projector`: 1920x1080, 3 panels, text >= 18 px)",
             frame_ms_mode(small, 200, 1), base, 0, "goal <= 16 ms (absolute); ~2.25x the pixels");
+        png_rows(small, quick ? 5 : 20, base);
     } else rc = 1;
     if (!gen(big, 4, 10000, quick ? 2 : 6, 0, &gs, &n)) {
         snprintf(what, sizeof what, "frame 1280x720, 4 ps + 10,000 workers, synthetic (%lld events)", (long long)n);

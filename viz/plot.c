@@ -16,6 +16,7 @@
 #include "viz/internal.h"
 #include "viz/plot.h"
 #include "viz/plot_int.h"
+#include "viz/png.h"
 
 enum { PLOT_NONE, PLOT_LINES, PLOT_BARS, PLOT_HIST };
 
@@ -624,11 +625,6 @@ fail:;
     return dp_fail(err, DP_EIO, "%s: %s", path, strerror(e));
 }
 
-static cairo_status_t png_sink(void *closure, const unsigned char *data, unsigned int len)
-{
-    return fwrite(data, 1, len, closure) == len ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
-}
-
 /* PATH with a trailing ".png" replaced by ".csv", or ".csv" appended. Caller frees. */
 static char *csv_path_of(const char *path)
 {
@@ -645,7 +641,6 @@ int plot_write_png(const plot_chart *c, const char *path, int width, int height,
     int rc = 0;
     char *csv = NULL;
     cairo_surface_t *img = NULL;
-    FILE *out = NULL;
     if (c->n_added > PLOT_MAX_SERIES) {
         rc = dp_fail(err, DP_EINVAL, "chart \"%s\": %d series, at most %d fit one chart",
                      c->title ? c->title : "", c->n_added, PLOT_MAX_SERIES);
@@ -660,27 +655,11 @@ int plot_write_png(const plot_chart *c, const char *path, int width, int height,
     plot_draw(c, cr, width, height);
     cairo_destroy(cr);
     cairo_surface_flush(img);
-    errno = 0;
-    out = fopen(path, "wb");
-    if (!out) {
-        rc = dp_fail(err, DP_EIO, "%s: %s", path, strerror(errno));
-        goto fail;
-    }
-    cairo_status_t st = cairo_surface_write_to_png_stream(img, png_sink, out);
-    int e = errno, bad = ferror(out);
-    FILE *closing = out;
-    out = NULL;
-    if (fclose(closing) != 0) bad = 1, e = errno;
-    if (st != CAIRO_STATUS_SUCCESS || bad) {
-        rc = dp_fail(err, DP_EIO, "%s: %s", path,
-                     e ? strerror(e) : cairo_status_to_string(st));
-        goto fail;
-    }
+    if ((rc = viz_png_save(img, path, err))) goto fail;
     csv = csv_path_of(path);
     errno = 0;
     rc = write_csv(c, csv, err);
 fail:
-    if (out) fclose(out);
     free(csv);
     if (img) cairo_surface_destroy(img);
     return rc;

@@ -10,6 +10,7 @@
 
 #include "common/dp.h"
 #include "events/state.h"
+#include "viz/png.h"
 #include "viz/viz.h"
 
 #define SHEET_W 2560
@@ -68,9 +69,7 @@ int viz_render_sheet(viz_source *s, const char *path, const char *title, char *e
         cairo_surface_destroy(f);
     }
     cairo_destroy(cr);
-    cairo_status_t cs = cairo_surface_write_to_png(sheet, path);
+    int rc = viz_png_save(sheet, path, err);
     cairo_surface_destroy(sheet);
-    if (cs != CAIRO_STATUS_SUCCESS)
-        return dp_fail(err, DP_EIO, "%s: cannot write PNG: %s", path, cairo_status_to_string(cs));
-    return DP_OK;
+    return rc;
 }

@@ -18,6 +18,7 @@
 
 #include "common/dp.h"
 #include "web/internal.h"
+#include "viz/png.h"
 
 #define WEB_LIVE_LAG_NS 60000000 /* a followed live run is drawn this far behind its newest
                                   * event, extrapolated at most 0.5 s (as the window does) */
@@ -310,7 +311,7 @@ typedef struct png_buf {
     size_t len, cap;
 } png_buf;
 
-static cairo_status_t png_write(void *closure, const unsigned char *data, unsigned int length)
+static int png_write(void *closure, const unsigned char *data, size_t length)
 {
     png_buf *b = closure;
     size_t need = b->len + length + sizeof WEB_PART_END;
@@ -320,7 +321,7 @@ static cairo_status_t png_write(void *closure, const unsigned char *data, unsign
     }
     memcpy(b->p + b->len, data, length);
     b->len += length;
-    return CAIRO_STATUS_SUCCESS;
+    return 0;
 }
 
 /* Draws key k as a PNG followed by the stream's next delimiter; NULL (logged) on failure. */
@@ -337,10 +338,11 @@ static web_frame *draw_frame(web_server *w, const web_key *k)
     v.behind_live = k->behind_live;
     cairo_surface_t *img = viz_render_image(w->src, &v);
     png_buf b = {xmalloc(1 << 18), 0, 1 << 18};
-    cairo_status_t st = cairo_surface_write_to_png_stream(img, png_write, &b);
+    char err[DP_ERRLEN];
+    int rc = viz_png_write(img, png_write, &b, err);
     cairo_surface_destroy(img);
-    if (st != CAIRO_STATUS_SUCCESS) {
-        dp_log(DP_LOG_WARN, "web", "encoding a frame: %s", cairo_status_to_string(st));
+    if (rc) {
+        dp_log(DP_LOG_WARN, "web", "encoding a frame: %s", err);
         free(b.p);
         return NULL;
     }
