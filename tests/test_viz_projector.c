@@ -222,7 +222,7 @@ static void test_projector_text(void)
                 v.width = sizes[k][0];
                 v.height = sizes[k][1];
                 v.projector = proj;
-                text_log log;
+                text_log log = {0};   /* draw_logged keeps its want */
                 cairo_surface_t *img = draw_logged(s, &v, &log);
                 char name[64];
                 snprintf(name, sizeof name, "projector-%d-%dx%d-%s", workers[i], v.width, v.height,
