@@ -365,7 +365,7 @@ static void test_determinism_and_golden(viz_source *s)
     cairo_surface_t *img = viz_render_image(s, &v);
     const char *golden = "tests/golden/viz_small.png";
     if (getenv("VIZ_UPDATE_GOLDEN")) {
-        CHECK(cairo_surface_write_to_png(img, golden) == CAIRO_STATUS_SUCCESS);
+        CHECK(viz_png_save(img, golden, err) == 0);
         printf("wrote %s\n", golden);
     }
     cairo_surface_t *g = cairo_image_surface_create_from_png(golden);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "viz/internal.h"
+#include "viz/png.h"
 
 /* ---- the colour key ---------------------------------------------------------------- */
 
@@ -148,7 +149,8 @@ static inline void vizpix_dump(cairo_surface_t *img, const char *env, const char
     char path[512];
     if (!dir) return;
     snprintf(path, sizeof path, "%s/%s.png", dir, name);
-    if (cairo_surface_write_to_png(img, path) != CAIRO_STATUS_SUCCESS) fprintf(stderr, "cannot write %s\n", path);
+    char err[DP_ERRLEN];
+    if (viz_png_save(img, path, err)) fprintf(stderr, "cannot write %s\n", err);
 }
 
 #endif
