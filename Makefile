@@ -111,8 +111,11 @@ test-gpu: check-deps
 # With a CUDA driver loaded, ASan must leave the shadow gap unprotected: the driver
 # reserves addresses there, and every cudaMalloc fails otherwise (google/sanitizers#629);
 # tests/lsan.supp names the driver's own leaks. Without CUDA built, nothing changes.
+# -ftrivial-auto-var-init=pattern fills every uninitialised local with 0xFE bytes, so a
+# read of one fails the same way on every machine instead of by the stack's leftovers
+# (a test's uninitialised struct crashed asan-unit on one VM and passed on another).
 ASAN_VARS = BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
-    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -ftrivial-auto-var-init=pattern" \
     EXTRA_LDLIBS="-fsanitize=address,undefined"
 ASAN_ENV  = ASAN_OPTIONS=detect_leaks=1$(if $(filter 1,$(CUDA)),:protect_shadow_gap=0) \
     LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
