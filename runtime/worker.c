@@ -129,12 +129,15 @@ static int save_checkpoint(worker *wk, int64_t gs, char *path, char *err)
 
 /* --save-checkpoint-steps / --save-checkpoint-secs: is a periodic checkpoint due at the
  * global step just read? Sync: only when every variable read is of that step (with
- * backup workers the others may have moved a variable on between our pulls). */
+ * backup workers the others may have moved a variable on between our pulls). The steps
+ * rule is anchored to the multiples of N (the first step read at or past each), not to
+ * the last save: a chief that reads 26 once (dropped as a backup) still saves 50, 75, ...
+ * rather than drifting to 51, 76, ... as TensorFlow's SecondOrStepTimer would. */
 static int checkpoint_due(const worker *wk)
 {
     const rt_config *cfg = wk->cfg;
     if (!wk->chief || !cfg->checkpoint_dir[0] || wk->gs >= cfg->steps || wk->gs <= wk->ckpt_step) return 0;
-    int due = (cfg->save_ckpt_steps > 0 && wk->gs - wk->ckpt_step >= cfg->save_ckpt_steps) ||
+    int due = (cfg->save_ckpt_steps > 0 && wk->gs / cfg->save_ckpt_steps > wk->ckpt_step / cfg->save_ckpt_steps) ||
               (cfg->save_ckpt_secs > 0 && dp_now_ns() - wk->ckpt_ns >= (uint64_t)cfg->save_ckpt_secs * 1000000000ull);
     return due;
 }

@@ -54,6 +54,12 @@ nr=$($DOWNPOUR trace info --json "$TMP/p2.dptrace" | python3 -c \
     "import json,sys; print(json.load(sys.stdin)['counts'].get('checkpoint_restore', 0))")
 check "a resume is a checkpoint_restore event" test "$nr" = 1
 check "a resumed run's save trims the list again (4 deleted)" test ! -e "$TMP/p/model.ckpt-4" -a -e "$TMP/p/model.ckpt-14"
+# The steps rule is anchored to the multiples of N, not to the last save: resumed at step
+# 7, saves every 5 land on 10, 15, 20, 25 (then the final 28), not on 12, 17, 22, 27.
+$DOWNPOUR cluster --ps 1 --workers 1 --steps 7 $SYN --checkpoint-dir "$TMP/a" >/dev/null 2>&1
+$DOWNPOUR cluster --ps 1 --workers 1 --steps 28 --save-checkpoint-steps 5 $SYN --checkpoint-dir "$TMP/a" >/dev/null 2>&1
+got=$(cd "$TMP/a" && ls model.ckpt-* | sed 's/model.ckpt-//' | sort -n | tr '\n' ' ')
+check "--save-checkpoint-steps 5 resumed at 7: saves at 10 15 20 25 28 ($got)" test "$got" = "10 15 20 25 28 "
 $DOWNPOUR cluster --ps 1 --workers 2 --steps 40 --pace 100ms --save-checkpoint-secs 1 $SYN \
     --checkpoint-dir "$TMP/s" >/dev/null 2>&1
 n=$(ls "$TMP/s" | grep -c '^model.ckpt-')
