@@ -375,14 +375,23 @@ static int got_header(net_conn *c)
     if (f->length && !c->internal && c->h->on_header) {
         int reject = 0;
         err[0] = 0;
+        c->in_header = 1;
+        c->lending = 0;
         dst = c->h->on_header(c, f, c->ctx, err, &reject);
+        c->in_header = 0;
         if (reject) {
             netc_bad_frame(c, err[0] ? err : "refused by the handler");
             return -1;
         }
     }
     if (!f->length) {
+        c->lending = 0;
         deliver(c, NULL);
+        return 0;
+    }
+    if (c->lending) {
+        c->pgot = 0;
+        c->in_payload = 1;
         return 0;
     }
     if (!dst) {
@@ -420,6 +429,38 @@ static ssize_t in_read(net_conn *c, void *p, size_t n, char *why)
     return IN_PEER;
 }
 
+/* A payload lent from the ring (net_conn_lend_payload): delivered once it is all in,
+ * where it lies, then released. Returns 1 when delivered, 0 to wait for the peer's
+ * doorbell, -1 after closing. */
+static int lend_payload(net_conn *c, char *why)
+{
+    const void *p = NULL;
+    int r = shm_chan_peek(c->shm, c->cur.length, &p, why);
+    if (r < 0) {
+        netc_bad_frame(c, why);
+        return -1;
+    }
+    if (!r) {
+        if (!c->peer_gone) return 0;
+        netc_close_as(c, NET_CLOSE_PEER, "peer closed mid-frame (truncated frame)");
+        return -1;
+    }
+    c->last_read_ns = dp_now_ns();
+    c->bytes_in += c->cur.length;
+    c->in_payload = c->lending = 0;
+    deliver(c, (void *)(uintptr_t)p);
+    shm_chan_consume(c->shm, c->cur.length);
+    return 1;
+}
+
+int net_conn_lend_payload(net_conn *c)
+{
+    dp_assert("net_conn_lend_payload is called from on_header", c->in_header);
+    c->lending = c->shm_on && c->cur.length <= shm_chan_ring_bytes(c->shm) &&
+                 shm_chan_rx_offset(c->shm) % NET_LEND_ALIGN == 0;
+    return c->lending;
+}
+
 /* Reads frames until EAGAIN or the budget (a ring with bytes left is read again at the
  * next loop turn: its peer does not ring for bytes already there). A dead peer's ring
  * is read to its end regardless, as TCP delivers what came before a FIN. */
@@ -434,6 +475,12 @@ void netc_read_frames(net_conn *c)
         char why[DP_ERRLEN];
         ssize_t r;
         size_t left = c->peer_gone ? SIZE_MAX : NET_READ_BUDGET - budget;   /* one read within it too */
+        if (c->in_payload && c->lending) {
+            int got = lend_payload(c, why);
+            if (got <= 0) return;
+            budget += c->cur.length;
+            continue;
+        }
         if (!c->in_payload) r = in_read(c, c->hbuf + c->hgot, NET_HEADER - c->hgot, why);
         else r = in_read(c, c->dst + c->pgot, c->cur.length - c->pgot < left ? c->cur.length - c->pgot : left, why);
         if (r == 0) {

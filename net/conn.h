@@ -10,7 +10,8 @@
  *   told only that authentication failed, and dropped. The handler hears nothing of a
  *   connection until it is open (on_open) and never sees a handshake frame.
  * - Reading: the handler says where a payload goes (its own buffer: tensors land in
- *   place), or lets the connection read it into an internal buffer. At most
+ *   place), lets the connection read it into an internal buffer, or, on shared memory,
+ *   borrows it where it lies in the ring (net_conn_lend_payload). At most
  *   NET_READ_BUDGET bytes per wake-up, so one busy peer cannot starve the others.
  * - Writing: one output queue per connection (small frames coalesced, large payloads
  *   borrowed or owned), written with writev, write interest on only while non-empty,
@@ -115,6 +116,16 @@ net_conn *net_conn_connect(struct ev_loop *loop, const struct sockaddr_storage *
  * caller keeps it unchanged until then). Returns 0, DP_ECLOSED (closing or not yet
  * open), or DP_EFULL (over out_cap: nothing queued). */
 int net_conn_send(net_conn *c, net_frame h, const void *payload, size_t len, int copy);
+
+/* Only from on_header: asks for this frame's payload where it lies in the shared-memory
+ * ring instead of a copy. Returns 1 when granted (on shared memory, a payload no longer
+ * than the ring that starts NET_LEND_ALIGN-aligned, as every payload does while those
+ * before it are whole floats or tokens; an odd one is copied): on_header then returns NULL, and on_frame gets a pointer into the ring,
+ * valid until it returns, read-only, and the peer's memory (a same-user process on this
+ * host: it could change the bytes while we read them, as it could our own memory). 0 on
+ * TCP: on_header returns its buffer as usual. */
+int net_conn_lend_payload(net_conn *c);
+#define NET_LEND_ALIGN 8
 
 /* Frames built by the caller: net_conn_stage(c) is a buffer to build whole frames in
  * (net_frame_put / _begin / _end, protocol set by the caller); net_conn_flush queues

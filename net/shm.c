@@ -8,7 +8,9 @@
  * connection, which the bounds checks then close. Wake-ups follow the eventcount
  * pattern: flag (seq_cst), re-check; the other side publishes (seq_cst), then reads the
  * flag. Doorbells are pipes, not eventfds: an eventfd cannot be opened through
- * /proc/<pid>/fd (ENXIO), a pipe can. */
+ * /proc/<pid>/fd (ENXIO), a pipe can. Each side also maps its incoming ring twice, back
+ * to back and read-only: a run that wraps is contiguous there (reads are one memcpy, and
+ * shm_chan_peek lends a payload where it lies). */
 #include "net/shm.h"
 
 #include <errno.h>
@@ -37,12 +39,13 @@ typedef struct ring {
     _Atomic uint64_t *tail, *head;
     _Atomic uint32_t *rx_wait;   /* the consumer waits for bytes */
     _Atomic uint32_t *tx_wait;   /* the producer waits for room */
-    uint8_t *data;
+    uint8_t *data;               /* the incoming ring: its second mapping follows it */
 } ring;
 
 struct shm_chan {
     uint8_t *map;
     size_t map_len;
+    uint8_t *rx_view;            /* the incoming ring mapped twice (2 * size, read-only) */
     uint32_t size;               /* each ring, a power of two */
     ring tx, rx;
     uint64_t tx_tail, rx_head;   /* our own counters: the shared copies are only published */
@@ -78,6 +81,7 @@ void shm_chan_free(shm_chan *ch)
 {
     if (!ch) return;
     if (ch->map) munmap(ch->map, ch->map_len);
+    if (ch->rx_view) munmap(ch->rx_view, 2 * (size_t)ch->size);
     close_fd(&ch->memfd);
     close_fd(&ch->bell_in);
     close_fd(&ch->bell_out);
@@ -104,6 +108,23 @@ static int boot_id(uint8_t out[BOOT_BYTES], char *err)
         n++;
     }
     if (n != 2 * BOOT_BYTES) return dp_fail(err, DP_EIO, "/proc/sys/kernel/random/boot_id: not a UUID");
+    return DP_OK;
+}
+
+/* Maps ring `which` of the memfd twice, back to back and read-only, as the incoming
+ * ring's bytes: a run of bytes that wraps at the ring's end is contiguous there (what
+ * shm_chan_peek lends). Returns 0, or DP_EIO with err. */
+static int map_rx_twice(shm_chan *ch, int fd, int which, char *err)
+{
+    size_t size = ch->size;
+    uint8_t *v = mmap(NULL, 2 * size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (v == MAP_FAILED) return dp_fail(err, DP_EIO, "reserving the ring's view: %s", strerror(errno));
+    ch->rx_view = v;
+    off_t at = (off_t)(HDR_BYTES + (size_t)which * size);
+    for (int k = 0; k < 2; k++)
+        if (mmap(v + (size_t)k * size, size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, at) == MAP_FAILED)
+            return dp_fail(err, DP_EIO, "mapping the incoming ring: %s", strerror(errno));
+    ch->rx.data = v;
     return DP_OK;
 }
 
@@ -154,6 +175,7 @@ shm_chan *shm_chan_offer(uint32_t ring_bytes, uint8_t offer[SHM_OFFER_BYTES], ch
     memcpy(ch->map + 16, token, TOKEN_BYTES);
     ring_at(&ch->tx, ch->map, 0, ring_bytes);
     ring_at(&ch->rx, ch->map, 1, ring_bytes);
+    if (map_rx_twice(ch, ch->memfd, 1, err)) goto fail;
     dp_put_u32(offer, (uint32_t)getpid());
     dp_put_u32(offer + 4, (uint32_t)ch->memfd);
     dp_put_u32(offer + 8, (uint32_t)ch->bell_out);
@@ -248,6 +270,12 @@ int shm_chan_accept(const uint8_t offer[SHM_OFFER_BYTES], shm_chan **out, char *
         dp_fail(err, DP_EIO, "mmap of the peer's memfd: %s", strerror(errno));
         goto fail;
     }
+    ring_at(&ch->tx, ch->map, 1, size);
+    ring_at(&ch->rx, ch->map, 0, size);
+    if (map_rx_twice(ch, fd, 0, err)) {
+        rc = DP_EIO;
+        goto fail;
+    }
     close_fd(&fd);
     if (dp_get_u64(ch->map) != SHM_MAGIC || dp_get_u32(ch->map + 8) != SHM_VERSION ||
         dp_get_u32(ch->map + 12) != size || sodium_memcmp(ch->map + 16, offer + 24, TOKEN_BYTES)) {
@@ -256,8 +284,6 @@ int shm_chan_accept(const uint8_t offer[SHM_OFFER_BYTES], shm_chan **out, char *
     }
     if ((ch->bell_in = open_peer_fd(pid, bin, S_IFIFO, O_RDONLY, "doorbell", err)) < 0) goto fail;
     if ((ch->bell_out = open_peer_fd(pid, bout, S_IFIFO, O_WRONLY, "doorbell", err)) < 0) goto fail;
-    ring_at(&ch->tx, ch->map, 1, size);
-    ring_at(&ch->rx, ch->map, 0, size);
     /* The client wrote nothing yet (it waits for our answer); start from what is there
      * anyway, bounded when read. */
     ch->rx_head = atomic_load(ch->rx.head);
@@ -315,14 +341,37 @@ ssize_t shm_chan_read(shm_chan *ch, void *p, size_t n, char *err)
                        (unsigned long long)avail, ch->size);
     if (n > avail) n = (size_t)avail;
     if (!n) return 0;
-    size_t at = (size_t)(ch->rx_head & (ch->size - 1)), first = ch->size - at;
-    if (first > n) first = n;
-    memcpy(p, ch->rx.data + at, first);
-    if (n > first) memcpy((uint8_t *)p + first, ch->rx.data, n - first);
+    memcpy(p, ch->rx.data + (ch->rx_head & (ch->size - 1)), n);   /* mapped twice: one run */
+    shm_chan_consume(ch, n);
+    return (ssize_t)n;
+}
+
+int shm_chan_peek(shm_chan *ch, size_t n, const void **p, char *err)
+{
+    if (n > ch->size) return dp_fail(err, DP_EINVAL, "%zu bytes do not fit a %u-byte ring", n, ch->size);
+    for (int asked = 0;; asked = 1) {
+        uint64_t avail = atomic_load_explicit(ch->rx.tail, memory_order_acquire) - ch->rx_head;
+        if (avail > ch->size)
+            return dp_fail(err, DP_EPROTO, "the peer's ring counter is %llu bytes ahead of a %u-byte ring",
+                           (unsigned long long)avail, ch->size);
+        if (avail >= n) {
+            if (asked) atomic_store(ch->rx.rx_wait, 0);
+            *p = ch->rx.data + (ch->rx_head & (ch->size - 1));
+            return 1;
+        }
+        if (asked) return 0;
+        /* as shm_chan_rx_wait: say we wait (seq_cst), then look again */
+        atomic_store(ch->rx.rx_wait, 1);
+    }
+}
+
+size_t shm_chan_rx_offset(const shm_chan *ch) { return (size_t)(ch->rx_head & (ch->size - 1)); }
+
+void shm_chan_consume(shm_chan *ch, size_t n)
+{
     ch->rx_head += n;
     atomic_store(ch->rx.head, ch->rx_head);
     wake_if(ch, ch->rx.tx_wait);
-    return (ssize_t)n;
 }
 
 ssize_t shm_chan_writev(shm_chan *ch, const struct iovec *iov, int n, char *err)

@@ -61,6 +61,21 @@ int shm_chan_bell_drain(shm_chan *ch);
  * the ring (err says so). */
 ssize_t shm_chan_read(shm_chan *ch, void *p, size_t n, char *err);
 
+/* The next n incoming bytes where they lie in the ring, without consuming them: 1 with *p
+ * set (n contiguous bytes: the incoming ring is mapped twice, back to back, so a run that
+ * wraps is one run; read-only, and the peer's memory: it may change them under us), 0
+ * while fewer are in (the peer is asked to ring when it writes more), DP_EPROTO when the
+ * peer's counter is beyond the ring, DP_EINVAL when n exceeds the ring (err says so).
+ * Consume them with shm_chan_consume once done. */
+int shm_chan_peek(shm_chan *ch, size_t n, const void **p, char *err);
+
+/* Where the next incoming byte lies from the ring's start (the ring is page-aligned):
+ * what a lent payload's alignment is. */
+size_t shm_chan_rx_offset(const shm_chan *ch);
+
+/* Releases n peeked bytes to the peer (n no more than the last peek's). */
+void shm_chan_consume(shm_chan *ch, size_t n);
+
 /* Copies as much of iov[0..n) as fits into the outgoing ring, in order, and publishes it
  * (ringing the peer when it waits). Returns the count (0: full) or DP_EPROTO. */
 ssize_t shm_chan_writev(shm_chan *ch, const struct iovec *iov, int n, char *err);

@@ -393,6 +393,7 @@ static void print_summary(launcher *l, double wall_s)
     double ps_gs = -1;                     /* the global step the ps holding it reported */
     double reconnects = 0;                 /* workers' reconnections after a lost ps */
     double rejected = 0;                   /* gradients holding NaN or Inf, refused by the ps */
+    double in_place = 0;                   /* pushes applied where they lay in a shm ring */
     int n_loss = 0;
     for (int i = 0; i < l->n_kids; i++) {
         child *c = &l->kids[i];
@@ -422,6 +423,7 @@ static void print_summary(launcher *l, double wall_s)
             if (jnum(s, "stale_max") > stale_max) stale_max = jnum(s, "stale_max");
             drops += jnum(s, "drops");
             rejected += jnum(s, "rejected");
+            in_place += jnum(s, "pushes_in_place");
             json_t *vm = json_object_get(s, "var_step_min");
             if (vm && json_is_integer(vm) && json_integer_value(vm) >= 0 &&
                 (var_min < 0 || json_integer_value(vm) < var_min))
@@ -446,6 +448,7 @@ static void print_summary(launcher *l, double wall_s)
     json_object_set_new(o, "blas_core", json_string(openblas_get_corename()));  /* the tasks' too */
     if (l->irq_s >= 0) json_object_set_new(o, "host_irq_s", json_real(l->irq_s));
     if (rejected > 0) json_object_set_new(o, "gradients_rejected", json_integer((json_int_t)rejected));
+    if (in_place > 0) json_object_set_new(o, "pushes_in_place", json_integer((json_int_t)in_place));
     if (cfg->n_faults) {
         /* --fail: what was injected and what became of it */
         json_object_set_new(o, "faults_injected", json_integer(l->faults_injected));

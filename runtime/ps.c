@@ -23,7 +23,6 @@ volatile int rt_stop_requested;
 
 static void *on_header(net_conn *c, const net_frame *h, void *ctx, char *err, int *reject)
 {
-    DP_UNUSED(c);
     ps_client *cl = ctx;
     ps_server *ps = cl->ps;
     /* Before HELLO (net_conn ran the handshake) only HELLO's token is read: no tensor
@@ -61,11 +60,18 @@ static void *on_header(net_conn *c, const net_frame *h, void *ctx, char *err, in
         if (!*b) *b = xmalloc(v->def->count * sizeof(float));
         return *b;
     }
+    if (h->type == MSG_PUSH) {
+        /* Async and ssp apply a push as it arrives and keep nothing of it: on shared
+         * memory it is checked and applied where it lies in the ring, not copied out. */
+        if (ps->cfg->mode != MODE_SYNC && net_conn_lend_payload(c)) {
+            ps->lent_pushes++;
+            return NULL;
+        }
+        return cl->grad;
+    }
     /* A restore is staged in the client's buffer and copied in once whole. */
     if (h->arg1 & INIT_RESTORE) return cl->grad;
-    if (h->type == MSG_INIT) return v->initialised ? NULL : v->data;
-    if (h->type == MSG_INIT_SLOT) return v->initialised ? NULL : v->slot;
-    return cl->grad;
+    return h->type == MSG_INIT ? (v->initialised ? NULL : v->data) : (v->initialised ? NULL : v->slot);
 }
 
 /* HELLO: the worker takes its slot. A slot held by a live connection is given over only
@@ -369,14 +375,14 @@ static void print_stats(const ps_server *ps, double cpu_s)
            "\"stale_n\":%llu,\"stale_sum\":%llu,\"stale_max\":%lld,\"holds_step\":%d,"
            "\"gs_advances\":%llu,\"mean_step_s\":%.9f,\"events\":%llu,\"events_dropped\":%llu,"
            "\"var_step_min\":%lld,\"global_step\":%lld,\"rejected\":%llu,\"conns_refused\":%llu,"
-           "\"auth_failures\":%llu,\"cpu_s\":%.6f}\n",
+           "\"auth_failures\":%llu,\"pushes_in_place\":%llu,\"cpu_s\":%.6f}\n",
            ps->index, (unsigned long long)ps->applies, (unsigned long long)ps->drops,
            (unsigned long long)ps->pulls, (unsigned long long)ps->stale.n,
            (unsigned long long)ps->stale.sum, (long long)ps->stale.max, ps->holds_step,
            (unsigned long long)ps->gs_advances, mean_step, (unsigned long long)rt_instr_sent(ps->in),
            (unsigned long long)rt_instr_dropped(ps->in), var_min, ps_global_step(ps),
            (unsigned long long)ps->rejected, (unsigned long long)net_listener_refused(ps->listener),
-           (unsigned long long)net_listener_auth_failures(ps->listener), cpu_s);
+           (unsigned long long)net_listener_auth_failures(ps->listener), (unsigned long long)ps->lent_pushes, cpu_s);
     fflush(stdout);
 }
 

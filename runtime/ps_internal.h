@@ -98,6 +98,7 @@ struct ps_server {
     ps_client *conns;    /* every open connection */
     /* statistics */
     uint64_t applies, drops, pulls;
+    uint64_t lent_pushes;           /* pushes checked and applied where they lay in a shm ring */
     uint64_t rejected;   /* gradients holding NaN or Inf, never applied */
     uint64_t rejected_logged_ns;
     stale_stats stale;

@@ -3,8 +3,9 @@
 # the shared-memory rings (and says so, one line each); sync runs give bit-identical
 # parameters and the same summary as over TCP (1 ps and 2 partitioned ps); a worker
 # killed mid-run (the launcher's SIGKILL) is handled as over TCP, without a hang, and the
-# ps releases that connection's ring (its mappings, read from /proc/<ps>/maps, go from
-# two to one); a sync worker killed and restarted rejoins over a new ring; the flag is in --help and a bad value is refused. This script signals
+# ps releases that connection's ring (the memfds it maps, read from /proc/<ps>/maps, go
+# from two to one); async pushes are applied where they lie in the ring, with the same
+# parameters as over TCP; a sync worker killed and restarted rejoins over a new ring; the flag is in --help and a bad value is refused. This script signals
 # nothing: the launcher kills the task.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
@@ -43,7 +44,30 @@ check "sync, 2 partitioned ps: shm and tcp give identical parameters (tol 0)" \
 check "sync, 2 ps: the same final loss over both" \
     test "$(json "$TMP/s2-tcp.json" final_loss)" = "$(json "$TMP/s2-shm.json" final_loss)"
 
+# --- async: each push checked and applied where it lies in the ring -------------------------
+# One worker async is deterministic: the same parameters over both transports, and over
+# shm every push (4 trainable variables a step) applied in place, none over TCP.
+for t in tcp shm; do
+    timeout 120 $DOWNPOUR cluster --ps 2 --workers 1 --mode async --steps 60 --seed 8 $SYN \
+        --transport $t --checkpoint-dir "$TMP/a-$t" >"$TMP/a-$t.json" 2>"$TMP/a-$t.err"
+    check "async, 2 ps over $t exits 0 (rc $?)" test $? -eq 0
+done
+check "async, 2 ps: shm (pushes applied from the ring) and tcp give identical parameters (tol 0)" \
+    $DOWNPOUR checkpoint diff "$TMP/a-tcp" "$TMP/a-shm" --tol 0
+check "async over shm: all 240 pushes applied in place ($(json "$TMP/a-shm.json" pushes_in_place))" \
+    test "$(json "$TMP/a-shm.json" pushes_in_place)" = 240
+check "async over tcp: none ($(json "$TMP/a-tcp.json" pushes_in_place))" \
+    bash -c "! grep -q pushes_in_place '$TMP/a-tcp.json'"
+check "sync over shm: none either (the accumulator keeps each gradient: copied)" \
+    bash -c "! grep -q pushes_in_place '$TMP/s1-shm.json'"
+
 # --- a worker killed mid-run: as over TCP ---------------------------------------------------
+# rings PID: how many channels' memfds the process maps (each is mapped three times: the
+# file, and its incoming ring twice, back to back)
+rings() {
+    local m; m=$(cat "/proc/$1/maps" 2>/dev/null) || return 0
+    printf '%s\n' "$m" | awk '/downpour-shm/ {print $5}' | sort -u | wc -l
+}
 KILL="--mode async --workers 2 --steps 300 --pace 10ms --eval-every 0 --kill worker:1@step=40"
 for t in tcp shm; do
     timeout 120 $DOWNPOUR cluster $KILL $SYN --transport $t >"$TMP/k-$t.json" 2>"$TMP/k-$t.err" &
@@ -53,9 +77,9 @@ for t in tcp shm; do
     for i in $(seq 1 400); do
         launcher=$(child_pid $wrap ' cluster ')
         [ -n "$launcher" ] && [ -z "$ps_pid" ] && ps_pid=$(child_pid $launcher ' task --job_name=ps ')
-        n=""; [ -n "$ps_pid" ] && n=$(grep -c 'downpour-shm' "/proc/$ps_pid/maps" 2>/dev/null)
+        n=""; [ -n "$ps_pid" ] && n=$(rings "$ps_pid")
         if grep -q 'killing /job:worker/replica:0/task:1' "$TMP/k-$t.err" 2>/dev/null; then
-            [ -z "$after" ] && sleep 0.3 && after=$(grep -c 'downpour-shm' "/proc/$ps_pid/maps" 2>/dev/null)
+            [ -z "$after" ] && sleep 0.3 && after=$(rings "$ps_pid")
             break
         fi
         [ -n "$n" ] && before=$n
