@@ -145,6 +145,12 @@ int sync_acc_offer_borrowed(sync_acc *a, int worker, int64_t local_step, const f
     return a->count == a->required ? SYNC_READY : SYNC_ACCUMULATED;
 }
 
+void sync_acc_rebind(sync_acc *a, int worker, const float *g)
+{
+    for (int b = 0; b < a->count; b++)
+        if (a->holder[b] == worker) a->src[b] = g;
+}
+
 /* sync_acc_take's passes, out += g and out /= d over n floats: in blocks of DP_VEC_BLOCK
  * (common/dp.h), so vectorised and bit for bit the plain loops. The take runs them a chunk
  * at a time, so that the sum stays in L1 between passes. */

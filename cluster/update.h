@@ -58,6 +58,10 @@ int sync_acc_offer(sync_acc *a, int worker, int64_t local_step, const float *g);
  * lends it, saving a copy of every gradient on the sync step's critical path. */
 int sync_acc_offer_borrowed(sync_acc *a, int worker, int64_t local_step, const float *g);
 
+/* The gradient worker lent moves: g holds the same n floats (the ps copies one it held
+ * in a connection's ring before that ring goes). No-op when worker holds none. */
+void sync_acc_rebind(sync_acc *a, int worker, const float *g);
+
 /* After SYNC_READY: writes the mean of the accepted gradients (n floats) into mean_out,
  * writes the indices of the contributing workers in ascending order into workers
  * (capacity n_workers) and returns their count; clears the accumulator and advances its

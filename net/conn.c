@@ -52,9 +52,10 @@ void netc_finish(net_conn *c)
     ev_io_stop(c->loop, &c->bio);
     ev_timer_stop(c->loop, &c->more);
     close(c->fd);
+    /* the rings outlive on_close: a handler copies out what it still holds there */
+    if (c->h->on_close) c->h->on_close(c, c->reason, c->ctx);
     shm_chan_free(c->shm);   /* the rings unmapped, the doorbells closed */
     c->shm = NULL;
-    if (c->h->on_close) c->h->on_close(c, c->reason, c->ctx);
     for (out_seg *s = c->head, *n; s; s = n) {
         n = s->next;
         seg_free(s);
@@ -376,7 +377,7 @@ static int got_header(net_conn *c)
         int reject = 0;
         err[0] = 0;
         c->in_header = 1;
-        c->lending = 0;
+        c->lending = c->keeping = 0;
         dst = c->h->on_header(c, f, c->ctx, err, &reject);
         c->in_header = 0;
         if (reject) {
@@ -447,18 +448,39 @@ static int lend_payload(net_conn *c, char *why)
     }
     c->last_read_ns = dp_now_ns();
     c->bytes_in += c->cur.length;
-    c->in_payload = c->lending = 0;
+    int keep = c->keeping;
+    c->in_payload = c->lending = c->keeping = 0;
+    shm_chan_hold(c->shm, c->cur.length);   /* the handler may release it in on_frame */
     deliver(c, (void *)(uintptr_t)p);
-    shm_chan_consume(c->shm, c->cur.length);
+    if (!keep) shm_chan_unhold(c->shm, p);
     return 1;
+}
+
+/* Whether this frame's payload can be lent from the ring: shared memory, aligned, and
+ * able to arrive whole beside what is held (else it would wait for itself). */
+static int can_lend(net_conn *c)
+{
+    dp_assert("net_conn_lend_payload / hold_payload are called from on_header", c->in_header);
+    return c->shm_on && shm_chan_rx_offset(c->shm) % NET_LEND_ALIGN == 0 &&
+           shm_chan_unreleased(c->shm) + c->cur.length <= shm_chan_ring_bytes(c->shm) &&
+           shm_chan_holds(c->shm) < SHM_HOLDS;
 }
 
 int net_conn_lend_payload(net_conn *c)
 {
-    dp_assert("net_conn_lend_payload is called from on_header", c->in_header);
-    c->lending = c->shm_on && c->cur.length <= shm_chan_ring_bytes(c->shm) &&
-                 shm_chan_rx_offset(c->shm) % NET_LEND_ALIGN == 0;
+    c->lending = can_lend(c);
     return c->lending;
+}
+
+int net_conn_hold_payload(net_conn *c)
+{
+    c->lending = c->keeping = can_lend(c);
+    return c->keeping;
+}
+
+void net_conn_release(net_conn *c, const void *payload)
+{
+    shm_chan_unhold(c->shm, payload);
 }
 
 /* Reads frames until EAGAIN or the budget (a ring with bytes left is read again at the

@@ -127,6 +127,14 @@ int net_conn_send(net_conn *c, net_frame h, const void *payload, size_t len, int
 int net_conn_lend_payload(net_conn *c);
 #define NET_LEND_ALIGN 8
 
+/* The same, but the payload stays where it lies after on_frame returns, until
+ * net_conn_release(c, payload): meanwhile the peer cannot reuse those bytes (nor the
+ * ring beyond them, past what it has room for), so a holder must not wait on this
+ * peer's later frames to release. On close the ring is unmapped right after on_close:
+ * what is still held must be copied out there. Returns 0 as lend does (then copied). */
+int net_conn_hold_payload(net_conn *c);
+void net_conn_release(net_conn *c, const void *payload);
+
 /* Frames built by the caller: net_conn_stage(c) is a buffer to build whole frames in
  * (net_frame_put / _begin / _end, protocol set by the caller); net_conn_flush queues
  * what was staged, in order after everything sent before, and writes. Returns 0,

@@ -66,6 +66,7 @@ struct net_conn {
     net_frame cur;
     int in_payload, internal;   /* internal: the frame is the handshake's, not the owner's */
     int in_header, lending;     /* in on_header; the payload is to be lent from the ring */
+    int keeping;                /* ... and held after on_frame (net_conn_hold_payload) */
     uint8_t *dst;
     size_t pgot;
     uint8_t *own;

@@ -49,6 +49,11 @@ struct shm_chan {
     uint32_t size;               /* each ring, a power of two */
     ring tx, rx;
     uint64_t tx_tail, rx_head;   /* our own counters: the shared copies are only published */
+    uint64_t rx_pub;             /* the head we published: all before it is released; the
+                                  * oldest held run's start while runs are held */
+    uint64_t hold_at[SHM_HOLDS]; /* the held runs' starts, oldest first, ... */
+    uint8_t hold_done[SHM_HOLDS];/* ... and whether each was released (out of order) */
+    int n_holds;
     int memfd;                   /* client, until accepted */
     int bell_in, bell_out;       /* our doorbell (read), the peer's (write) */
     int spare_in, spare_out;     /* client, until accepted: the ends the server opens */
@@ -286,7 +291,7 @@ int shm_chan_accept(const uint8_t offer[SHM_OFFER_BYTES], shm_chan **out, char *
     if ((ch->bell_out = open_peer_fd(pid, bout, S_IFIFO, O_WRONLY, "doorbell", err)) < 0) goto fail;
     /* The client wrote nothing yet (it waits for our answer); start from what is there
      * anyway, bounded when read. */
-    ch->rx_head = atomic_load(ch->rx.head);
+    ch->rx_head = ch->rx_pub = atomic_load(ch->rx.head);
     ch->tx_tail = atomic_load(ch->tx.tail);
     *out = ch;
     return DP_OK;
@@ -333,13 +338,32 @@ size_t shm_chan_rx_pending(const shm_chan *ch)
     return avail > ch->size ? ch->size : (size_t)avail;
 }
 
+/* Bytes in beyond our read position, or DP_EPROTO when the peer's counter is more than
+ * a ring ahead of what we released (it would have written over held bytes). */
+static int64_t rx_avail(shm_chan *ch, char *err)
+{
+    uint64_t tail = atomic_load_explicit(ch->rx.tail, memory_order_acquire);
+    if (tail - ch->rx_pub > ch->size)
+        return dp_fail(err, DP_EPROTO, "the peer's ring counter is %llu bytes ahead of a %u-byte ring",
+                       (unsigned long long)(tail - ch->rx_pub), ch->size);
+    return (int64_t)(tail - ch->rx_head);
+}
+
+/* Publishes the head: the oldest held run's start, or the read position. */
+static void rx_publish(shm_chan *ch)
+{
+    uint64_t head = ch->n_holds ? ch->hold_at[0] : ch->rx_head;
+    if (head == ch->rx_pub) return;
+    ch->rx_pub = head;
+    atomic_store(ch->rx.head, head);
+    wake_if(ch, ch->rx.tx_wait);
+}
+
 ssize_t shm_chan_read(shm_chan *ch, void *p, size_t n, char *err)
 {
-    uint64_t avail = atomic_load_explicit(ch->rx.tail, memory_order_acquire) - ch->rx_head;
-    if (avail > ch->size)
-        return dp_fail(err, DP_EPROTO, "the peer's ring counter is %llu bytes ahead of a %u-byte ring",
-                       (unsigned long long)avail, ch->size);
-    if (n > avail) n = (size_t)avail;
+    int64_t avail = rx_avail(ch, err);
+    if (avail < 0) return avail;
+    if (n > (uint64_t)avail) n = (size_t)avail;
     if (!n) return 0;
     memcpy(p, ch->rx.data + (ch->rx_head & (ch->size - 1)), n);   /* mapped twice: one run */
     shm_chan_consume(ch, n);
@@ -350,11 +374,9 @@ int shm_chan_peek(shm_chan *ch, size_t n, const void **p, char *err)
 {
     if (n > ch->size) return dp_fail(err, DP_EINVAL, "%zu bytes do not fit a %u-byte ring", n, ch->size);
     for (int asked = 0;; asked = 1) {
-        uint64_t avail = atomic_load_explicit(ch->rx.tail, memory_order_acquire) - ch->rx_head;
-        if (avail > ch->size)
-            return dp_fail(err, DP_EPROTO, "the peer's ring counter is %llu bytes ahead of a %u-byte ring",
-                           (unsigned long long)avail, ch->size);
-        if (avail >= n) {
+        int64_t avail = rx_avail(ch, err);
+        if (avail < 0) return (int)avail;
+        if ((uint64_t)avail >= n) {
             if (asked) atomic_store(ch->rx.rx_wait, 0);
             *p = ch->rx.data + (ch->rx_head & (ch->size - 1));
             return 1;
@@ -370,8 +392,35 @@ size_t shm_chan_rx_offset(const shm_chan *ch) { return (size_t)(ch->rx_head & (c
 void shm_chan_consume(shm_chan *ch, size_t n)
 {
     ch->rx_head += n;
-    atomic_store(ch->rx.head, ch->rx_head);
-    wake_if(ch, ch->rx.tx_wait);
+    rx_publish(ch);
+}
+
+size_t shm_chan_unreleased(const shm_chan *ch) { return (size_t)(ch->rx_head - ch->rx_pub); }
+int shm_chan_holds(const shm_chan *ch) { return ch->n_holds; }
+
+const void *shm_chan_hold(shm_chan *ch, size_t n)
+{
+    dp_assert("shm_chan_hold: room for another held run", ch->n_holds < SHM_HOLDS);
+    const void *p = ch->rx.data + (ch->rx_head & (ch->size - 1));
+    ch->hold_at[ch->n_holds] = ch->rx_head;
+    ch->hold_done[ch->n_holds++] = 0;
+    ch->rx_head += n;
+    return p;
+}
+
+void shm_chan_unhold(shm_chan *ch, const void *p)
+{
+    int i = 0;
+    while (i < ch->n_holds && (ch->hold_done[i] || ch->rx.data + (ch->hold_at[i] & (ch->size - 1)) != p)) i++;
+    dp_assert("shm_chan_unhold: p is a held run's start", i < ch->n_holds);
+    ch->hold_done[i] = 1;
+    int k = 0;
+    while (k < ch->n_holds && ch->hold_done[k]) k++;
+    if (!k) return;
+    ch->n_holds -= k;
+    memmove(ch->hold_at, ch->hold_at + k, (size_t)ch->n_holds * sizeof *ch->hold_at);
+    memmove(ch->hold_done, ch->hold_done + k, (size_t)ch->n_holds);
+    rx_publish(ch);
 }
 
 ssize_t shm_chan_writev(shm_chan *ch, const struct iovec *iov, int n, char *err)

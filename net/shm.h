@@ -73,8 +73,23 @@ int shm_chan_peek(shm_chan *ch, size_t n, const void **p, char *err);
  * what a lent payload's alignment is. */
 size_t shm_chan_rx_offset(const shm_chan *ch);
 
-/* Releases n peeked bytes to the peer (n no more than the last peek's). */
+/* Releases n peeked bytes to the peer (n no more than the last peek's); while runs
+ * are held the peer gets the room back only up to the oldest of them. */
 void shm_chan_consume(shm_chan *ch, size_t n);
+
+/* Holding: the n peeked bytes are read (the read position moves past them) but stay
+ * the consumer's, unwritable for the peer, until shm_chan_unhold(ch, p) with the
+ * returned pointer (their start). Runs may be released in any order; the peer's room
+ * comes back up to the oldest run still held. At most SHM_HOLDS at once (asserted). */
+#define SHM_HOLDS 64
+const void *shm_chan_hold(shm_chan *ch, size_t n);
+void shm_chan_unhold(shm_chan *ch, const void *p);
+int shm_chan_holds(const shm_chan *ch);
+
+/* Bytes read but not yet given back to the peer (held runs and all read after the
+ * oldest of them): a payload of n more bytes can arrive whole only while this + n fits
+ * the ring. */
+size_t shm_chan_unreleased(const shm_chan *ch);
 
 /* Copies as much of iov[0..n) as fits into the outgoing ring, in order, and publishes it
  * (ringing the peer when it waits). Returns the count (0: full) or DP_EPROTO. */

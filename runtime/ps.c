@@ -56,6 +56,12 @@ static void *on_header(net_conn *c, const net_frame *h, void *ctx, char *err, in
      * the step is taken (ps_handle_push); one it holds already (a duplicate, to be
      * dropped) must not overwrite it. */
     if (h->type == MSG_PUSH && v->lent && !sync_acc_holds(v->acc, cl->worker)) {
+        /* On shared memory the accumulator borrows it where it lies in the ring. */
+        if (net_conn_hold_payload(c)) {
+            ps->lent_pushes++;
+            cl->holding = 1;
+            return NULL;
+        }
         float **b = &v->lent[cl->worker];
         if (!*b) *b = xmalloc(v->def->count * sizeof(float));
         return *b;
@@ -118,6 +124,7 @@ static void handle_hello(ps_server *ps, ps_client *cl, const net_frame *h, const
         net_conn_hello_done(cl->conn);
         if (!cl->grad) cl->grad = xmalloc((ps->max_count ? ps->max_count : 1) * sizeof(float));
         if (!cl->owed) cl->owed = xcalloc((size_t)ps->cat.n, 1);
+        if (!cl->held && ps->cfg->mode == MODE_SYNC) cl->held = xcalloc((size_t)ps->cat.n, sizeof *cl->held);
         ps->clients[cl->worker] = cl;
         ps->finished[cl->worker] = 0;   /* a restarted worker trains again */
         net_frame ok = {.type = MSG_HELLO_OK, .id = (uint32_t)ps->index, .arg0 = (int64_t)want};
@@ -199,12 +206,17 @@ static void on_frame(net_conn *c, const net_frame *h, void *payload, void *ctx)
     case MSG_PUSH: {
         ps_var *v = ps_local_var(ps, h->id);
         if (!v) break;                       /* an empty frame skips on_header's check */
+        cl->hold_now = cl->holding ? payload : NULL;
+        cl->holding = 0;
         if (!v->initialised) {
             snprintf(msg, sizeof msg, "%s: push to %s before it was initialised", ps->name, v->def->name);
             net_conn_send_error(c, msg);
-            return;
+        } else {
+            ps_handle_push(ps, cl, h, payload);
         }
-        ps_handle_push(ps, cl, h, payload);
+        /* held in the ring and not kept by the accumulator (dropped, refused): free now */
+        if (cl->hold_now) net_conn_release(c, cl->hold_now);
+        cl->hold_now = NULL;
         return;
     }
     case MSG_SSP_WAIT:
@@ -245,11 +257,36 @@ static void on_frame(net_conn *c, const net_frame *h, void *payload, void *ctx)
     net_conn_send_error(c, msg);
 }
 
+/* Sync, a worker's connection closing: the gradients it pushed for the current step stay
+ * accumulated (TensorFlow's accumulator keeps them too), each logged. The ring goes with
+ * the connection: one the accumulator still borrows from it moves to the worker's own
+ * buffer (which the accumulator cannot be borrowing too: it holds one gradient a
+ * worker). */
+static void keep_held(ps_server *ps, ps_client *cl)
+{
+    if (cl->worker < 0 || ps->cfg->mode != MODE_SYNC) return;
+    int current = ps->clients[cl->worker] == cl;
+    for (int i = 0; i < ps->cat.n; i++) {
+        ps_var *v = &ps->vars[i];
+        int ring = cl->held && cl->held[i];
+        if (ring) {
+            float **b = &v->lent[cl->worker];
+            if (!*b) *b = xmalloc(v->def->count * sizeof(float));
+            memcpy(*b, cl->held[i], v->def->count * sizeof(float));
+            sync_acc_rebind(v->acc, cl->worker, *b);
+        }
+        if (!cl->done && (ring || (current && v->acc && v->def->trainable && sync_acc_holds(v->acc, cl->worker))))
+            dp_log(DP_LOG_INFO, ps->name, "worker %d's gradient of %s for step %lld stays accumulated%s", cl->worker,
+                   v->def->name, (long long)sync_acc_step(v->acc), ring ? " (copied out of its connection's ring)" : "");
+    }
+}
+
 static void on_close(net_conn *c, const char *reason, void *ctx)
 {
     DP_UNUSED(c);
     ps_client *cl = ctx;
     ps_server *ps = cl->ps;
+    keep_held(ps, cl);
     if (cl->worker >= 0 && ps->clients[cl->worker] == cl) {
         ps->clients[cl->worker] = NULL;
         if (!cl->done)
@@ -269,6 +306,7 @@ static void on_close(net_conn *c, const char *reason, void *ctx)
     else ps->conns = cl->next;
     if (cl->next) cl->next->prev = cl->prev;
     free(cl->grad);
+    free(cl->held);
     free(cl->owed);
     free(cl);
 }

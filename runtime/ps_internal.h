@@ -59,6 +59,12 @@ typedef struct ps_client {
     float *grad;         /* receive buffer for pushes, sized for the largest local var;
                           * allocated at HELLO, never for a peer that has not said it */
     int done;
+    const float **held;  /* sync, per variable: the gradient the accumulator borrows where
+                          * it lies in this connection's shm ring (released at the take,
+                          * copied out if the connection closes first) */
+    const float *hold_now;  /* the push being handled, held in the ring (NULL: not, or
+                             * the accumulator took it over) */
+    int holding;         /* on_header asked for this push to be held */
     uint8_t *owed;       /* sync, per variable: a gradient acknowledged ACCUMULATED on this
                           * connection and not yet RELEASEd (one pushed on an earlier
                           * connection of the same worker is released silently: this
@@ -98,7 +104,8 @@ struct ps_server {
     ps_client *conns;    /* every open connection */
     /* statistics */
     uint64_t applies, drops, pulls;
-    uint64_t lent_pushes;           /* pushes checked and applied where they lay in a shm ring */
+    uint64_t lent_pushes;           /* pushes used where they lay in a shm ring (async:
+                                     * applied; sync: held by the accumulator) */
     uint64_t rejected;   /* gradients holding NaN or Inf, never applied */
     uint64_t rejected_logged_ns;
     stale_stats stale;

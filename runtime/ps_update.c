@@ -214,6 +214,17 @@ static void reject_push(ps_server *ps, ps_client *cl, const ps_var *v, const net
     send_ack(cl, h->id, cur, ACK_DROPPED, 0);
 }
 
+/* Sync: the accumulator of v borrows none of the gradients held in connections' rings
+ * any more (taken, or thrown away by a restore): every connection gets them back. */
+static void release_held(ps_server *ps, ps_var *v)
+{
+    for (ps_client *c = ps->conns; c; c = c->next)
+        if (c->held && c->held[v->id]) {
+            net_conn_release(c->conn, c->held[v->id]);
+            c->held[v->id] = NULL;
+        }
+}
+
 void ps_handle_push(ps_server *ps, ps_client *cl, const net_frame *h, const float *g)
 {
     ps_var *v = ps_local_var(ps, h->id);
@@ -240,8 +251,12 @@ void ps_handle_push(ps_server *ps, ps_client *cl, const net_frame *h, const floa
         }
         /* g is the worker's own buffer (on_header) unless the accumulator held its
          * gradient already: then it is dropped as a duplicate, never lent */
-        int r = g == v->lent[cl->worker] ? sync_acc_offer_borrowed(v->acc, cl->worker, read, g)
-                                         : sync_acc_offer(v->acc, cl->worker, read, g);
+        int lent = g == v->lent[cl->worker] || g == cl->hold_now;
+        int r = lent ? sync_acc_offer_borrowed(v->acc, cl->worker, read, g) : sync_acc_offer(v->acc, cl->worker, read, g);
+        if (g == cl->hold_now && (r == SYNC_ACCUMULATED || r == SYNC_READY)) {
+            cl->held[v->id] = g;   /* the ring's bytes stay until the take */
+            cl->hold_now = NULL;
+        }
         if (r == SYNC_STALE || r == SYNC_DUPLICATE) {
             if (v->def->trainable) ps->drops++;
             emit_update(ps, EVT_DROP, v, cl->worker, h->arg1, cur, cur - read);
@@ -260,6 +275,7 @@ void ps_handle_push(ps_server *ps, ps_client *cl, const net_frame *h, const floa
             return;
         }
         int n = sync_acc_take(v->acc, v->mean, ps->released);
+        release_held(ps, v);
         if (v->def->trainable) optim_apply(&ps->opt, v->data, v->slot, v->mean, v->def->count);
         int64_t now = sync_acc_step(v->acc);
         if (v->def->trainable) ps->applies += (uint64_t)n;
@@ -329,6 +345,7 @@ void ps_handle_init(ps_server *ps, ps_client *cl, const net_frame *h, const void
         }
         v->initialised = 1;
         if (ps->cfg->mode == MODE_SYNC) {
+            release_held(ps, v);
             sync_acc_free(v->acc);
             int r = ps->cfg->n_workers - ps->cfg->backup_workers;
             v->acc = sync_acc_new(ps->cfg->n_workers, r, v->def->count, h->arg0);

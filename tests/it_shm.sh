@@ -4,8 +4,9 @@
 # parameters and the same summary as over TCP (1 ps and 2 partitioned ps); a worker
 # killed mid-run (the launcher's SIGKILL) is handled as over TCP, without a hang, and the
 # ps releases that connection's ring (the memfds it maps, read from /proc/<ps>/maps, go
-# from two to one); async pushes are applied where they lie in the ring, with the same
-# parameters as over TCP; a sync worker killed and restarted rejoins over a new ring; the flag is in --help and a bad value is refused. This script signals
+# from two to one); pushes are used where they lie in the ring (async: applied; sync:
+# held by the accumulator until the step), with the same parameters as over TCP, also
+# when a sync worker is killed while its gradient is held; a sync worker killed and restarted rejoins over a new ring; the flag is in --help and a bad value is refused. This script signals
 # nothing: the launcher kills the task.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
@@ -58,8 +59,10 @@ check "async over shm: all 240 pushes applied in place ($(json "$TMP/a-shm.json"
     test "$(json "$TMP/a-shm.json" pushes_in_place)" = 240
 check "async over tcp: none ($(json "$TMP/a-tcp.json" pushes_in_place))" \
     bash -c "! grep -q pushes_in_place '$TMP/a-tcp.json'"
-check "sync over shm: none either (the accumulator keeps each gradient: copied)" \
-    bash -c "! grep -q pushes_in_place '$TMP/s1-shm.json'"
+check "sync over shm: all 640 pushes held in the ring by the accumulator ($(json "$TMP/s1-shm.json" pushes_in_place))" \
+    test "$(json "$TMP/s1-shm.json" pushes_in_place)" = 640
+check "sync over tcp: none ($(json "$TMP/s1-tcp.json" pushes_in_place))" \
+    bash -c "! grep -q pushes_in_place '$TMP/s1-tcp.json'"
 
 # --- a worker killed mid-run: as over TCP ---------------------------------------------------
 # rings PID: how many channels' memfds the process maps (each is mapped three times: the
@@ -113,6 +116,43 @@ check "shm, sync restart: its new process is on shared memory too (3 such lines)
     test "$(grep -c 'shared memory (two ' "$TMP/r.err")" = 3
 check "shm, sync restart: global step 30, every variable at it, 1 restart, 0 lost" \
     test "$(json "$TMP/r.json" global_step)/$(json "$TMP/r.json" min_variable_step)/$(json "$TMP/r.json" tasks_restarted)/$(json "$TMP/r.json" workers_lost)" = 30/30/1/0
+
+# --- sync: a worker killed while the accumulator holds its gradient in the ring --------------
+# Worker 0 paced 20x slower (200 ms a step, worker 1 10 ms): worker 1 waits at the
+# barrier with its gradient held in its ring most of each step, and the kill at 1.1 s
+# lands mid-step. The ps copies the gradient out before the ring goes, and the step takes
+# it: the same parameters, bit for bit, as the same kill over TCP (both logs naming the
+# same step and gradient kept; up to 3 tries for a pair that does). The launcher kills.
+KSYN="$FSYN --mode sync --workers 2 --steps 12 --pace 10ms --straggler worker:0x20 --kill worker:1@time=1.1s,restart=300ms"
+kept() { grep -o "worker 1's gradient of .* for step [0-9]* stays accumulated" "$1"; grep -o 'at its step [0-9]*' "$1"; }
+for attempt in 1 2 3; do
+    for t in tcp shm; do
+        rm -rf "$TMP/kc-$t"
+        timeout 120 $DOWNPOUR cluster $KSYN --transport $t --checkpoint-dir "$TMP/kc-$t" >"$TMP/kc-$t.json" 2>"$TMP/kc-$t.err"
+        eval "rc_$t=\$?"
+    done
+    grep -q 'stays accumulated (copied out' "$TMP/kc-shm.err" && [ "$(kept "$TMP/kc-tcp.err")" = "$(kept "$TMP/kc-shm.err")" ] && break
+done
+check "shm, sync kill at the barrier: both runs complete (rc $rc_tcp, $rc_shm)" test "$rc_tcp/$rc_shm" = 0/0
+check "shm, sync kill at the barrier: the ps copied the held gradient out of the ring (try $attempt)" \
+    grep -q "worker 1's gradient of .* stays accumulated (copied out of its connection's ring)" "$TMP/kc-shm.err"
+check "shm, sync kill at the barrier: the same step and gradients kept as over TCP ($(kept "$TMP/kc-shm.err" | tr '\n' ' '))" \
+    test "$(kept "$TMP/kc-tcp.err")" = "$(kept "$TMP/kc-shm.err")"
+check "shm, sync kill at the barrier: the same parameters as over TCP (tol 0)" \
+    $DOWNPOUR checkpoint diff "$TMP/kc-tcp" "$TMP/kc-shm" --tol 0
+
+# --- sync: a ps lost and restored while gradients are held in its rings ----------------------
+# The chief restores model.ckpt-30 on both ps; the held gradients of the thrown-away step
+# are released with it. The same run over TCP ends with the same parameters.
+PSYN="$SYN --ps 2 --workers 3 --mode sync --steps 60 --optimizer momentum --save-checkpoint-steps 10 --kill ps:1@step=35,restart=500ms"
+for t in tcp shm; do
+    timeout 120 $DOWNPOUR cluster $PSYN --transport $t --checkpoint-dir "$TMP/pl-$t" >"$TMP/pl-$t.json" 2>"$TMP/pl-$t.err"
+    check "sync, ps 1 lost over $t: the run completes (rc $?)" test $? -eq 0
+done
+check "sync, ps 1 lost over shm: the chief restored global step 30" \
+    grep -q 'restoring the session on every ps from the last checkpoint: global step 3[5-9] -> 30' "$TMP/pl-shm.err"
+check "sync, ps 1 lost: shm and tcp end with the same parameters (tol 0)" \
+    $DOWNPOUR checkpoint diff "$TMP/pl-tcp" "$TMP/pl-shm" --tol 0
 
 # --- the flag -----------------------------------------------------------------------------------
 check "cluster --help shows --transport" bash -c "$DOWNPOUR cluster --help 2>&1 | grep -q -- '--transport T'"

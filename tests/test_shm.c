@@ -12,7 +12,10 @@
  * connection at once with a reason, and every descriptor and mapping is released. A
  * payload is lent where it lies in the ring (peeked whole across the wrap, read-only,
  * then consumed) on shared memory and copied on TCP, beyond the ring or unaligned; half
- * a lent payload and the peer's death close as a truncated frame. The
+ * a lent payload and the peer's death close as a truncated frame. Held runs stay
+ * untouched and the peer's room comes back only up to the oldest, released in any
+ * order; a connection delivers held payloads and the frames after them, copies one that
+ * would not fit beside them, and lends again once they are released. The
  * raw peers here build their frames and the layout's offsets (docs/wire.md) themselves. */
 #include <dirent.h>
 #include <errno.h>
@@ -465,6 +468,50 @@ static void test_peek(void)
     shm_chan_free(a);
 }
 
+/* Held runs: read past, unwritable for the peer until released, in any order. */
+static void test_hold(void)
+{
+    char err[DP_ERRLEN];
+    uint8_t offer[SHM_OFFER_BYTES];
+    shm_chan *a = shm_chan_offer(SHM_RING_MIN, offer, err), *b = NULL;
+    CHECK_MSG(a != NULL, "%s", err);
+    if (!a) return;
+    CHECK_MSG(shm_chan_accept(offer, &b, err) == DP_OK, "%s", err);
+    if (!b) {
+        shm_chan_free(a);
+        return;
+    }
+    shm_chan_accepted(a);
+    static uint8_t run[3][1000], more[4096], out[1000];
+    const void *p = NULL, *held[2];
+    for (int i = 0; i < 3; i++) {
+        fill(run[i], sizeof run[i], 40u + (unsigned)i);
+        struct iovec iov = {run[i], sizeof run[i]};
+        CHECK(shm_chan_writev(a, &iov, 1, err) == 1000);
+    }
+    CHECK(shm_chan_peek(b, 1000, &p, err) == 1);
+    held[0] = shm_chan_hold(b, 1000);
+    CHECK(shm_chan_peek(b, 1000, &p, err) == 1);
+    held[1] = shm_chan_hold(b, 1000);
+    CHECK(held[1] == p && shm_chan_holds(b) == 2);
+    CHECK(shm_chan_read(b, out, sizeof out, err) == 1000 && !memcmp(out, run[2], 1000));   /* read past */
+    CHECK(shm_chan_unreleased(b) == 3000);
+    /* the writer gets only the room before the oldest held run */
+    fill(more, sizeof more, 44);
+    struct iovec iov = {more, sizeof more};
+    CHECK_MSG(shm_chan_writev(a, &iov, 1, err) == SHM_RING_MIN - 3000, "room beside 3000 held bytes");
+    CHECK(!memcmp(held[0], run[0], 1000) && !memcmp(held[1], run[1], 1000));   /* untouched */
+    shm_chan_unhold(b, held[1]);   /* the newer first: no room yet */
+    iov = (struct iovec){more, 1};
+    CHECK(shm_chan_writev(a, &iov, 1, err) == 0);
+    CHECK(!memcmp(held[0], run[0], 1000));
+    shm_chan_unhold(b, held[0]);   /* now both: the room up to the read position */
+    CHECK(shm_chan_holds(b) == 0 && shm_chan_unreleased(b) == 0);
+    CHECK_MSG(shm_chan_writev(a, &iov, 1, err) == 1, "room once the oldest is released");
+    shm_chan_free(b);
+    shm_chan_free(a);
+}
+
 /* Whether p lies in a mapping of one of our memfds. */
 static int in_shm_map(const void *p)
 {
@@ -485,6 +532,9 @@ static int in_shm_map(const void *p)
 typedef struct lender {
     peer p;
     int asked, lent, lent_in_map, now;
+    int hold;              /* hold instead of lend, keeping the pointers */
+    const void *kept[8];
+    int n_kept;
 } lender;
 
 static void *lend_header(net_conn *c, const net_frame *h, void *ctx, char *err, int *reject)
@@ -495,7 +545,7 @@ static void *lend_header(net_conn *c, const net_frame *h, void *ctx, char *err, 
     l->now = 0;
     if (h->type != T_TENSOR) return NULL;
     l->asked++;
-    l->now = net_conn_lend_payload(c);
+    l->now = l->hold ? net_conn_hold_payload(c) : net_conn_lend_payload(c);
     l->lent += l->now;
     return NULL;
 }
@@ -504,6 +554,7 @@ static void lend_frame(net_conn *c, const net_frame *h, void *payload, void *ctx
 {
     lender *l = ctx;
     if (l->now) l->lent_in_map += in_shm_map(payload);
+    if (l->now && l->hold && l->n_kept < 8) l->kept[l->n_kept++] = payload;
     p_frame(c, h, payload, &l->p);
 }
 
@@ -562,6 +613,53 @@ static void test_lend(struct ev_loop *loop, int shm)
               shm ? "shm" : "tcp", s.p.frames);
     CHECK_MSG(s.asked == 12 && s.lent == (shm ? 10 : 0), "%s: the big and the unaligned tensors copied (%d lent)",
               shm ? "shm" : "tcp", s.lent);
+    net_conn_close(c.c, "done");
+    run_until(loop, &s.p.closed, 2000);
+}
+
+/* Held payloads: delivered, the frames after them too; one that would not fit beside
+ * them is copied; once released (newest first), lent again, and the held bytes were
+ * never overwritten meanwhile. */
+static void test_conn_hold(struct ev_loop *loop)
+{
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    lender s = {.hold = 1};
+    peer c = {0};
+    net_conn_opts so = opts(NET_SERVER, 1, NULL), co = opts(NET_CLIENT, 1, NULL);
+    s.p.c = net_conn_new(loop, sv[0], &so, &lend_handler, &s, "client-peer");
+    net_conn_new(loop, sv[1], &co, &handler, &c, "server-peer");
+    run_until(loop, &c.opened, 2000);
+    if (!c.c || !s.p.c) return;
+    static uint8_t t[3][1000], blob[96], big[2000];
+    net_frame f = {.type = T_TENSOR}, fb = {.type = T_BLOB};
+    for (int i = 0; i < 3; i++) {
+        fill(t[i], sizeof t[i], 50u + (unsigned)i);
+        CHECK(net_conn_send(c.c, f, t[i], sizeof t[i], 0) == DP_OK);
+    }
+    fill(blob, sizeof blob, 53);
+    CHECK(net_conn_send(c.c, fb, blob, sizeof blob, 0) == DP_OK);
+    fill(big, sizeof big, 54);
+    CHECK(net_conn_send(c.c, f, big, sizeof big, 0) == DP_OK);   /* 3 x 1032 held + 128: no room */
+    uint64_t end = dp_now_ns() + 2000000000ull;
+    while (s.p.frames < 4 && !s.p.closed && dp_now_ns() < end) ev_run(loop, EVRUN_NOWAIT);
+    pump(loop, 20);
+    CHECK_MSG(s.p.frames == 4 && s.n_kept == 3 && s.asked == 4 && s.lent == 3,
+              "3 held, the blob after them, the big one waiting for room (%d frames, %d held, %d asked)", s.p.frames,
+              s.n_kept, s.asked);
+    int intact = s.n_kept == 3;
+    for (int i = 0; intact && i < 3; i++) intact = !memcmp(s.kept[i], t[i], sizeof t[i]);
+    CHECK_MSG(intact, "the held payloads are as sent while the peer writes on");
+    for (int i = s.n_kept; i-- > 0;) net_conn_release(s.p.c, s.kept[i]);
+    end = dp_now_ns() + 2000000000ull;
+    while (s.p.frames < 5 && !s.p.closed && dp_now_ns() < end) ev_run(loop, EVRUN_NOWAIT);
+    CHECK_MSG(s.p.frames == 5 && s.p.last.length == sizeof big && s.lent == 3, "the big one copied once room came (%d)",
+              s.p.frames);
+    s.n_kept = 0;
+    CHECK(net_conn_send(c.c, f, t[0], sizeof t[0], 0) == DP_OK);
+    run_until(loop, &s.n_kept, 2000);
+    CHECK_MSG(s.n_kept == 1 && s.lent == 4, "held again after the release (%d)", s.lent);
+    if (s.n_kept) net_conn_release(s.p.c, s.kept[0]);
     net_conn_close(c.c, "done");
     run_until(loop, &s.p.closed, 2000);
 }
@@ -737,6 +835,7 @@ int main(void)
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);   /* not the default: it reaps children */
     test_ring_wrap();
     test_peek();
+    test_hold();
     test_bad_offers();
     test_conn(loop, NULL);
     auth_key key = {0};
@@ -750,6 +849,7 @@ int main(void)
     test_lend(loop, 1);
     test_lend(loop, 0);
     test_lend_truncated(loop);
+    test_conn_hold(loop);
     test_peer_death(loop, 0);
     test_peer_death(loop, 1);
     ev_loop_destroy(loop);
