@@ -272,20 +272,25 @@ if command -v valgrind >/dev/null 2>&1; then
     # sync, 1 ps + 2 workers: a step is 10 pulls answered, 8 gradients accumulated and 4
     # means taken and applied (sync_acc_take), the step tokens besides
     ps_ir 2 sync "the ps's handlers for one sync step of 2 workers (10 pulls answered, 8 gradients accumulated, 4 means applied)"
-    # The whole ps process for one async step over shared memory: its reading of the
-    # rings included, where each push is applied in place (docs/runtime.md: 1.24 M
-    # instructions a step when pushes were copied out of the ring first).
-    rm -f "$TMP"/cg.ps.*
-    OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1 valgrind --tool=callgrind --trace-children=yes \
-        --trace-children-skip-by-arg='*job_name=worker*' --callgrind-out-file="$TMP/cg.ps.%p" \
-        "$D" cluster --ps 1 --workers 1 --mode async --steps 200 --data synthetic --synthetic-samples 500 \
-        --quiet --eval-every 0 --transport shm >/dev/null 2>&1
-    for f in "$TMP"/cg.ps.*; do
-        grep -q '^cmd:.*job_name=ps' "$f" 2>/dev/null && ir=$(cg_ir "$f") && [ -n "$ir" ] &&
-            row "the ps process, one async step over shm (pushes applied in the ring), callgrind" \
-                "$(python3 -c "print('%.2f M instructions' % ($ir / 200 / 1e6))")" "200 steps: $ir" \
-                "whole process, start-up included; 1.24 M when pushes were copied out (docs/runtime.md)"
-    done
+    # The whole ps process over shared memory, its reading of the rings included, where
+    # async pushes are applied and sync ones accumulated in place (docs/runtime.md: with
+    # the pushes copied out of the ring first, 1.42 M instructions an async step of 1
+    # worker, 2.65 M a sync step of 2).
+    ps_whole_ir() { # WORKERS MODE LABEL NOTE
+        rm -f "$TMP"/cg.ps.*
+        OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1 valgrind --tool=callgrind --trace-children=yes \
+            --trace-children-skip-by-arg='*job_name=worker*' --callgrind-out-file="$TMP/cg.ps.%p" \
+            "$D" cluster --ps 1 --workers "$1" --mode "$2" --steps 100 --data synthetic --synthetic-samples 500 \
+            --quiet --eval-every 0 --transport shm >/dev/null 2>&1
+        for f in "$TMP"/cg.ps.*; do
+            grep -q '^cmd:.*job_name=ps' "$f" 2>/dev/null && ir=$(cg_ir "$f") && [ -n "$ir" ] &&
+                row "$3, callgrind" "$(python3 -c "print('%.2f M instructions' % ($ir / 100 / 1e6))")" "100 steps: $ir" "$4"
+        done
+    }
+    ps_whole_ir 1 async "the ps process, one async step of 1 worker over shm (pushes applied in the ring)" \
+        "whole process, start-up included; 1.42 M with pushes copied out (docs/runtime.md)"
+    ps_whole_ir 2 sync "the ps process, one sync step of 2 workers over shm (pushes held in the ring)" \
+        "whole process, start-up included; 2.65 M with pushes copied out (docs/runtime.md)"
     # The instrumentation's cost in the tasks: every worker's and the ps's instructions
     # for the same run with and without events (--trace), all of each process. The
     # launcher's hub is left out: under valgrind a run lasts minutes, and its time-based
