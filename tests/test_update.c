@@ -148,6 +148,14 @@ static void test_sync_borrowed(void)
     g0[0] = 5;
     CHECK(sync_acc_offer_borrowed(a, 1, 6, g0) == SYNC_READY);
     CHECK(sync_acc_take(a, m, w) == 2 && m[0] == 3.0f && m[1] == 2.0f && w[0] == 1 && w[1] == 2);
+    /* rebound: the take reads the new place (the ps moving a gradient out of a ring),
+     * a worker holding none is left alone */
+    float moved[2] = { 7, 8 };
+    CHECK(sync_acc_offer_borrowed(a, 2, 7, junk) == SYNC_ACCUMULATED);
+    sync_acc_rebind(a, 2, moved);
+    sync_acc_rebind(a, 0, junk);
+    CHECK(sync_acc_offer_borrowed(a, 1, 7, g1) == SYNC_READY);
+    CHECK(sync_acc_take(a, m, w) == 2 && m[0] == 5.0f && m[1] == 7.0f);
     sync_acc_free(a);
 }
 
