@@ -11,7 +11,7 @@
  *   connection until it is open (on_open) and never sees a handshake frame.
  * - Reading: the handler says where a payload goes (its own buffer: tensors land in
  *   place), lets the connection read it into an internal buffer, or, on shared memory,
- *   borrows it where it lies in the ring (net_conn_lend_payload). At most
+ *   borrows it where it lies in the ring (net_conn_lend_payload, _hold_payload). At most
  *   NET_READ_BUDGET bytes per wake-up, so one busy peer cannot starve the others.
  * - Writing: one output queue per connection (small frames coalesced, large payloads
  *   borrowed or owned), written with writev, write interest on only while non-empty,
@@ -118,12 +118,13 @@ net_conn *net_conn_connect(struct ev_loop *loop, const struct sockaddr_storage *
 int net_conn_send(net_conn *c, net_frame h, const void *payload, size_t len, int copy);
 
 /* Only from on_header: asks for this frame's payload where it lies in the shared-memory
- * ring instead of a copy. Returns 1 when granted (on shared memory, a payload no longer
- * than the ring that starts NET_LEND_ALIGN-aligned, as every payload does while those
- * before it are whole floats or tokens; an odd one is copied): on_header then returns NULL, and on_frame gets a pointer into the ring,
- * valid until it returns, read-only, and the peer's memory (a same-user process on this
- * host: it could change the bytes while we read them, as it could our own memory). 0 on
- * TCP: on_header returns its buffer as usual. */
+ * ring instead of a copy. Returns 1 when granted: on shared memory, a payload that fits
+ * the ring beside what is held (below) and starts NET_LEND_ALIGN-aligned, as every
+ * payload does while those before it are whole floats or tokens. on_header then returns
+ * NULL, and on_frame gets a pointer into the ring, valid until it returns, read-only,
+ * and the peer's memory (a same-user process on this host: it could change the bytes
+ * while we read them, as it could our own memory). 0 otherwise, and always on TCP:
+ * on_header returns its buffer as usual. */
 int net_conn_lend_payload(net_conn *c);
 #define NET_LEND_ALIGN 8
 
