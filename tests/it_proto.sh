@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # it_proto.sh — a live ps under bad network frames: wrong magic, wrong version, unknown
-# type, oversized length, truncated frame, mismatched training flags, a push before HELLO.
-# Each offending connection is dropped with a logged reason; the ps keeps serving and a
-# real worker then trains to the end.
+# type, oversized length, truncated frame, mismatched training flags, a push before HELLO,
+# a push (after a good HELLO) to a variable the chief has not initialised yet. Each
+# offending connection is dropped with a logged reason (the last told it in an ERROR
+# frame); the ps keeps serving and a real worker then trains to the end.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 SYN="--data synthetic --model softmax --quiet"
@@ -11,9 +12,9 @@ P=$(port); W=$(port)
 HOSTS="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W"
 $DOWNPOUR task --job_name=ps --task_index=0 $HOSTS --steps 30 $SYN >/dev/null 2>"$TMP/ps.err" &
 PS=$!
-python3 - "$P" >"$TMP/py.out" 2>&1 <<'PY'
-import socket, struct, sys, time
-port = int(sys.argv[1])
+python3 - "$P" "$TMP/ps.err" >"$TMP/py.out" 2>&1 <<'PY'
+import re, socket, struct, sys, time
+port, pslog = int(sys.argv[1]), sys.argv[2]
 sys.path.insert(0, "tests")
 from ps_wire import hdr, conn as ps_wire_conn, HELLO, PULL, PUSH, PROTO_STREAM
 conn = lambda: ps_wire_conn(port)
@@ -40,6 +41,26 @@ for name, data in cases.items():
         got = b"<timeout>"
     print(name, "->", "closed" if got == b"" else got[:120])
     s.close()
+# A good HELLO (the config hash read from the ps's log of the refused one above), then a
+# push to softmax/biases, which no chief has initialised yet.
+for _ in range(50):
+    m = re.search(r"this ps has ([0-9a-f]{16})", open(pslog).read())
+    if m: break
+    time.sleep(0.05)
+h = int(m.group(1), 16); h = h - (1 << 64) if h >= 1 << 63 else h
+s = conn(); s.settimeout(3)
+s.sendall(hdr(HELLO, var=0, a0=h))
+s.sendall(hdr(PUSH, length=40, var=2, a0=0, a1=1) + bytes(40))
+got = b""
+try:
+    while True:
+        b = s.recv(4096)
+        if not b: break
+        got += b
+except socket.timeout:
+    got += b"<timeout>"
+print("push before init ->", got[32:200] if len(got) > 32 else got, "closed" if not got.endswith(b"<timeout>") else "")
+s.close()
 PY
 $DOWNPOUR task --job_name=worker --task_index=0 $HOSTS --steps 30 $SYN >"$TMP/w.json" 2>"$TMP/w.err"
 check "worker trains to the end after the bad peers" test $? -eq 0
@@ -52,5 +73,9 @@ for reason in "bad frame: bad magic 0xdeadbeef" "bad frame: frame format version
     if grep -q -- "$reason" "$TMP/ps.err" "$TMP/py.out"; then ok "dropped with reason: $reason"
     else bad "dropped with reason: $reason"; cat "$TMP/ps.err" "$TMP/py.out"; fi
 done
+check "push before the chief's INIT: the ps's log says why" \
+    grep -q "push to softmax/biases before it was initialised" "$TMP/ps.err"
+check "... and so does the ERROR frame it sent before closing" \
+    grep -q "push before init -> .*push to softmax/biases before it was initialised.* closed" "$TMP/py.out"
 check "every bad connection got an answer or was closed (no hang)" bash -c "! grep -q timeout '$TMP/py.out'"
 done_tests
