@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# it_bad_ps.sh — a real worker facing a ps that misbehaves (a python stand-in speaking
+# the wire protocol, tests/ps_wire.py): a ps that answers HELLO with an ERROR frame, one
+# that acknowledges a push the worker never sent, one that sends a frame type a ps never
+# sends. Each time the worker stops with a non-zero exit and one line naming the ps and
+# what it did (an ERROR's own text quoted), and does not hang.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# bad_ps CASE PORT: serves one worker connection on PORT, answers its HELLO as CASE says.
+bad_ps() {
+    python3 - "$1" "$2" <<'PY'
+import socket, sys, time
+sys.path.insert(0, "tests")
+from ps_wire import hdr, unhdr, ERROR, HELLO, HELLO_OK, PUSH_ACK, PULL
+case, port = sys.argv[1], int(sys.argv[2])
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", port)); ls.listen(1); ls.settimeout(30)
+s, _ = ls.accept(); s.settimeout(30)
+def frame():
+    h = b""
+    while len(h) < 32:
+        b = s.recv(32 - len(h))
+        if not b: raise SystemExit("worker closed")
+        h += b
+    typ, length, var, a0, a1 = unhdr(h)
+    body = b""
+    while len(body) < length: body += s.recv(length - len(body))
+    return typ
+assert frame() == HELLO
+text = b"the ps is out of disk: /var/ckpt"
+if case == "error":
+    s.sendall(hdr(ERROR, length=len(text)) + text)
+elif case == "ack":
+    s.sendall(hdr(HELLO_OK) + hdr(PUSH_ACK, var=1, a0=0, a1=1))
+elif case == "type":
+    s.sendall(hdr(HELLO_OK) + hdr(PULL, var=1))
+# the worker closes; wait for it
+try:
+    while s.recv(4096): pass
+except OSError:
+    pass
+PY
+}
+
+for case in error ack type; do
+    P=$(port); W=$(port)
+    bad_ps "$case" "$P" >"$TMP/ps-$case.out" 2>&1 &
+    PS=$!
+    timeout 60 "$DOWNPOUR" task --job_name=worker --task_index=0 --ps_hosts=127.0.0.1:$P \
+        --worker_hosts=127.0.0.1:$W --data synthetic --model softmax --quiet --steps 10 \
+        >"$TMP/w-$case.out" 2>"$TMP/w-$case.err"
+    rc=$?
+    wait $PS
+    check "$case: the worker stops with an error (rc $rc), not a hang" test $rc -ne 0 -a $rc -ne 124
+    case $case in
+    error) want="/job:ps/replica:0/task:0 reported: the ps is out of disk: /var/ckpt" ;;
+    ack) want="unexpected PUSH_ACK from /job:ps/replica:0/task:0" ;;
+    type) want="unexpected PULL from /job:ps/replica:0/task:0" ;;
+    esac
+    if grep -qF -- "$want" "$TMP/w-$case.err"; then ok "$case: the worker says: $want"
+    else bad "$case: the worker says: $want"; cat "$TMP/w-$case.err" "$TMP/ps-$case.out"; fi
+done
+done_tests
