@@ -1,5 +1,6 @@
 /* test_update.c — the sync accumulator (mean in worker order, stale and duplicate drops,
- * backup workers, the token counter), async staleness, and the SSP gate. */
+ * backup workers, the token counter, workers beyond the first 64), async staleness, and
+ * the SSP gate. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +64,42 @@ static void test_sync_mean(void)
                   orders[k][1], orders[k][2]);
         CHECK(w[0] == 0 && w[1] == 1 && w[2] == 2);
     }
+}
+
+/* More than 64 workers (the accumulator keeps who offered as 64-bit words): 3 of 200
+ * offer each step, arriving out of order and from words 0 to 3; the take names them in
+ * ascending order and averages their gradients, step after step. */
+static void test_sync_many_workers(void)
+{
+    sync_acc *a = sync_acc_new(200, 3, 2, 0);
+    const int steps[3][3] = { { 150, 7, 130 }, { 199, 64, 63 }, { 128, 127, 0 } };
+    for (int s = 0; s < 3; s++) {
+        int sorted[3] = { steps[s][0], steps[s][1], steps[s][2] };
+        for (int i = 0; i < 3; i++)   /* sorted by hand: the expectation, not the code's */
+            for (int j = i + 1; j < 3; j++)
+                if (sorted[j] < sorted[i]) {
+                    int t = sorted[i];
+                    sorted[i] = sorted[j];
+                    sorted[j] = t;
+                }
+        float g[3][2], out[2];
+        int w[3] = { -1, -1, -1 };
+        for (int i = 0; i < 3; i++) {
+            g[i][0] = (float)steps[s][i];
+            g[i][1] = 1.0f;
+            int want = i < 2 ? SYNC_ACCUMULATED : SYNC_READY;
+            CHECK(sync_acc_offer(a, steps[s][i], s, g[i]) == want);
+        }
+        CHECK(sync_acc_holds(a, steps[s][0]) && !sync_acc_holds(a, 199 - s));
+        CHECK(sync_acc_take(a, out, w) == 3);
+        CHECK_MSG(w[0] == sorted[0] && w[1] == sorted[1] && w[2] == sorted[2], "step %d: workers %d %d %d", s,
+                  w[0], w[1], w[2]);
+        double mean = (steps[s][0] + steps[s][1] + steps[s][2]) / 3.0;
+        CHECK_NEAR(out[0], mean, 1e-4);
+        CHECK(out[1] == 1.0f);
+        CHECK(sync_acc_step(a) == s + 1);
+    }
+    sync_acc_free(a);
 }
 
 /* Long gradients (the take is vectorised and goes a chunk at a time): every float of the
@@ -266,6 +303,7 @@ int main(void)
     test_parse();
     test_sync_mean();
     test_sync_mean_long();
+    test_sync_many_workers();
     test_sync_drops();
     test_sync_borrowed();
     test_sync_backup();
