@@ -13,22 +13,12 @@ bad_ps() {
     python3 - "$1" "$2" <<'PY'
 import socket, sys, time
 sys.path.insert(0, "tests")
-from ps_wire import hdr, unhdr, ERROR, HELLO, HELLO_OK, PUSH_ACK, PULL
+from ps_wire import hdr, frame, ERROR, HELLO, HELLO_OK, PUSH_ACK, PULL
 case, port = sys.argv[1], int(sys.argv[2])
 ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 ls.bind(("127.0.0.1", port)); ls.listen(1); ls.settimeout(30)
 s, _ = ls.accept(); s.settimeout(30)
-def frame():
-    h = b""
-    while len(h) < 32:
-        b = s.recv(32 - len(h))
-        if not b: raise SystemExit("worker closed")
-        h += b
-    typ, length, var, a0, a1 = unhdr(h)
-    body = b""
-    while len(body) < length: body += s.recv(length - len(body))
-    return typ
-assert frame() == HELLO
+assert frame(s)[0] == HELLO
 text = b"the ps is out of disk: /var/ckpt"
 if case == "error":
     s.sendall(hdr(ERROR, length=len(text)) + text)

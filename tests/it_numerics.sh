@@ -21,29 +21,14 @@ python3 - "$P" "$TMP/ps.err" >"$TMP/py.out" 2>&1 <<'PY' &
 import math, re, socket, struct, sys, time
 port, pslog = int(sys.argv[1]), sys.argv[2]
 sys.path.insert(0, "tests")
-from ps_wire import hdr, unhdr, conn as ps_wire_conn, HELLO, HELLO_OK, PULL, PULL_RESP, PUSH, PUSH_ACK
+from ps_wire import hdr, conn as ps_wire_conn, frame, config_hash, HELLO, HELLO_OK, PULL, PULL_RESP, PUSH, PUSH_ACK
 conn = lambda: ps_wire_conn(port)
-def frame(s):
-    h = b""
-    while len(h) < 32:
-        got = s.recv(32 - len(h))
-        if not got: raise SystemExit("closed")
-        h += got
-    typ, length, var, a0, a1 = unhdr(h)
-    body = b""
-    while len(body) < length:
-        body += s.recv(length - len(body))
-    return typ, var, a0, a1, body
 # The config hash, from the ps's own log of a refused HELLO (we run the ps: we read its log).
 s = conn(); s.sendall(hdr(HELLO, var=1, a0=1)); s.settimeout(3)
 try: s.recv(4096)
 except OSError: pass
 s.close()
-for _ in range(50):
-    m = re.search(r"this ps has ([0-9a-f]{16})", open(pslog).read())
-    if m: break
-    time.sleep(0.05)
-h = int(m.group(1), 16); h = h - (1 << 64) if h >= 1 << 63 else h
+h = config_hash(pslog)
 s = conn(); s.settimeout(30)
 s.sendall(hdr(HELLO, var=1, a0=h))
 assert frame(s)[0] == HELLO_OK, "no HELLO_OK"

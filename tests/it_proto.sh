@@ -13,10 +13,10 @@ HOSTS="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W"
 $DOWNPOUR task --job_name=ps --task_index=0 $HOSTS --steps 30 $SYN >/dev/null 2>"$TMP/ps.err" &
 PS=$!
 python3 - "$P" "$TMP/ps.err" >"$TMP/py.out" 2>&1 <<'PY'
-import re, socket, struct, sys, time
+import socket, struct, sys, time
 port, pslog = int(sys.argv[1]), sys.argv[2]
 sys.path.insert(0, "tests")
-from ps_wire import hdr, conn as ps_wire_conn, HELLO, PULL, PUSH, PROTO_STREAM
+from ps_wire import hdr, conn as ps_wire_conn, drain, config_hash, HELLO, PULL, PUSH, PROTO_STREAM
 conn = lambda: ps_wire_conn(port)
 cases = {
     "bad magic": hdr(magic=0xdeadbeef),
@@ -43,22 +43,10 @@ for name, data in cases.items():
     s.close()
 # A good HELLO (the config hash read from the ps's log of the refused one above), then a
 # push to softmax/biases, which no chief has initialised yet.
-for _ in range(50):
-    m = re.search(r"this ps has ([0-9a-f]{16})", open(pslog).read())
-    if m: break
-    time.sleep(0.05)
-h = int(m.group(1), 16); h = h - (1 << 64) if h >= 1 << 63 else h
-s = conn(); s.settimeout(3)
-s.sendall(hdr(HELLO, var=0, a0=h))
+s = conn()
+s.sendall(hdr(HELLO, var=0, a0=config_hash(pslog)))
 s.sendall(hdr(PUSH, length=40, var=2, a0=0, a1=1) + bytes(40))
-got = b""
-try:
-    while True:
-        b = s.recv(4096)
-        if not b: break
-        got += b
-except socket.timeout:
-    got += b"<timeout>"
+got = drain(s)
 print("push before init ->", got[32:200] if len(got) > 32 else got, "closed" if not got.endswith(b"<timeout>") else "")
 s.close()
 PY

@@ -1,7 +1,8 @@
 """ps_wire.py: the ps/worker protocol as the test scripts' python clients speak it,
 written from docs/wire.md (net/frame.h: a 32-byte little-endian header, then the
-payload; runtime/proto.h: the types). Used by it_proto.sh, it_checkpoint.sh and
-it_numerics.sh; auth_client.py adds the handshake."""
+payload; runtime/proto.h: the types). Used by it_proto.sh, it_checkpoint.sh,
+it_numerics.sh and it_bad_ps.sh; auth_client.py adds the handshake."""
+import re
 import socket
 import struct
 import time
@@ -34,3 +35,53 @@ def conn(port, tries=100):
         except OSError:
             time.sleep(0.05)
     raise SystemExit("ps never came up")
+
+
+def frame(s):
+    """One whole frame from socket s: (type, id, arg0, arg1, payload); SystemExit when
+    the peer closes first."""
+    h = b""
+    while len(h) < 32:
+        got = s.recv(32 - len(h))
+        if not got:
+            raise SystemExit("closed")
+        h += got
+    typ, length, var, a0, a1 = unhdr(h)
+    body = b""
+    while len(body) < length:
+        got = s.recv(length - len(body))
+        if not got:
+            raise SystemExit("closed mid-frame")
+        body += got
+    return typ, var, a0, a1, body
+
+
+def drain(s, timeout=3):
+    """Everything s receives until the peer closes; b"<timeout>" appended when it does
+    not within timeout seconds of silence."""
+    s.settimeout(timeout)
+    out = b""
+    try:
+        while True:
+            got = s.recv(4096)
+            if not got:
+                break
+            out += got
+    except socket.timeout:
+        out += b"<timeout>"
+    except ConnectionResetError:
+        pass
+    return out
+
+
+def config_hash(pslog, wait_s=2.5):
+    """The ps's config hash as HELLO's signed arg0, read from the ps's own log of a
+    refused HELLO (the reply never names it: docs/security.md). The caller runs that ps
+    and sent the refused HELLO."""
+    for _ in range(int(wait_s / 0.05)):
+        m = re.search(r"this ps has ([0-9a-f]{16})", open(pslog).read())
+        if m:
+            h = int(m.group(1), 16)
+            return h - (1 << 64) if h >= 1 << 63 else h
+        time.sleep(0.05)
+    raise SystemExit("the ps logged no config hash")
