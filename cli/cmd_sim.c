@@ -98,6 +98,10 @@ int cmd_sim(int argc, char **argv)
     if (r.stalled)
         fprintf(stderr, "downpour: sim: stalled at global step %lld of %lld (a failed task never came "
                         "back?)\n", (long long)r.global_step, (long long)o.c.steps);
+    if (r.timed_out)
+        fprintf(stderr, "downpour: sim: stopped by --max-sim-time %.3f s at global step %lld of %lld (the "
+                        "last event before it at %.3f s simulated)\n",
+                o.c.max_sim_s, (long long)r.global_step, (long long)o.c.steps, r.sim_s);
     write_summary(&o, &r, wall);
     return 0;
 }

@@ -50,6 +50,11 @@ bad_flag "bandwidth without unit" "needs a unit" --bandwidth 10
 bad_flag "bad size unit" "--model-bytes: unknown size unit" --model-bytes 10Mb
 bad_flag "bad time" "--latency" --latency fast
 bad_flag "bad distribution" "unknown distribution" --compute 'gamma:mean=1s'
+bad_flag "empty distribution" "--compute: empty value" --compute ''
+bad_flag "distribution without parameters" "lacks parameters" --compute 'exponential'
+bad_flag "--hosts range longer than any worker number" "--hosts: \"worker:0-0000000000000000000000000000000000000000000000001=1\" is not JOB:I=H" \
+    --workers 4 --hosts '2,worker:0-0000000000000000000000000000000000000000000000001=1'
+bad_flag "--hosts job name too long" "--hosts: \"workerworkerworkerworker:0=1\" is not" --workers 4 --hosts '2,workerworkerworkerworker:0=1'
 bad_flag "straggler out of range" "worker 9 does not exist" --workers 4 --straggler worker:9x2
 bad_flag "bad failure" "--fail" --fail 'worker:1@soon'
 bad_flag "backups >= workers" "--backup-workers" --workers 2 --backup-workers 2
@@ -67,6 +72,14 @@ check "a dead worker stalls sync" grep -q stalled "$TMP/f.err"
 check "summary says stalled" test "$(json "$TMP/f.out" stalled)" = True
 "$DOWNPOUR" sim --workers 4 --steps 30 --fail 'worker:1@step=5,restart=2s' --quiet >"$TMP/f.out" 2>/dev/null
 check "a restarted worker lets it finish" test "$(json "$TMP/f.out" global_step)" = 30
+
+# 1 worker, 100 ms steps (and ~1 ms of network): 3 steps fit in 350 ms simulated
+"$DOWNPOUR" sim --workers 1 --steps 1000 --max-sim-time 350ms --quiet >"$TMP/m.out" 2>"$TMP/m.err"
+check "--max-sim-time exits 0" test $? -eq 0
+check "--max-sim-time stops at global step 3 ($(json "$TMP/m.out" global_step))" test "$(json "$TMP/m.out" global_step)" = 3
+check "summary says stopped by --max-sim-time, not stalled" \
+    test "$(json "$TMP/m.out" stopped_by_max_sim_time)/$(json "$TMP/m.out" stalled)" = True/False
+check "stderr says where --max-sim-time stopped it" grep -q "stopped by --max-sim-time 0.350 s at global step 3 of 1000" "$TMP/m.err"
 
 if [ -f tests/data/real_sync_1ps_2w.trace ]; then
     "$DOWNPOUR" sim --calibrate-from tests/data/real_sync_1ps_2w.trace --quiet >"$TMP/c.out" 2>"$TMP/c.err"

@@ -302,6 +302,39 @@ static void test_pipeline_trace(const char *dir)
     }
 }
 
+/* The ps's APPLY events, as the runtime writes them: one per gradient (never for the
+ * global-step token, whose push only advances the clock), each carrying the staleness it
+ * was applied at. Four identical constant workers run in lockstep, so the applies'
+ * staleness averages (W - 1) / 2 (test_async_staleness) and ranges over 0..W-1. */
+static void test_apply_events(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/apply.trace", dir);
+    const int W = 4;
+    trace_reader *tr = run_async_traced(path, W, 0);
+    if (!tr) return;
+    int token = 0, applies = 0, in_range = 1;
+    double sum = 0;
+    evt_record e;
+    while (trace_reader_next(tr, &e) == 1) {
+        if (e.kind != EVT_APPLY) continue;
+        if (!strcmp(trace_reader_string(tr, e.var), "global_step")) {
+            token++;
+            continue;
+        }
+        applies++;
+        sum += e.value;
+        in_range &= e.value >= 0 && e.value <= W - 1 && e.value == floor(e.value);
+    }
+    trace_reader_close(tr);
+    CHECK_MSG(token == 0, "%d APPLY events for the global-step token", token);
+    CHECK_MSG(applies >= 4 * 20, "%d APPLY events for 20 steps of 4 gradients", applies);
+    CHECK_MSG(in_range, "every APPLY's staleness a whole number in 0..%d", W - 1);
+    CHECK_MSG(applies > 0 && fabs(sum / applies - (W - 1) / 2.0) <= 0.1 * (W - 1) / 2.0,
+              "APPLY staleness mean %.4f, lockstep closed form %.4f", applies ? sum / applies : 0, (W - 1) / 2.0);
+    unlink(path);
+}
+
 /* Async: a step's pushes are applied in the runtime's order (send_step_pushes), the
  * gradients and then global_step's push, so each advance of the global step comes after
  * the apply of hidden/weights' gradient of the same version (both at one instant here). */
@@ -586,6 +619,7 @@ int main(void)
     test_async_staleness();
     test_pipeline_trace(dir);
     test_clock_after_grads(dir);
+    test_apply_events(dir);
     test_determinism(dir);
     test_shortcuts_exact(dir);
     test_failures_and_ssp();

@@ -18,7 +18,10 @@
  * checked to 3% there and to 1% in C (constant compute: pushes start together). Compute
  * mean and sigma come from 2000-8000 sampled gaps (1-2% standard error): 4%.
  * Not checked: the network in async mode, where pulls overlap partially and the fit's
- * concurrency proxy is off by 10% or more; async compute (exact gaps) is. */
+ * concurrency proxy is off by 10% or more; async compute (exact gaps) is.
+ * And a hand-written trace whose pulls' bytes hardly vary (1000 and 1010, a slope of 1 ns
+ * per byte through 1 ms answers): no slope is fitted from them, the latency is the
+ * assumed 50 us and the bandwidth the rest, mean bytes / (mean time - 2 latencies). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/dp.h"
+#include "events/trace.h"
 #include "sim/sim.h"
 #include "tests/check.h"
 
@@ -146,12 +150,61 @@ static void test_async_fits_compute(const char *dir)
     unlink(path);
 }
 
+static void test_bytes_hardly_vary(const char *dir)
+{
+    char path[512], err[DP_ERRLEN];
+    snprintf(path, sizeof path, "%s/cal_flat.trace", dir);
+    trace_writer *tw = trace_writer_open(path, "{\"engine\":\"sim\",\"ps\":1,\"workers\":1,\"mode\":\"async\"}", err);
+    CHECK_MSG(tw != NULL, "%s", err);
+    if (!tw) return;
+    const int64_t MS = 1000000;
+    double sum_b = 0, sum_t = 0;
+    for (int s = 0; s < 50; s++) {
+        /* pull (the fitted answers), a 1 ms compute, a 1000-byte 1 ms push, step end */
+        int64_t t = (int64_t)s * 4 * MS, bytes = s % 2 ? 1010 : 1000, dur = MS + (bytes - 1000);
+        sum_b += (double)bytes;
+        sum_t += (double)dur / 1e9;
+        const struct { int kind; int64_t at, bytes, dur; } ev[] = {
+            {EVT_PULL_BEGIN, t, bytes, 0},           {EVT_PULL_END, t + dur, bytes, dur},
+            {EVT_COMPUTE_BEGIN, t + dur, 0, 0},      {EVT_COMPUTE_END, t + dur + MS, 0, MS},
+            {EVT_PUSH_BEGIN, t + dur + MS, 1000, 0}, {EVT_PUSH_END, t + dur + 2 * MS, 1000, MS},
+            {EVT_STEP_END, t + dur + 2 * MS, 0, 0},
+        };
+        for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+            evt_record e;
+            evt_init(&e, (evt_kind)ev[i].kind, EVT_JOB_WORKER, 0);
+            e.t = ev[i].at;
+            e.bytes = ev[i].bytes;
+            e.dur = ev[i].dur;
+            e.peer = ev[i].bytes ? 0 : -1;
+            e.peer_job = ev[i].bytes ? EVT_JOB_PS : 0;
+            e.var = 1;
+            e.id = (uint64_t)(2 * s + (ev[i].kind == EVT_PUSH_BEGIN || ev[i].kind == EVT_PUSH_END)) + 1;
+            trace_writer_add(tw, &e);
+        }
+    }
+    CHECK(trace_writer_close(tw, err) == 0);
+    sim_calibration cal;
+    int rc = sim_calibrate(path, &cal, err);
+    CHECK_MSG(rc == 0, "sim_calibrate: %s", err);
+    if (!rc) {
+        double my = sum_t / 50, bw = sum_b / 50 / (my - 2 * 50e-6);
+        printf("bytes that hardly vary: latency %.6g us (50), bandwidth %.6g B/s (%.6g)\n", cal.latency * 1e6,
+               cal.bandwidth, bw);
+        CHECK_REL("flat bytes: latency", cal.latency, 50e-6, 1e-9);
+        CHECK_REL("flat bytes: bandwidth", cal.bandwidth, bw, 1e-6);
+        sim_calibration_release(&cal);
+    }
+    unlink(path);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/downpour-test-sim-cal.XXXXXX";
     if (!mkdtemp(dir)) return 1;
     test_sync_fits_each_parameter(dir);
     test_async_fits_compute(dir);
+    test_bytes_hardly_vary(dir);
     rmdir(dir);
     return CHECK_DONE();
 }

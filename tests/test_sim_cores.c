@@ -345,6 +345,10 @@ static void test_parse(void)
     CHECK(sim_parse_hosts("2,chief:1=0", &h, err) == DP_EINVAL);
     CHECK(sim_parse_hosts("2,worker:3-1=0", &h, err) == DP_EINVAL);
     CHECK(sim_parse_hosts("-1", &h, err) == DP_EINVAL && strstr(err, "--hosts"));
+    /* pieces longer than the parser's buffers are refused, not copied (ASan sees a copy) */
+    CHECK(sim_parse_hosts("2,workerworkerworkerworker:0=1", &h, err) == DP_EINVAL && strstr(err, "JOB:I=H"));
+    CHECK(sim_parse_hosts("2,worker:0-0000000000000000000000000000000000000000000000001=1", &h, err) == DP_EINVAL &&
+          strstr(err, "JOB:I=H"));
     sim_config c;
     sim_config_init(&c);
     CHECK(c.hosts.n == 0 && c.cores_per_host == 0);

@@ -155,6 +155,9 @@ static void test_normal_mean_variance_and_clip(void)
     CHECK_MSG(d.kind == SIM_DIST_NORMAL && d.mean == 20e-3 && fabs(d.sd - 3e-3) < 1e-15,
               "parsed kind %d mean %.9g sd %.9g", d.kind, d.mean, d.sd);
     check_moments("normal mean=20ms sd=3ms", &d, 41, 0.020, 0.003 * 0.003);
+    /* what the command line's own empty-value check does not reach (a scenario, the API) */
+    CHECK(sim_parse_dist("", &d, err) == DP_EINVAL && strstr(err, "--compute: empty distribution"));
+    CHECK(sim_parse_dist(NULL, &d, err) == DP_EINVAL && strstr(err, "--compute: empty distribution"));
 
     double m = 0.010, s = 0.008, a = 0.01 * m, cm, cv;
     sim_dist c = {SIM_DIST_NORMAL, m, s, 0};
