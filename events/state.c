@@ -97,7 +97,8 @@ static int task_equal(const evt_task_state *a, const evt_task_state *b)
            a->pushes_in_flight == b->pushes_in_flight && a->computing == b->computing &&
            a->paced == b->paced &&
            a->in_barrier == b->in_barrier && a->in_ssp == b->in_ssp &&
-           a->dead == b->dead && a->stopped == b->stopped && a->step == b->step &&
+           a->dead == b->dead && a->stopped == b->stopped && a->reconnecting == b->reconnecting &&
+           a->step == b->step &&
            a->steps_done == b->steps_done && same_double(a->loss, b->loss) &&
            a->applies == b->applies && a->drops == b->drops &&
            a->bytes_pulled == b->bytes_pulled && a->bytes_pushed == b->bytes_pushed &&

@@ -13,6 +13,7 @@
 #include "check.h"
 #include "common/dp.h"
 #include "events/caption.h"
+#include "events/state.h"
 #include "events/trace.h"
 #include "viz/captions.h"
 
@@ -110,7 +111,7 @@ static void test_barrier(void)
     add_step(c, EVT_BARRIER_WAIT, EVT_JOB_WORKER, 0, 610, 150, 0);
     add_step(c, EVT_BARRIER_RELEASE, EVT_JOB_WORKER, 0, 620, 150, 0);
     add_step(c, EVT_BARRIER_WAIT, EVT_JOB_WORKER, 1, 630, 150, 0);
-    add_step(c, EVT_BARRIER_WAIT, EVT_JOB_WORKER, 3, 635, 149, 0);   /* late, for a step done */
+    CHECK(add_step(c, EVT_BARRIER_WAIT, EVT_JOB_WORKER, 3, 635, 149, 0) == 0);   /* late, for a step done */
     CHECK_MSG(evt_captioner_count(c) == 1, "a released worker and a late one for step 149 do not count");
     add_step(c, EVT_BARRIER_WAIT, EVT_JOB_WORKER, 2, 640, 150, 0);
     CHECK_TEXT(c, "step 150: 2 of 4 workers wait at the barrier " DASH
@@ -305,6 +306,11 @@ static void test_first_step_and_cluster(void)
     add(c, EVT_CLUSTER_START, EVT_JOB_CLIENT, 0, 10);
     CHECK_TEXT(c, "2 ps and 4 workers start asynchronously: every push is applied at once");
     evt_captioner_free(c);
+    /* a cluster whose mode is not known is only said to start */
+    c = evt_captioner_new("{\"engine\":\"real\",\"ps\":2,\"workers\":4}", NULL, NULL, 0);
+    add(c, EVT_CLUSTER_START, EVT_JOB_CLIENT, 0, 10);
+    CHECK_TEXT(c, "the cluster starts");
+    evt_captioner_free(c);
     /* no metadata: CLUSTER_START's config fills in */
     c = evt_captioner_new(NULL, evt_caption_strtab_str, s, 0);
     add_str(c, EVT_CLUSTER_START, EVT_JOB_CLIENT, 0, 10, 0, cfg);
@@ -331,6 +337,16 @@ static void test_irrelevant(void)
             e.step = 3;
             e.value = 2;
             e.dur = 5 * MS;
+            evt_captioner_add(c, &e);
+        }
+    /* workers beyond the metadata's (the state grows to hold them: 16 and 4096 land on
+     * its doubling's edges) and workers no run can have (a damaged trace's): nothing to
+     * say, nothing touched outside the state */
+    const int bad_workers[] = {16, 4096, -1, EVT_STATE_MAX_TASKS, INT32_MAX};
+    for (size_t b = 0; b < DP_ARRAY_LEN(bad_workers); b++)
+        for (size_t i = 0; i < DP_ARRAY_LEN(kinds); i++) {
+            evt_record e = ev(kinds[i], EVT_JOB_WORKER, bad_workers[b], t += 10);
+            e.step = 3;
             evt_captioner_add(c, &e);
         }
     add_step(c, EVT_GLOBAL_STEP, EVT_JOB_PS, 0, t += 10, 5, 0);   /* not step 1 */
@@ -435,6 +451,7 @@ static void test_importance(void)
 typedef struct run_caps {
     evt_captioner *c;
     uint64_t drops;          /* DROP events in the trace, counted here */
+    uint64_t wrong_returns;  /* adds whose answer was not the captions they made */
 } run_caps;
 
 /* Captions of a whole trace (history large enough to keep them all); c NULL when the file
@@ -450,7 +467,9 @@ static run_caps caption_trace(const char *path)
     evt_record e;
     while (trace_reader_next(r, &e) == 1) {
         out.drops += e.kind == EVT_DROP;
-        evt_captioner_add(out.c, &e);
+        size_t before = evt_captioner_count(out.c);
+        int made = evt_captioner_add(out.c, &e);
+        out.wrong_returns += (size_t)made != evt_captioner_count(out.c) - before;
     }
     trace_reader_close(r);   /* names are in the captions' text already */
     return out;
@@ -487,6 +506,8 @@ static void test_real_traces(void)
         CHECK_MSG(rc.drops == 0 && evt_captioner_emitted(c, EVT_CAPTION_DROP) == 0,
                   "no DROP events, no drop lines");
         CHECK_MSG(evt_captioner_at(c, INT64_MAX) != NULL, "at the end a caption shows");
+        CHECK_MSG(rc.wrong_returns == 0, "%llu adds answered other than the captions they made",
+                  (unsigned long long)rc.wrong_returns);
         evt_captioner_free(rc.c);
     }
 

@@ -5,7 +5,8 @@
  * trace with overlapping computes, unfinished and unmatched transfers, a NaN loss,
  * evaluations with and without an accuracy (each a slice of its duration) and hostile
  * strings — and times in microseconds with three decimals: a hand-made trace's
- * events come out at ts / dur values worked out here from their nanoseconds. */
+ * events come out at ts / dur values worked out here from their nanoseconds, in processes
+ * named as TensorFlow names the tasks (/job:ps/replica:0/task:0). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -307,6 +308,7 @@ static void test_times_in_microseconds(const char *tpath, const char *jpath)
     add(w, EVT_GLOBAL_STEP, EVT_JOB_PS, 0, 5000001, fill_units_step);
     add(w, EVT_BARRIER_WAIT, EVT_JOB_WORKER, 0, 6000000, fill_units_step);
     add(w, EVT_BARRIER_RELEASE, EVT_JOB_WORKER, 0, 6000999, fill_units_step);
+    add(w, EVT_TASK_STOP, EVT_JOB_PS, 0, 7000000, NULL);  /* only to name its process */
     add(w, EVT_CLUSTER_STOP, EVT_JOB_CLIENT, 0, 9876543210, NULL);
     CHECK_MSG(trace_writer_close(w, err) == 0, "%s", err);
     trace_reader *r = trace_reader_open(tpath, err);
@@ -355,8 +357,65 @@ static void test_times_in_microseconds(const char *tpath, const char *jpath)
         CHECK_MSG(strstr(text, lit) != NULL, "%s \"%s\": the export has no %s (three decimals)",
                   we->ph, we->name, lit);
     }
+    /* each task's process named as TensorFlow names its device's job and task */
+    int ps_named = 0, worker_named = 0;
+    json_t *ev;
+    size_t i;
+    json_array_foreach(evs, i, ev) {
+        const char *name = json_string_value(json_object_get(ev, "name"));
+        const char *pname = json_string_value(json_object_get(json_object_get(ev, "args"), "name"));
+        if (!name || strcmp(name, "process_name") || !pname) continue;
+        ps_named += !strcmp(pname, "/job:ps/replica:0/task:0");
+        worker_named += !strcmp(pname, "/job:worker/replica:0/task:0");
+    }
+    CHECK_MSG(ps_named == 1 && worker_named == 1, "process names: /job:ps/replica:0/task:0 %d times, "
+              "/job:worker/replica:0/task:0 %d times (want once each)", ps_named, worker_named);
     json_decref(root);
     free(text);
+}
+
+/* A worker's towers (one machine, several GPUs): the same step computed on two devices
+ * at overlapping times is two compute slices, each from its own begin to its own end. */
+static void test_tower_computes(const char *tpath, const char *jpath)
+{
+    char err[DP_ERRLEN];
+    trace_writer *w = trace_writer_open(tpath, "{\"engine\":\"real\"}", err);
+    CHECK_MSG(w != NULL, "%s", err);
+    if (!w) return;
+    uint32_t gpu[2] = {trace_writer_intern(w, "/job:worker/replica:0/task:0/device:GPU:0"),
+                       trace_writer_intern(w, "/job:worker/replica:0/task:0/device:GPU:1")};
+    const struct { int kind, dev; int64_t t; } evs_in[] = {
+        {EVT_COMPUTE_BEGIN, 0, 1000}, {EVT_COMPUTE_BEGIN, 1, 1200},
+        {EVT_COMPUTE_END, 0, 3000},   {EVT_COMPUTE_END, 1, 3700},
+    };
+    for (size_t i = 0; i < DP_ARRAY_LEN(evs_in); i++) {
+        evt_record e;
+        evt_init(&e, (evt_kind)evs_in[i].kind, EVT_JOB_WORKER, 0);
+        e.t = evs_in[i].t;
+        e.device = gpu[evs_in[i].dev];
+        e.step = 5;
+        trace_writer_add(w, &e);
+    }
+    CHECK_MSG(trace_writer_close(w, err) == 0, "%s", err);
+    trace_reader *r = trace_reader_open(tpath, err);
+    CHECK_MSG(r && chrome_export_file(r, jpath, err) == 0, "%s", err);
+    if (r) trace_reader_close(r);
+    json_error_t jerr;
+    json_t *root = json_load_file(jpath, 0, &jerr), *ev;
+    int slices = 0, gpu0 = 0, gpu1 = 0;
+    size_t i;
+    json_array_foreach(json_object_get(root, "traceEvents"), i, ev) {
+        const char *ph = json_string_value(json_object_get(ev, "ph"));
+        const char *name = json_string_value(json_object_get(ev, "name"));
+        if (!ph || !name || strcmp(ph, "X") || strcmp(name, "compute")) continue;
+        int64_t ts = ns_of(json_object_get(ev, "ts")), dur = ns_of(json_object_get(ev, "dur"));
+        slices++;
+        gpu0 += ts == 1000 && dur == 2000;
+        gpu1 += ts == 1200 && dur == 2500;
+    }
+    CHECK_MSG(slices == 2 && gpu0 == 1 && gpu1 == 1, "two towers' computes of step 5: %d slices, GPU:0's "
+              "[1000, 3000] ns %d times, GPU:1's [1200, 3700] ns %d times (want once each)", slices, gpu0, gpu1);
+    json_decref(root);
 }
 
 int main(void)
@@ -491,6 +550,7 @@ int main(void)
 
     /* 3: units */
     test_times_in_microseconds(tpath, jpath);
+    test_tower_computes(tpath, jpath);
     unlink(tpath);
     unlink(jpath);
     rmdir(dir);

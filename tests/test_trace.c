@@ -267,6 +267,25 @@ static void test_state_at(void)
         if (a.vars[i].version != want) versions_ok = 0;
     }
     CHECK(versions_ok && a.vars[0].ps == 0 && a.vars[1].ps == 1);
+    /* each ps's applied and dropped gradients, and the whole run's, counted from the
+     * events written */
+    int per_ps_ok = 1;
+    int64_t all_applies = 0, all_drops = 0, stale_sum = 0;
+    for (int p = 0; p < 2; p++) {
+        int64_t applies = 0, drops = 0;
+        for (size_t k = 0; k < gen.n; k++) {
+            if (written[k].job != EVT_JOB_PS || written[k].task != p) continue;
+            applies += written[k].kind == EVT_APPLY;
+            drops += written[k].kind == EVT_DROP;
+            if (written[k].kind == EVT_APPLY) stale_sum += (int64_t)written[k].value;
+        }
+        const evt_task_state *ps = evt_state_task(&a, EVT_JOB_PS, p);
+        per_ps_ok &= ps && ps->applies == applies && ps->drops == drops;
+        all_applies += applies;
+        all_drops += drops;
+    }
+    CHECK(per_ps_ok && all_applies > 0 && all_drops > 0);
+    CHECK(a.applies == all_applies && a.drops == all_drops && (int64_t)a.staleness_sum == stale_sum);
     /* mid-run some worker is busy */
     trace_reader_state_at(r, (t0 + t1) / 2, &a);
     int busy = 0;
@@ -275,6 +294,84 @@ static void test_state_at(void)
     evt_state_release(&a);
     evt_state_release(&b);
     trace_reader_close(r);
+}
+
+/* evt_state_equal tells apart two states that differ in any one field (what state_at's
+ * check against a replay relies on): a state with a ps, a worker, a variable and a
+ * device, copied, one field changed in the copy. */
+static void test_state_equal_each_field(void)
+{
+    evt_state st, cp;
+    evt_state_init(&st);
+    evt_state_init(&cp);
+    evt_record e;
+    evt_init(&e, EVT_TASK_START, EVT_JOB_PS, 0);
+    evt_state_apply(&st, &e);
+    evt_init(&e, EVT_TASK_START, EVT_JOB_WORKER, 0);
+    evt_state_apply(&st, &e);
+    evt_init(&e, EVT_VAR_PLACE, EVT_JOB_PS, 0);
+    e.var = 7;
+    evt_state_apply(&st, &e);
+    evt_init(&e, EVT_COMPUTE_BEGIN, EVT_JOB_WORKER, 0);
+    e.device = 9;
+    evt_state_apply(&st, &e);
+    CHECK(st.n_vars == 1 && st.n_devices == 1 && st.ps_len == 1 && st.workers_len == 1);
+    int n = 0, told = 0;
+#define DIFFERS(field, change)                                                                       \
+    do {                                                                                             \
+        evt_state_copy(&cp, &st);                                                                    \
+        cp.field change;                                                                             \
+        n++;                                                                                         \
+        if (evt_state_equal(&st, &cp) || evt_state_equal(&cp, &st))                                  \
+            fprintf(stderr, "evt_state_equal misses a change of " #field "\n");                      \
+        else                                                                                         \
+            told++;                                                                                  \
+    } while (0)
+    DIFFERS(t, += 1); DIFFERS(events, += 1); DIFFERS(counts[EVT_APPLY], += 1);
+    DIFFERS(cluster_started, = 1); DIFFERS(cluster_stopped, = 1); DIFFERS(config, = 3);
+    DIFFERS(n_ps, += 1); DIFFERS(n_workers, += 1); DIFFERS(global_step, += 1);
+    DIFFERS(applies, += 1); DIFFERS(drops, += 1); DIFFERS(staleness_sum, += 1);
+    DIFFERS(staleness_max, += 1); DIFFERS(last_staleness, += 1); DIFFERS(eval_step, += 1);
+    DIFFERS(eval_accuracy, = 0.5); DIFFERS(eval_loss, = 0.5); DIFFERS(checkpoints, += 1);
+    DIFFERS(failures, += 1); DIFFERS(events_dropped, += 1);
+    DIFFERS(ps[0].applies, += 1); DIFFERS(ps[0].drops, += 1); DIFFERS(ps[0].started, = 0);
+    DIFFERS(workers[0].seen, = 0); DIFFERS(workers[0].job, = EVT_JOB_PS); DIFFERS(workers[0].index, += 1);
+    DIFFERS(workers[0].host, += 1); DIFFERS(workers[0].pid, += 1); DIFFERS(workers[0].phase, += 1);
+    DIFFERS(workers[0].phase_since, += 1); DIFFERS(workers[0].pulls_in_flight, += 1);
+    DIFFERS(workers[0].pushes_in_flight, += 1); DIFFERS(workers[0].computing, += 1);
+    DIFFERS(workers[0].paced, += 1); DIFFERS(workers[0].in_barrier, = 1); DIFFERS(workers[0].in_ssp, = 1);
+    DIFFERS(workers[0].dead, = 1); DIFFERS(workers[0].stopped, = 1); DIFFERS(workers[0].reconnecting, = 1);
+    DIFFERS(workers[0].step, += 1); DIFFERS(workers[0].steps_done, += 1); DIFFERS(workers[0].loss, = 2);
+    DIFFERS(workers[0].bytes_pulled, += 1); DIFFERS(workers[0].bytes_pushed, += 1);
+    DIFFERS(workers[0].events_dropped, += 1); DIFFERS(workers[0].fail_reason, += 1);
+    DIFFERS(vars[0].name, += 1); DIFFERS(vars[0].shape, += 1); DIFFERS(vars[0].bytes, += 1);
+    DIFFERS(vars[0].ps, += 1); DIFFERS(vars[0].device, += 1); DIFFERS(vars[0].version, += 1);
+    DIFFERS(vars[0].drops, += 1); DIFFERS(vars[0].last_staleness, = 2);
+    DIFFERS(devices[0].job, = EVT_JOB_PS); DIFFERS(devices[0].task, += 1); DIFFERS(devices[0].name, += 1);
+    DIFFERS(devices[0].busy, += 1); DIFFERS(devices[0].ops, += 1);
+#undef DIFFERS
+    CHECK_MSG(told == n, "evt_state_equal told %d of %d one-field changes apart", told, n);
+    evt_state_copy(&cp, &st);
+    CHECK(evt_state_equal(&st, &cp));
+    evt_state_release(&st);
+    evt_state_release(&cp);
+}
+
+/* Metadata beyond the format's 16 MiB is refused with a reason, and no file is left. */
+static void test_meta_too_large(void)
+{
+    const char *path = check_path(dir, "big_meta.dptrace");
+    size_t n = (16u << 20) + 2;
+    char *meta = xmalloc(n + 1), err[DP_ERRLEN] = "";
+    memset(meta, ' ', n);
+    meta[0] = '{';
+    meta[n - 1] = '}';
+    meta[n] = 0;
+    trace_writer *w = trace_writer_open(path, meta, err);
+    CHECK_MSG(w == NULL && strstr(err, "metadata too large") && strstr(err, "big_meta.dptrace"),
+              "16 MiB + 2 of metadata: %s (%s)", w ? "opened" : "refused", err);
+    CHECK(access(path, F_OK) != 0);
+    free(meta);
 }
 
 static void test_state_apply(void)
@@ -304,6 +401,21 @@ static void test_state_apply(void)
     e.kind = EVT_RECOVERY;
     evt_state_apply(&st, &e);
     CHECK(evt_state_task(&st, EVT_JOB_WORKER, 2)->phase == EVT_PHASE_IDLE);
+    /* a viewer that joins mid-run sees ends whose beginnings it missed: counts stay at 0 */
+    const int ends[] = {EVT_PULL_END, EVT_PUSH_END, EVT_COMPUTE_END, EVT_PACED_END};
+    for (size_t i = 0; i < DP_ARRAY_LEN(ends); i++) {
+        evt_init(&e, (evt_kind)ends[i], EVT_JOB_WORKER, 2);
+        evt_state_apply(&st, &e);
+    }
+    const evt_task_state *late = evt_state_task(&st, EVT_JOB_WORKER, 2);
+    CHECK_MSG(late->pulls_in_flight == 0 && late->pushes_in_flight == 0 && late->computing == 0 && late->paced == 0,
+              "ends without beginnings: pulls %d, pushes %d, computing %d, paced %d in flight (want 0)",
+              late->pulls_in_flight, late->pushes_in_flight, late->computing, late->paced);
+    evt_init(&e, EVT_PUSH_BEGIN, EVT_JOB_WORKER, 2);
+    evt_state_apply(&st, &e);
+    CHECK(evt_state_task(&st, EVT_JOB_WORKER, 2)->pushes_in_flight == 1);
+    e.kind = EVT_PUSH_END;
+    evt_state_apply(&st, &e);
     evt_init(&e, EVT_EVENTS_DROPPED, EVT_JOB_WORKER, 2);
     e.bytes = 10;
     evt_state_apply(&st, &e);
@@ -346,6 +458,8 @@ int main(void)
     test_out_of_order();
     test_seek_big();
     test_state_apply();
+    test_meta_too_large();
+    test_state_equal_each_field();
     test_state_at();
     free(written);
     evgen_free(&gen);
