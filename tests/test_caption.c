@@ -123,6 +123,11 @@ static void test_barrier(void)
     add_step(c, EVT_BARRIER_WAIT, EVT_JOB_WORKER, 1, 10, 0, 0);
     CHECK_TEXT(c, "step 0: 1 of 2 workers waits at the barrier " DASH
                   " sync needs 2 gradients (replicas_to_aggregate = 2)");
+    /* a trace read from the middle, no global step seen yet: the caption is at its step */
+    add_step(c, EVT_BARRIER_WAIT, EVT_JOB_WORKER, 0, 20, 5, 0);
+    k = evt_captioner_get(c, evt_captioner_count(c) - 1);
+    CHECK_MSG(k && k->step == 5, "a barrier at step 5 before any global step: caption at step %lld",
+              k ? (long long)k->step : -1LL);
     evt_captioner_free(c);
 }
 

@@ -267,6 +267,14 @@ static void test_state_at(void)
         if (a.vars[i].version != want) versions_ok = 0;
     }
     CHECK(versions_ok && a.vars[0].ps == 0 && a.vars[1].ps == 1);
+    /* and each variable's dropped gradients */
+    int var_drops_ok = 1;
+    for (int i = 0; i < a.n_vars; i++) {
+        int64_t want = 0;
+        for (size_t k = 0; k < gen.n; k++) want += written[k].kind == EVT_DROP && written[k].var == a.vars[i].name;
+        var_drops_ok &= a.vars[i].drops == want;
+    }
+    CHECK(var_drops_ok);
     /* each ps's applied and dropped gradients, and the whole run's, counted from the
      * events written */
     int per_ps_ok = 1;
@@ -442,7 +450,8 @@ static void test_state_apply(void)
     evt_state_reset(&st);
     CHECK(st.events == 0 && st.n_workers == 0);
     CHECK(strcmp(evt_phase_name(EVT_PHASE_SSP), "ssp_blocked") == 0 &&
-          strcmp(evt_phase_name(99), "unknown") == 0);
+          strcmp(evt_phase_name(99), "unknown") == 0 && strcmp(evt_phase_name(EVT_PHASE_COUNT), "unknown") == 0 &&
+          strcmp(evt_phase_name(-1), "unknown") == 0);
     evt_state_release(&st);
     evt_state_release(&cp);
 }
