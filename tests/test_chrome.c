@@ -269,6 +269,7 @@ static const struct want_ev {
     {"e", "pull", 4000000, "4000.000", 0, NULL},
     {"C", "global_step", 5000001, "5000.001", 0, NULL},
     {"X", "barrier_wait", 6000000, "6000.000", 999, "0.999"},
+    {"X", "ssp_wait", 6500000, "6500.000", 250000, "250.000"},   /* 250 us */
     {"i", "cluster_stop", 9876543210, "9876543.210", 0, NULL},
 };
 
@@ -308,6 +309,8 @@ static void test_times_in_microseconds(const char *tpath, const char *jpath)
     add(w, EVT_GLOBAL_STEP, EVT_JOB_PS, 0, 5000001, fill_units_step);
     add(w, EVT_BARRIER_WAIT, EVT_JOB_WORKER, 0, 6000000, fill_units_step);
     add(w, EVT_BARRIER_RELEASE, EVT_JOB_WORKER, 0, 6000999, fill_units_step);
+    add(w, EVT_SSP_WAIT, EVT_JOB_WORKER, 0, 6500000, fill_units_step);
+    add(w, EVT_SSP_RELEASE, EVT_JOB_WORKER, 0, 6750000, fill_units_step);
     add(w, EVT_TASK_STOP, EVT_JOB_PS, 0, 7000000, NULL);  /* only to name its process */
     add(w, EVT_CLUSTER_STOP, EVT_JOB_CLIENT, 0, 9876543210, NULL);
     CHECK_MSG(trace_writer_close(w, err) == 0, "%s", err);
