@@ -404,11 +404,15 @@ static void test_state_apply(void)
     evt_state_apply(&st, &e);
     CHECK(evt_state_task(&st, EVT_JOB_WORKER, 2)->phase == EVT_PHASE_SSP);
     e.kind = EVT_FAILURE;
+    e.str = 5;   /* why it failed, as the viewer shows it */
     evt_state_apply(&st, &e);
     CHECK(evt_state_task(&st, EVT_JOB_WORKER, 2)->phase == EVT_PHASE_DEAD && st.failures == 1);
+    CHECK(evt_state_task(&st, EVT_JOB_WORKER, 2)->fail_reason == 5);
     e.kind = EVT_RECOVERY;
+    e.str = 0;
     evt_state_apply(&st, &e);
     CHECK(evt_state_task(&st, EVT_JOB_WORKER, 2)->phase == EVT_PHASE_IDLE);
+    CHECK(evt_state_task(&st, EVT_JOB_WORKER, 2)->fail_reason == 0);
     /* a viewer that joins mid-run sees ends whose beginnings it missed: counts stay at 0 */
     const int ends[] = {EVT_PULL_END, EVT_PUSH_END, EVT_COMPUTE_END, EVT_PACED_END};
     for (size_t i = 0; i < DP_ARRAY_LEN(ends); i++) {
