@@ -52,6 +52,10 @@ bad_flag "bad time" "--latency" --latency fast
 bad_flag "bad distribution" "unknown distribution" --compute 'gamma:mean=1s'
 bad_flag "empty distribution" "--compute: empty value" --compute ''
 bad_flag "distribution without parameters" "lacks parameters" --compute 'exponential'
+bad_flag "a mean that is not a time" '--compute mean: "fast" is not a time' --compute 'constant:mean=fast'
+bad_flag "a negative sigma" 'sigma "-1" is not a number in 0..10' --compute 'lognormal:mean=10ms,sigma=-1'
+bad_flag "a sigma that is not a number" 'sigma "abc" is not a number' --compute 'lognormal:mean=10ms,sigma=abc'
+bad_flag "an sd that is not a time" '--compute sd: "x" is not a time' --compute 'normal:mean=10ms,sd=x'
 bad_flag "--hosts range longer than any worker number" "--hosts: \"worker:0-0000000000000000000000000000000000000000000000001=1\" is not JOB:I=H" \
     --workers 4 --hosts '2,worker:0-0000000000000000000000000000000000000000000000001=1'
 bad_flag "--hosts job name too long" "--hosts: \"workerworkerworkerworker:0=1\" is not" --workers 4 --hosts '2,workerworkerworkerworker:0=1'
