@@ -380,6 +380,70 @@ static int count_string(void *ctx, uint32_t id, const char *s, size_t len)
     return 0;
 }
 
+typedef struct seen_strings {
+    uint32_t first, next_id; /* the first string's id; the id the next one must have */
+    int big;                 /* 600,000 bytes of one letter each, else the decimal of id - first */
+    int in_order;            /* every string came in id order, with its own text */
+} seen_strings;
+
+static int check_string(void *ctx, uint32_t id, const char *s, size_t len)
+{
+    seen_strings *k = ctx;
+    char want[16];
+    snprintf(want, sizeof want, "%u", id - k->first);
+    k->in_order &= id == k->next_id && (k->big ? len == 600000 && s[0] == (char)('A' + id % 26) && s[len - 1] == s[0]
+                                               : len == strlen(want) && !memcmp(s, want, len));
+    k->next_id = id + 1;
+    return 0;
+}
+
+/* A string table larger than a frame goes out in several STRINGS frames, each within
+ * EVT_WIRE_MAX_PAYLOAD (a peer refuses more), every string once, in order: 20 strings
+ * of 600,000 bytes (12 MB), and 600,000 of a few bytes (8.3 MB, mostly the 8-byte entry
+ * headers). */
+static void test_wire_strings_split(int big)
+{
+    char err[DP_ERRLEN];
+    evt_strtab *t = evt_strtab_new();
+    int n = big ? 20 : 600000, min_frames = big ? 3 : 2;
+    char *text = xmalloc(600001);
+    uint32_t first = 0, last = 0;
+    for (int i = 0; i < n; i++) {
+        if (big) {
+            uint32_t id = evt_strtab_count(t) + 1;
+            memset(text, 'A' + (int)(id % 26), 600000);
+            snprintf(text + 300000, 16, "%d", i);   /* each one distinct */
+            text[300000 + strlen(text + 300000)] = 'x';
+            text[600000] = 0;
+        } else {
+            snprintf(text, 16, "%d", i);
+        }
+        last = evt_strtab_intern(t, text);
+        if (!first) first = last;
+    }
+    free(text);
+    dp_buf b = { 0 };
+    evt_wire_put_strings(&b, t, first, last);
+    seen_strings k = {first, first, big, 1};
+    int frames = 0, within = 1;
+    net_frame h;
+    const uint8_t *p;
+    int rc;
+    while ((rc = net_frame_next(&b, &evt_wire_proto, &h, &p, err)) == 1) {
+        frames++;
+        within &= h.type == EVT_F_STRINGS && h.length <= EVT_WIRE_MAX_PAYLOAD;
+        CHECK(evt_wire_each_string(p, h.length, check_string, &k, err) == 0);
+        dp_buf_consume(&b, NET_HEADER + h.length);
+    }
+    CHECK_MSG(rc == 0 && b.len == 0, "the frames parse to the end (%s)", rc ? err : "ok");
+    CHECK_MSG(frames >= min_frames && within, "%d strings: %d frames (want %d or more, each at most 4 MiB: %s)", n,
+              frames, min_frames, within ? "yes" : "no");
+    CHECK_MSG(k.in_order && k.next_id == last + 1, "strings %u..%u each once, in order (%s, next %u)", first, last,
+              k.in_order ? "in order" : "out of order", k.next_id);
+    dp_buf_release(&b);
+    evt_strtab_free(t);
+}
+
 static void test_wire(void)
 {
     char err[DP_ERRLEN];
@@ -434,6 +498,8 @@ int main(void)
         return 1;
     }
     test_wire();
+    test_wire_strings_split(1);
+    test_wire_strings_split(0);
     test_no_hub();
     snprintf(path, sizeof path, "%s/restart.dptrace", dir);
     test_restart(path);
