@@ -159,6 +159,18 @@ static void test_hub(const char *trace_path)
     if (!hub) return;
     const char *addr = evt_hub_address(hub);
     CHECK(evt_hub_port(hub) > 0);
+    /* a second hub on the same address is refused, naming it; one never started joins at once */
+    evt_hub_options busy = opt;
+    busy.listen = addr;
+    busy.trace_path = NULL;
+    evt_hub *second = evt_hub_new(&busy, err);
+    CHECK_MSG(second == NULL && strstr(err, "cannot listen on") && strstr(err, addr),
+              "a second hub on %s: %s", addr, second ? "opened" : err);
+    evt_hub_free(second);
+    busy.listen = "127.0.0.1:0";
+    evt_hub *idle = evt_hub_new(&busy, err);
+    CHECK_MSG(idle != NULL && evt_hub_join(idle, err) == 0, "a hub never started: %s", idle ? "joined" : err);
+    evt_hub_free(idle);
     CHECK(evt_hub_start_thread(hub, err) == 0);
 
     reader *a = reader_start(addr);
