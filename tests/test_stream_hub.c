@@ -373,6 +373,56 @@ static void test_hub(const char *trace_path)
     }
 }
 
+typedef struct idle_run {
+    evt_hub *hub;
+    atomic_int done;
+} idle_run;
+
+static void *idle_run_main(void *arg)
+{
+    idle_run *r = arg;
+    char err[DP_ERRLEN];
+    evt_hub_run(r->hub, err);
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+/* --exit-when-idle: a hub whose task came, sent and left stops by itself once it has
+ * been idle that long; one that never had a task keeps running. */
+static void test_exit_when_idle(void)
+{
+    char err[DP_ERRLEN];
+    evt_hub_options opt;
+    evt_hub_options_init(&opt);
+    opt.listen = "127.0.0.1:0";
+    opt.exit_when_idle_ms = 200;
+    evt_hub *hub = evt_hub_new(&opt, err);
+    CHECK_MSG(hub != NULL, "%s", err);
+    if (!hub) return;
+    idle_run r = {hub, 0};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, idle_run_main, &r) == 0);
+    struct timespec tick = {0, 10000000};
+    for (int i = 0; i < 50; i++) nanosleep(&tick, NULL);   /* 0.5 s with no task yet */
+    CHECK_MSG(!atomic_load(&r.done), "a hub that never had a task does not stop when idle");
+    evt_emitter *em = evt_emitter_new(evt_hub_address(hub), EVT_JOB_WORKER, 0, 1024, err);
+    CHECK_MSG(em != NULL, "%s", err);
+    CHECK(em && evt_emitter_wait_connected(em, 3000));
+    evt_record e;
+    evt_init(&e, EVT_TASK_START, EVT_JOB_WORKER, 0);
+    evt_emit(em, &e);
+    evt_emitter_free(em);
+    int waited = 0;
+    while (!atomic_load(&r.done) && waited < 1000) {   /* up to 10 s */
+        nanosleep(&tick, NULL);
+        waited++;
+    }
+    CHECK_MSG(atomic_load(&r.done), "the hub stopped by itself after its task left (%d ms)", waited * 10);
+    if (!atomic_load(&r.done)) evt_hub_stop(hub);
+    pthread_join(th, NULL);
+    evt_hub_free(hub);
+}
+
 int main(void)
 {
     dp_log_level = getenv("TEST_VERBOSE") ? DP_LOG_DEBUG : DP_LOG_ERROR;
@@ -383,6 +433,7 @@ int main(void)
     }
     snprintf(path, sizeof path, "%s/hub.dptrace", dir);
     test_hub(path);
+    test_exit_when_idle();
     unlink(path);
     rmdir(dir);
     return CHECK_DONE();
