@@ -405,6 +405,8 @@ static void test_exit_when_idle(void)
     struct timespec tick = {0, 10000000};
     for (int i = 0; i < 50; i++) nanosleep(&tick, NULL);   /* 0.5 s with no task yet */
     CHECK_MSG(!atomic_load(&r.done), "a hub that never had a task does not stop when idle");
+    evt_sub *viewer = evt_sub_connect(evt_hub_address(hub), 2000, err);
+    CHECK_MSG(viewer != NULL, "%s", err);
     evt_emitter *em = evt_emitter_new(evt_hub_address(hub), EVT_JOB_WORKER, 0, 1024, err);
     CHECK_MSG(em != NULL, "%s", err);
     CHECK(em && evt_emitter_wait_connected(em, 3000));
@@ -420,6 +422,13 @@ static void test_exit_when_idle(void)
     CHECK_MSG(atomic_load(&r.done), "the hub stopped by itself after its task left (%d ms)", waited * 10);
     if (!atomic_load(&r.done)) evt_hub_stop(hub);
     pthread_join(th, NULL);
+    /* a viewer of a hub that ended reads what it sent, then the end: not an error */
+    int rc = 0, got = 0;
+    evt_record v;
+    while (viewer && (rc = evt_sub_read(viewer, &v, 2000, err)) == 1) got++;
+    CHECK_MSG(!viewer || (rc == DP_ECLOSED && got >= 1), "the viewer read %d records, then %d (%s; want the end, %d)",
+              got, rc, rc == DP_ECLOSED ? "the end" : err, DP_ECLOSED);
+    evt_sub_close(viewer);
     evt_hub_free(hub);
 }
 
