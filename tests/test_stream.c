@@ -487,6 +487,9 @@ static void test_wire(void)
     CHECK(evt_wire_each_string(s, 11, count_string, &total, err) == DP_EPROTO);
     memcpy(s + 8, "abc", 3);
     CHECK(evt_wire_each_string(s, 11, count_string, &total, err) == 0 && total == 3);
+    /* a second entry cut inside its 8-byte header */
+    memset(s + 11, 0, 9);
+    CHECK(evt_wire_each_string(s, 11 + 7, count_string, &total, err) == DP_EPROTO && strstr(err, "truncated entry at byte 11"));
 }
 
 int main(void)
