@@ -64,6 +64,11 @@ bad_file vary-syntax '5: vary "mode sync async" is not KEY: V1, V2, ... (e.g. va
     "${H[@]}" '[compare]' 'vary = mode sync async'
 bad_file vary-one-value '5: vary: "mode: sync" needs at least two values to compare' "${H[@]}" '[compare]' 'vary = mode: sync'
 bad_file vary-unknown '5: vary: unknown key "wrokers" (did you mean "workers"?)' "${H[@]}" '[compare]' 'vary = wrokers: 1, 2'
+bad_file vary-unknown-far '5: vary: unknown key "zzzzzzzzzz" (see downpour keys)' "${H[@]}" '[compare]' 'vary = zzzzzzzzzz: 1, 2'
+# a name longer than the suggester's 63-character table: no suggestion, no overrun
+LONG=$(printf 'w%.0s' {1..100})
+bad_file long-key "5: unknown key \"$LONG\" in [training]; valid keys: mode, backup_workers, staleness, prefetch, pipeline, steps, batch, lr, optimizer, model, hidden, model_bytes, data, synthetic_samples, eval_every, eval_time, max_sim_time, nqm_dims" \
+    "${H[@]}" '[training]' "$LONG = 1"
 bad_file vary-bad-value '5: vary mode: "fast" is not one of sync, async or ssp' "${H[@]}" '[compare]' 'vary = mode: sync, fast'
 bad_file engine-key '5: "bandwidth" is used by the simulator only, and this scenario'"'"'s engine is real' \
     "${H[@]}" '[network]' 'bandwidth = 1Gbit'
