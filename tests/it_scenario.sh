@@ -42,6 +42,13 @@ bad_file not-a-number '5: lr: "fast" is not a number' "${H[@]}" '[training]' 'lr
 bad_file bad-enum '5: mode: "fastest" is not one of sync, async or ssp' "${H[@]}" '[training]' 'mode = fastest'
 bad_file bad-time '5: pace: "soon" is not a time (e.g. 50us, 100ms, 2s)' "${H[@]}" '[pace]' 'pace = soon'
 bad_file duplicate '6: duplicate key "workers" in [cluster] (first at line 5)' "${H[@]}" '[cluster]' 'workers = 2' 'workers = 3'
+bad_file duplicate-title '4: duplicate key "title" in [scenario]' '[scenario]' 'title = t' 'engine = real' 'title = u'
+bad_file duplicate-description '5: duplicate key "description" in [scenario]' "${H[@]}" 'description = d' 'description = e'
+# a suggestion only within 3 edits: "hiddenwxy" is 3 from "hidden", "hiddenwxyz" 4
+bad_file near-key '5: unknown key "hiddenwxy" in [training] (did you mean "hidden"?); valid keys: mode, backup_workers, staleness, prefetch, pipeline, steps, batch, lr, optimizer, model, hidden, model_bytes, data, synthetic_samples, eval_every, eval_time, max_sim_time, nqm_dims' \
+    "${H[@]}" '[training]' 'hiddenwxy = 1'
+bad_file far-key '5: unknown key "hiddenwxyz" in [training]; valid keys: mode, backup_workers, staleness, prefetch, pipeline, steps, batch, lr, optimizer, model, hidden, model_bytes, data, synthetic_samples, eval_every, eval_time, max_sim_time, nqm_dims' \
+    "${H[@]}" '[training]' 'hiddenwxyz = 1'
 bad_file vary-bar-bad-value '5: vary fail: "ps:1@soon" is not JOB:I@step=N or JOB:I@time=T, optionally ,restart=T; e.g. worker:1@step=200' \
     "${H[@]}" '[compare]' 'vary = fail: worker:1@step=4,restart=1s | ps:1@soon'
 # A repeatable key (fail) may be given twice; a vary separated by | keeps commas in values.
@@ -82,6 +89,9 @@ bad_file across-keys '5: backup_workers: 2 leaves no replica to aggregate with 2
 bad_file bad-straggler '5: straggler: "worker:9" is not worker:IxF (e.g. worker:3x4)' "${H[@]}" '[faults]' 'straggler = worker:9'
 bad_file lesson-answer '5: ask_at_step.30: the answer "both" is not one of the choices' \
     "${H[@]}" '[lesson]' 'ask_at_step.30 = Which is faster? | sync | async | both'
+LONGCHOICE=$(printf 'x%.0s' {1..100})
+bad_file lesson-choice-long "5: ask_at_step.30: choice 2 is too long" \
+    "${H[@]}" '[lesson]' "ask_at_step.30 = Which? | sync | $LONGCHOICE | sync"
 bad_file lesson-ask-format '5: ask_at_step.30: "Which?" is not question | choice | choice ... | answer (2 to 6 choices)' \
     "${H[@]}" '[lesson]' 'ask_at_step.30 = Which?'
 bad_file lesson-key '5: unknown key "at_stp.3" in [lesson]; valid keys: number, duration, at_step.N, pause_at_step, ask_at_step.N' \
