@@ -6,7 +6,7 @@ NAME -> what the peer answered."""
 import hashlib, hmac, os, socket, struct, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ps_wire import (hdr, unhdr, PROTO_PS, PROTO_STREAM, ERROR, AUTH_HELLO, AUTH_CHALLENGE,
+from ps_wire import (drain, hdr, unhdr, PROTO_PS, PROTO_STREAM, ERROR, AUTH_HELLO, AUTH_CHALLENGE,
                      AUTH_PROOF, AUTH_OK, HELLO, PUSH)
 
 # The event stream's own types (hub/wire.h), after the shared ones.
@@ -64,20 +64,8 @@ hub_read = ps_read   # one frame format
 
 
 def rest(s, timeout=3):
-    """Everything the peer sends until it closes (or timeout)."""
-    s.settimeout(timeout)
-    out = b""
-    try:
-        while True:
-            got = s.recv(4096)
-            if not got:
-                break
-            out += got
-    except socket.timeout:
-        out += b"<timeout>"
-    except ConnectionResetError:
-        out += b"<reset>"
-    return out
+    """Everything the peer sends until it closes (or timeout, or a reset)."""
+    return drain(s, timeout, reset=b"<reset>")
 
 
 def ps_handshake(s, key, nc=None):

@@ -56,9 +56,9 @@ def frame(s):
     return typ, var, a0, a1, body
 
 
-def drain(s, timeout=3):
+def drain(s, timeout=3, reset=b""):
     """Everything s receives until the peer closes; b"<timeout>" appended when it does
-    not within timeout seconds of silence."""
+    not within timeout seconds of silence, `reset` when the peer resets the connection."""
     s.settimeout(timeout)
     out = b""
     try:
@@ -70,7 +70,7 @@ def drain(s, timeout=3):
     except socket.timeout:
         out += b"<timeout>"
     except ConnectionResetError:
-        pass
+        out += reset
     return out
 
 
