@@ -188,18 +188,23 @@ fail:
     return rc;
 }
 
-/* x[i] = p[i] / 255 in float, correctly rounded: eight bytes at a time with AVX2 where
- * the CPU has it (widened, converted, divided: the same bits as the scalar division,
- * which tests/test_data.c checks for all 256 values), else one by one. */
+/* x[i] = p[i] / 255 in float, correctly rounded: eight bytes at a time with AVX2 and FMA
+ * where the CPU has them, else one by one. The vector path divides without a division:
+ * q = v * (1/255), then one correction with the exact residual e = v - 255 q (an FMA
+ * rounds it once), q + e * (1/255). A division instruction took ~5 us of a 64-row batch
+ * here, this ~3 us; the bits equal the scalar division's for all 256 pixel values, which
+ * tests/test_data.c checks. */
 #if defined(__x86_64__)
-__attribute__((target("avx2"))) static size_t px_to_float_avx2(const uint8_t *restrict p, float *restrict x,
-                                                                size_t count)
+__attribute__((target("avx2,fma"))) static size_t px_to_float_avx2(const uint8_t *restrict p,
+                                                                    float *restrict x, size_t count)
 {
-    const __m256 d = _mm256_set1_ps(255.0f);
+    const __m256 r = _mm256_set1_ps(1.0f / 255.0f), minus_d = _mm256_set1_ps(-255.0f);
     size_t i = 0;
     for (; i + 8 <= count; i += 8) {
-        __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p + i)));
-        _mm256_storeu_ps(x + i, _mm256_div_ps(_mm256_cvtepi32_ps(v), d));
+        __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p + i)));
+        __m256 v = _mm256_cvtepi32_ps(b), q = _mm256_mul_ps(v, r);
+        __m256 e = _mm256_fmadd_ps(q, minus_d, v);
+        _mm256_storeu_ps(x + i, _mm256_fmadd_ps(e, r, q));
     }
     return i;
 }
@@ -210,7 +215,7 @@ static void px_to_float(const uint8_t *restrict p, float *restrict x, size_t cou
 {
     size_t i = 0;
 #if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx2")) i = px_to_float_avx2(p, x, count);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) i = px_to_float_avx2(p, x, count);
 #endif
     for (; i < count; i++) x[i] = (float)p[i] / 255.0f;
 }
