@@ -411,7 +411,6 @@ void evt_hub_free(evt_hub *h)
     evt_strtab_free(h->strings);
     free(h->scratch);
     free(h->offsets);
-    free(h->final_meta);
     auth_key_clear(&h->key);
     auth_key_clear(&h->viewer_key);
     pthread_mutex_destroy(&h->mu);
@@ -445,9 +444,6 @@ int evt_hub_run(evt_hub *h, char *err)
     h->listener = NULL;
     int rc = 0;
     if (h->trace) {
-        pthread_mutex_lock(&h->mu);
-        if (h->final_meta) trace_writer_set_final_metadata(h->trace, h->final_meta);
-        pthread_mutex_unlock(&h->mu);
         rc = trace_writer_close(h->trace, err);
         h->trace = NULL;
     }
@@ -512,14 +508,6 @@ int evt_hub_task_offset(evt_hub *h, int job, int task, int64_t *offset_ns, int64
     }
     pthread_mutex_unlock(&h->mu);
     return rc;
-}
-
-void evt_hub_set_final_metadata(evt_hub *h, const char *json)
-{
-    pthread_mutex_lock(&h->mu);
-    free(h->final_meta);
-    h->final_meta = json ? xstrdup(json) : NULL;
-    pthread_mutex_unlock(&h->mu);
 }
 
 int evt_hub_serve(const evt_hub_options *opt, FILE *out, char *err)

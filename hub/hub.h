@@ -7,8 +7,8 @@
  * the state needed to draw, then the live stream; a slow one has events dropped and
  * counted, never slowing the hub. Bad frames close only the offending connection.
  * Threading: evt_hub_run() runs the loop on the calling thread; evt_hub_stop(),
- * evt_hub_get_stats(), evt_hub_task_offset() and evt_hub_set_final_metadata() may be
- * called from any thread while it runs. */
+ * evt_hub_get_stats() and evt_hub_task_offset() may be called from any thread while it
+ * runs. */
 #ifndef HUB_HUB_H
 #define HUB_HUB_H
 
@@ -107,9 +107,6 @@ void evt_hub_get_stats(evt_hub *h, evt_hub_stats *st);
  * minus hub clock, ns, and the round trip of the sample used. Returns 0, or
  * DP_ENOTFOUND when that task has not synchronised yet. */
 int evt_hub_task_offset(evt_hub *h, int job, int task, int64_t *offset_ns, int64_t *rtt_ns);
-
-/* Replaces the metadata written in the trace footer at close (copied). */
-void evt_hub_set_final_metadata(evt_hub *h, const char *json);
 
 /* `downpour hub` in one call, on the calling thread: ignores SIGPIPE (process-wide: a
  * peer that goes away must not kill the hub), creates the hub from opt, prints "hub

@@ -113,7 +113,6 @@ struct evt_hub {
     evt_hub_stats snap;
     hub_offset *offsets;
     size_t noffsets, offsets_cap;
-    char *final_meta;
 };
 
 int64_t hub_now(const evt_hub *h);
