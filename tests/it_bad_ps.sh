@@ -3,7 +3,9 @@
 # the wire protocol, tests/ps_wire.py): a ps that answers HELLO with an ERROR frame, one
 # that acknowledges a push the worker never sent, one that sends a frame type a ps never
 # sends. Each time the worker stops with a non-zero exit and one line naming the ps and
-# what it did (an ERROR's own text quoted), and does not hang.
+# what it did (an ERROR's own text quoted), and does not hang. And a ps lost while the
+# chief initialises the variables (the stand-in closes at the first INIT, a real ps
+# comes up on its address): the chief reconnects, restores the session and trains.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -52,4 +54,36 @@ for case in error ack type; do
     if grep -qF -- "$want" "$TMP/w-$case.err"; then ok "$case: the worker says: $want"
     else bad "$case: the worker says: $want"; cat "$TMP/w-$case.err" "$TMP/ps-$case.out"; fi
 done
+
+# A ps lost during the chief's first initialisation: the stand-in answers HELLO, reads
+# up to the first INIT and goes (listener first, so that no reconnection lands in it);
+# then a real ps starts on the same address.
+P=$(port); W=$(port)
+H="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W --data synthetic --model softmax --steps 10"
+python3 - "$P" >"$TMP/ps-init.out" 2>&1 <<'PY' &
+import socket, sys
+sys.path.insert(0, "tests")
+from ps_wire import hdr, frame, HELLO, HELLO_OK, INIT
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", int(sys.argv[1]))); ls.listen(1); ls.settimeout(30)
+s, _ = ls.accept(); s.settimeout(30)
+assert frame(s)[0] == HELLO
+s.sendall(hdr(HELLO_OK))
+while frame(s)[0] != INIT:
+    pass
+ls.close(); s.close()
+PY
+FAKE=$!
+timeout 60 "$DOWNPOUR" task --job_name=worker --task_index=0 $H >"$TMP/w-init.out" 2>"$TMP/w-init.err" &
+WK=$!
+wait $FAKE
+timeout 60 "$DOWNPOUR" task --job_name=ps --task_index=0 $H >/dev/null 2>"$TMP/ps-init.err" &
+PS=$!
+wait $WK; rc=$?
+wait $PS
+check "a ps lost during the chief's initialisation: the chief trains on once a ps is back (rc $rc)" test $rc = 0
+check "... restoring the session from the initial values" \
+    grep -q "restoring the session on every ps from the initial values (no checkpoint): global step 0 -> 0" "$TMP/w-init.err"
+check "... the real ps took the restore" grep -q "the chief restores the session: variables back at global step 0" "$TMP/ps-init.err"
+check "... and the chief finished at global step 10" grep -q "final evaluation at global step 10:" "$TMP/w-init.err"
 done_tests
