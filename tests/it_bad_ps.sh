@@ -2,10 +2,12 @@
 # it_bad_ps.sh — a real worker facing a ps that misbehaves (a python stand-in speaking
 # the wire protocol, tests/ps_wire.py): a ps that answers HELLO with an ERROR frame, one
 # that acknowledges a push the worker never sent, one that sends a frame type a ps never
-# sends. Each time the worker stops with a non-zero exit and one line naming the ps and
-# what it did (an ERROR's own text quoted), and does not hang. And a ps lost while the
-# chief initialises the variables (the stand-in closes at the first INIT, a real ps
-# comes up on its address): the chief reconnects, restores the session and trains.
+# sends, one that releases a step the worker never waited for (of a variable it has,
+# and of one it does not). Each time the worker stops with a non-zero exit and one line
+# naming the ps and what it did (an ERROR's own text quoted), and does not hang. And a
+# ps lost while the chief initialises the variables (the stand-in closes at the first
+# INIT, a real ps comes up on its address): the chief reconnects, restores the session
+# and trains.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -15,7 +17,7 @@ bad_ps() {
     python3 - "$1" "$2" <<'PY'
 import socket, sys, time
 sys.path.insert(0, "tests")
-from ps_wire import hdr, frame, ERROR, HELLO, HELLO_OK, PUSH_ACK, PULL
+from ps_wire import hdr, frame, ERROR, HELLO, HELLO_OK, PUSH_ACK, PULL, RELEASE
 case, port = sys.argv[1], int(sys.argv[2])
 ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 ls.bind(("127.0.0.1", port)); ls.listen(1); ls.settimeout(30)
@@ -28,6 +30,10 @@ elif case == "ack":
     s.sendall(hdr(HELLO_OK) + hdr(PUSH_ACK, var=1, a0=0, a1=1))
 elif case == "type":
     s.sendall(hdr(HELLO_OK) + hdr(PULL, var=1))
+elif case == "release":
+    s.sendall(hdr(HELLO_OK) + hdr(RELEASE, var=1, a0=1))
+elif case == "release-id":
+    s.sendall(hdr(HELLO_OK) + hdr(RELEASE, var=4096, a0=1))
 # the worker closes; wait for it
 try:
     while s.recv(4096): pass
@@ -36,7 +42,7 @@ except OSError:
 PY
 }
 
-for case in error ack type; do
+for case in error ack type release release-id; do
     P=$(port); W=$(port)
     bad_ps "$case" "$P" >"$TMP/ps-$case.out" 2>&1 &
     PS=$!
@@ -50,6 +56,7 @@ for case in error ack type; do
     error) want="/job:ps/replica:0/task:0 reported: the ps is out of disk: /var/ckpt" ;;
     ack) want="unexpected PUSH_ACK from /job:ps/replica:0/task:0" ;;
     type) want="unexpected PULL from /job:ps/replica:0/task:0" ;;
+    release*) want="unexpected RELEASE from /job:ps/replica:0/task:0" ;;
     esac
     if grep -qF -- "$want" "$TMP/w-$case.err"; then ok "$case: the worker says: $want"
     else bad "$case: the worker says: $want"; cat "$TMP/w-$case.err" "$TMP/ps-$case.out"; fi
