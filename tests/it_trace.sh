@@ -22,6 +22,7 @@ check "global_step events reach 60" test "$(count global_step)" -eq 60
 check "pull_begin = pull_end" test "$(count pull_begin)" -eq "$(count pull_end)"
 check "compute_begin = compute_end = step_end" test "$(count compute_end)" -eq "$step_end"
 check "task_start for 3 tasks" test "$(count task_start)" -eq 3
+check "one device event for each of the 3 tasks (the ps's CPU too)" test "$(count device)" -eq 3
 check "placement events present (var_place, op_place)" test "$(count var_place)" -eq 5 -a "$(count op_place)" -gt 5
 check "summary events = trace events" test "$(json "$TMP/s.json" events)" -eq \
     "$(python3 -c "import json; print(json.load(open('$TMP/info.json'))['events'])")"
