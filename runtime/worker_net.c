@@ -155,8 +155,10 @@ static void on_close(net_conn *c, const char *reason, void *ctx)
     worker *wk = p->wk;
     p->conn = NULL;
     if (wk->finishing || wk->rejoining || wk->failed || wk->lost) return;
-    if (net_conn_close_kind(c) == NET_CLOSE_AUTH) {
-        /* Not our ps, or it does not take us: retrying cannot help. */
+    int kind = net_conn_close_kind(c);
+    if (kind == NET_CLOSE_AUTH || kind == NET_CLOSE_PROTO) {
+        /* Not our ps, it does not take us, or it sent a frame we refused (a bad header,
+         * an answer we did not ask for): retrying cannot help. */
         char msg[DP_ERRLEN + 64];
         snprintf(msg, sizeof msg, "%s: %s", p->name, reason);
         wk_fail(wk, msg);

@@ -3,7 +3,7 @@
 # the wire protocol, tests/ps_wire.py): a ps that answers HELLO with an ERROR frame, one
 # that acknowledges a push the worker never sent, one that sends a frame type a ps never
 # sends, one that releases a step the worker never waited for (of a variable it has,
-# and of one it does not). Each time the worker stops with a non-zero exit and one line
+# and of one it does not), one that sends an optimizer slot to a plain SGD worker. Each time the worker stops with a non-zero exit and one line
 # naming the ps and what it did (an ERROR's own text quoted), and does not hang. And a
 # ps lost while the chief initialises the variables (the stand-in closes at the first
 # INIT, a real ps comes up on its address): the chief reconnects, restores the session
@@ -17,7 +17,7 @@ bad_ps() {
     python3 - "$1" "$2" <<'PY'
 import socket, sys, time
 sys.path.insert(0, "tests")
-from ps_wire import hdr, frame, ERROR, HELLO, HELLO_OK, PUSH_ACK, PULL, RELEASE
+from ps_wire import hdr, frame, ERROR, HELLO, HELLO_OK, PUSH_ACK, PULL, RELEASE, SLOT_RESP
 case, port = sys.argv[1], int(sys.argv[2])
 ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 ls.bind(("127.0.0.1", port)); ls.listen(1); ls.settimeout(30)
@@ -34,6 +34,8 @@ elif case == "release":
     s.sendall(hdr(HELLO_OK) + hdr(RELEASE, var=1, a0=1))
 elif case == "release-id":
     s.sendall(hdr(HELLO_OK) + hdr(RELEASE, var=4096, a0=1))
+elif case == "slot":
+    s.sendall(hdr(HELLO_OK) + hdr(SLOT_RESP, var=1, length=4) + b"\0" * 4)
 # the worker closes; wait for it
 try:
     while s.recv(4096): pass
@@ -42,7 +44,7 @@ except OSError:
 PY
 }
 
-for case in error ack type release release-id; do
+for case in error ack type release release-id slot; do
     P=$(port); W=$(port)
     bad_ps "$case" "$P" >"$TMP/ps-$case.out" 2>&1 &
     PS=$!
@@ -57,6 +59,7 @@ for case in error ack type release release-id; do
     ack) want="unexpected PUSH_ACK from /job:ps/replica:0/task:0" ;;
     type) want="unexpected PULL from /job:ps/replica:0/task:0" ;;
     release*) want="unexpected RELEASE from /job:ps/replica:0/task:0" ;;
+    slot) want="SLOT_RESP of softmax/weights, which this worker did not ask for" ;;
     esac
     if grep -qF -- "$want" "$TMP/w-$case.err"; then ok "$case: the worker says: $want"
     else bad "$case: the worker says: $want"; cat "$TMP/w-$case.err" "$TMP/ps-$case.out"; fi
