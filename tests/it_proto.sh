@@ -3,7 +3,8 @@
 # type, oversized length, truncated frame, mismatched training flags, a push before HELLO,
 # a push (after a good HELLO) to a variable the chief has not initialised yet. Each
 # offending connection is dropped with a logged reason (the last told it in an ERROR
-# frame); the ps keeps serving and a real worker then trains to the end.
+# frame); the ps keeps serving and a real worker then trains to the end. A worker's
+# DONE said twice counts once, and its leaving after DONE is no loss.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 SYN="--data synthetic --model softmax --quiet"
@@ -66,4 +67,29 @@ check "push before the chief's INIT: the ps's log says why" \
 check "... and so does the ERROR frame it sent before closing" \
     grep -q "push before init -> .*push to softmax/biases before it was initialised.* closed" "$TMP/py.out"
 check "every bad connection got an answer or was closed (no hang)" bash -c "! grep -q timeout '$TMP/py.out'"
+
+# A worker's DONE counts once: worker 1 of 2 (a python stand-in) says DONE twice and
+# leaves; the ps neither stops under worker 0 nor logs worker 1 as lost.
+P=$(port); W0=$(port); W1=$(port)
+HOSTS2="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W0,127.0.0.1:$W1 --mode async"
+$DOWNPOUR task --job_name=ps --task_index=0 $HOSTS2 --steps 30 $SYN >/dev/null 2>"$TMP/ps2.err" &
+PS=$!
+python3 - "$P" "$TMP/ps2.err" >"$TMP/py2.out" 2>&1 <<'PY'
+import sys
+port, pslog = int(sys.argv[1]), sys.argv[2]
+sys.path.insert(0, "tests")
+from ps_wire import hdr, conn, drain, config_hash, HELLO, DONE
+s = conn(port)
+s.sendall(hdr(HELLO, var=1, a0=12345))     # refused: the ps logs its own hash
+drain(s)
+s = conn(port)
+s.sendall(hdr(HELLO, var=1, a0=config_hash(pslog)) + hdr(DONE) + hdr(DONE))
+print("done twice ->", drain(s, timeout=1)[:40])
+PY
+$DOWNPOUR task --job_name=worker --task_index=0 $HOSTS2 --steps 30 $SYN >/dev/null 2>"$TMP/w2.err"
+check "a DONE said twice by worker 1: worker 0 still trains to the end" test $? -eq 0
+wait $PS
+check "... and the ps exits cleanly after it" test $? -eq 0
+check "... without calling worker 1, which said DONE before it left, lost" \
+    bash -c "! grep -q 'lost /job:worker/replica:0/task:1' '$TMP/ps2.err'"
 done_tests
