@@ -11,7 +11,8 @@ lines to read.
 
 Works on a git worktree of HEAD (default /tmp/downpour-mutants-PID, removed after unless
 --keep), never on this checkout: uncommitted changes are not in it. Each mutant is built
-(`make -j2 build/downpour` and the unit tests named) and the tests are run in the order
+(`make -j2 build/downpour`, the unit tests named and the test tools, build/tests/tool_*,
+which integration tests run) and the tests are run in the order
 given with tests/run.sh, stopping at the first that fails. Prints one line per mutant
 (killed, SURVIVED, nobuild, with the line before and after) and ends with the counts.
 A unit test run past --timeout seconds counts as killed (a hang is a failure)."""
@@ -103,7 +104,9 @@ def main():
         sys.exit(f'mutants.py: git worktree add {wt}: {r.stderr.strip() if r else "timed out"}')
     try:
         print(f'worktree {wt} at {run("git rev-parse --short HEAD", wt).stdout.strip()}; building', flush=True)
-        build = f'make -j2 build/downpour {" ".join(units)}'
+        tools = sorted(f'build/tests/{p[:-2]}'
+                       for p in os.listdir(os.path.join(top, 'tests')) if re.fullmatch(r'tool_\w+\.c', p))
+        build = f'make -j2 build/downpour {" ".join(units + tools)}'
         r = run(build, wt)
         if r is None or r.returncode:
             sys.exit(f'mutants.py: the unmutated tree does not build:\n{r.stderr[-2000:] if r else ""}')
