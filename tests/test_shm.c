@@ -9,7 +9,8 @@
  * beyond the ring or a byte on the socket is closed with the reason; a whole frame a peer
  * left in the ring as it went is delivered before the close; a peer process that dies
  * mid-frame (either side) closes the connection at once with a reason, and every
- * descriptor and mapping is released. Payloads lent and held where they lie:
+ * descriptor and mapping is released; a server that refuses the offer with an ERROR
+ * closes the client with its text. Payloads lent and held where they lie:
  * test_shm_lend.c. The raw peers (tests/shm_check.h) build their frames and the layout's
  * offsets (docs/wire.md) themselves. */
 #include <signal.h>
@@ -367,6 +368,41 @@ static void test_peer_death(struct ev_loop *loop, int server_dies)
               count_maps());
 }
 
+/* A server that answers the client's offer with an ERROR (it cannot map the memory, or
+ * will not): the client closes, as the peer's doing, with the server's text. */
+static void test_offer_refused(struct ev_loop *loop)
+{
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(sv[0]);
+        char err[DP_ERRLEN];
+        static const char text[] = "no shared memory here";
+        uint8_t b[NET_HEADER + SHM_OFFER_BYTES];
+        net_frame f;
+        if (read(sv[1], b, sizeof b) != (ssize_t)sizeof b || net_frame_decode(b, &test_proto, &f, err) ||
+            f.type != NET_T_SHM_OFFER)
+            _exit(3);
+        raw_frame(b, NET_T_ERROR, sizeof text - 1, 0);
+        memcpy(b + NET_HEADER, text, sizeof text - 1);
+        if (write(sv[1], b, NET_HEADER + sizeof text - 1) != (ssize_t)(NET_HEADER + sizeof text - 1)) _exit(4);
+        while (read(sv[1], b, sizeof b) > 0) {}
+        _exit(0);
+    }
+    close(sv[1]);
+    peer p = {0};
+    net_conn_opts o = opts(NET_CLIENT, 1, NULL);
+    net_conn_new(loop, sv[0], &o, &handler, &p, "refusing");
+    run_until(loop, &p.closed, 5000);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the refusing server read the offer (status %d)", st);
+    CHECK_MSG(p.closed && p.kind == NET_CLOSE_PEER && !strcmp(p.reason, "refused: no shared memory here"),
+              "an offer refused with an ERROR: closed %d, kind %d: %s", p.closed, p.kind, p.reason);
+    CHECK_MSG(p.opened == 0 && p.frames == 0, "never opened (%d), no frame delivered (%d)", p.opened, p.frames);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -385,6 +421,7 @@ int main(void)
     test_drain_on_death(loop);
     test_peer_death(loop, 0);
     test_peer_death(loop, 1);
+    test_offer_refused(loop);
     ev_loop_destroy(loop);
     return CHECK_DONE();
 }
