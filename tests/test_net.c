@@ -4,8 +4,8 @@
  * staged frames and refuses what passes its byte cap (queuing nothing); the handshake
  * opens both sides with one secret and fails with another, without one, against a
  * server without one, and for a replayed transcript; the hello and stalled-frame
- * timeouts, the pre-hello bound and a listener's cap each close or refuse; a failed
- * connect reaches on_close. Expected bytes are built here, not read back from net/. */
+ * timeouts, the pre-hello bound and a listener's cap each close or refuse; a
+ * connection outlives its freed listener; a failed connect reaches on_close. Expected bytes are built here, not read back from net/. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -529,6 +529,25 @@ static void test_limits(struct ev_loop *loop)
     pump(loop, 6);
     CHECK(net_listener_open_conns(l) == 0);
     net_listener_free(l);
+
+    /* A listener freed while a connection it accepted is open: the connection stays,
+     * and its close frees what was left of the listener (make asan-unit sees a leak). */
+    lfd = net_listen("127.0.0.1", 0, &port, err);
+    CHECK_MSG(lfd >= 0, "%s", err);
+    l = net_listener_new(loop, lfd, 2, "test-listener", accept_fn, &lp);
+    int n0 = listener_n;
+    listener_peers[n0 % 4] = (peer){0};
+    int cfd = net_connect("127.0.0.1", port, err);
+    CHECK_MSG(cfd >= 0, "%s", err);
+    for (int i = 0; i < 200 && listener_n == n0; i++, usleep(1000)) pump(loop, 1);
+    CHECK(listener_n == n0 + 1 && net_listener_open_conns(l) == 1);
+    peer *kept = &listener_peers[n0 % 4];
+    net_listener_free(l);
+    pump(loop, 2);
+    CHECK_MSG(!kept->closed, "the accepted connection outlives its listener (%s)", kept->reason);
+    close(cfd);
+    run_until(loop, &kept->closed, 2000);
+    CHECK(kept->closed && kept->kind == NET_CLOSE_PEER);
 
     /* A failed connect reaches on_close. */
     int free_port = net_free_port(err);
