@@ -12,8 +12,8 @@ lines to read.
 Works on a git worktree of HEAD (default /tmp/downpour-mutants-PID, removed after unless
 --keep), never on this checkout: uncommitted changes are not in it. Each mutant is built
 (`make -j2 build/downpour`, the unit tests named and the test tools, build/tests/tool_*,
-which integration tests run) and the tests are run in the order
-given with tests/run.sh, stopping at the first that fails. Prints one line per mutant
+which integration tests run) and the tests are run in the order given with
+tests/run.sh, stopping at the first that fails. Prints one line per mutant
 (killed, SURVIVED, nobuild, with the line before and after) and ends with the counts.
 A unit test run past --timeout seconds counts as killed (a hang is a failure)."""
 import argparse

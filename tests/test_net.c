@@ -5,7 +5,8 @@
  * opens both sides with one secret and fails with another, without one, against a
  * server without one, and for a replayed transcript; the hello and stalled-frame
  * timeouts, the pre-hello bound and a listener's cap each close or refuse; a
- * connection outlives its freed listener; a failed connect reaches on_close. Expected bytes are built here, not read back from net/. */
+ * connection outlives its freed listener; a failed connect reaches on_close. Expected
+ * bytes are built here, not read back from net/. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
