@@ -28,6 +28,14 @@ $NODISP timeout 2 $DOWNPOUR view "$TMP/demo/run.dptrace" >"$TMP/nd.out" 2>"$TMP/
 rc=$?
 check "view without a display fails within 2 s (rc $rc, not 124)" test "$rc" -eq 1
 check "... with the one-line error" test "$(cat "$TMP/nd.err")" = 'downpour: view: no display: use `downpour render`'
+$NODISP timeout 2 $DOWNPOUR view "$TMP/no-such.dptrace" >/dev/null 2>"$TMP/nd4.err"
+rc=$?
+check "view of a missing trace without a display fails (rc $rc)" test "$rc" -eq 1
+check "... naming the file first, not the display" \
+    test "$(cat "$TMP/nd4.err")" = "downpour: view: $TMP/no-such.dptrace: No such file or directory"
+$NODISP timeout 2 $DOWNPOUR view "$TMP/demo/run.dptrace" --compare "$TMP/no-such-2.dptrace" >/dev/null 2>"$TMP/nd5.err"
+check "... and so for a missing --compare trace" \
+    test "$(cat "$TMP/nd5.err")" = "downpour: view: $TMP/no-such-2.dptrace: No such file or directory"
 $NODISP timeout 2 $DOWNPOUR view --connect 127.0.0.1:9 >/dev/null 2>"$TMP/nd2.err"
 rc=$?
 check "view --connect without a display fails before connecting (rc $rc)" test "$rc" -eq 1

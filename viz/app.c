@@ -5,6 +5,7 @@
  * freezes the picture: events keep being read, so training never waits on the viewer,
  * and `c` catches up). A hidden --script feeds key presses for tests. One thread. */
 #include <SDL.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,6 +509,16 @@ static int invisible_driver(void)
 
 #define NO_DISPLAY "downpour: view: no display: use `downpour render`\n"
 
+/* A trace that cannot be opened is the first thing to hear of, display or not: the
+ * display check comes before the (possibly long) read, a missing file before both. */
+static int openable(const char *path)
+{
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (f) fclose(f);
+    if (path && !f) fprintf(stderr, "downpour: view: %s: %s\n", path, strerror(errno));
+    return !path || f;
+}
+
 int viz_app_run(const viz_app_options *o)
 {
     /* ---- initialise ---- */
@@ -515,7 +526,8 @@ int viz_app_run(const viz_app_options *o)
     memset(&a, 0, sizeof a);
     a.o = o;
     char err[DP_ERRLEN];
-    if (!dp_have_display()) {   /* before opening anything: say so at once */
+    if (!openable(o->trace) || !openable(o->compare)) return 1;
+    if (!dp_have_display()) {   /* before reading anything: say so at once */
         fputs(NO_DISPLAY, stderr);
         return 1;
     }
