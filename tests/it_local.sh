@@ -73,13 +73,19 @@ check "a user's OPENBLAS_CORETYPE stands ($(json "$TMP/pres.json" blas_core))" \
     test "$(json "$TMP/pres.json" blas_core)" = Prescott
 # A task runs BLAS on one thread: OpenBLAS is loaded for one (OPENBLAS_NUM_THREADS=1 from
 # the launcher, or from downpour's own restart), so no idle BLAS thread spins beside it;
-# a user's OPENBLAS_NUM_THREADS stands. Threads counted in /proc, our own children only.
+# a user's OPENBLAS_NUM_THREADS stands. Threads counted in /proc, our own children only,
+# once the ps has its event loop (an epoll descriptor; the launcher's listening socket is
+# there from the exec): its main has run, so OpenBLAS's start-up (which makes its threads
+# while the program is loaded) is over. Counted as soon as the process showed
+# its command line, a slow start (an ASan build) read 1 where OpenBLAS was about to make 2.
 task_threads() { # task_threads ENV...: threads of the ps task of a long cluster run
     env "$@" "$DOWNPOUR" cluster --ps 1 --workers 1 --data synthetic --synthetic-samples 500 --steps 1000000 \
         --quiet --eval-every 0 >/dev/null 2>&1 &
     local lp=$! ps="" n=""
     for _ in $(seq 100); do
-        ps=$(child_pid "$lp" "task --job_name=ps") && n=$(awk '/^Threads:/{print $2}' "/proc/$ps/status" 2>/dev/null)
+        ps=$(child_pid "$lp" "task --job_name=ps") &&
+            [ -n "$(find "/proc/$ps/fd" -lname 'anon_inode:*eventpoll*' 2>/dev/null | head -1)" ] &&
+            n=$(awk '/^Threads:/{print $2}' "/proc/$ps/status" 2>/dev/null)
         [ -n "$n" ] && break
         sleep 0.1
     done
