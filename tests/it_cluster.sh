@@ -234,6 +234,27 @@ check "Ctrl-C stops the cluster (exit 130)" test $rc -eq 130
 check "Ctrl-C leaves no task running (of $(echo $TASKS | wc -w) started)" \
     test -n "$TASKS" -a -z "$(alive_matching $TASKS -- 'task --job_name')"
 
+# The ps's listening sockets: the launcher makes them and hands each to its ps; it keeps
+# its own copy only of a ps that a --fail restarts (workers that reconnect meanwhile wait
+# in its backlog), and closes the others' once they are handed over.
+$DOWNPOUR cluster --ps 2 --workers 1 --steps 100000 $SYN --pace 10ms --fail 'ps:1@step=99999,restart=1s' \
+    >/dev/null 2>"$TMP/lfd.err" &
+CPID=$!
+for _ in $(seq 100); do
+    P0=$(child_pid $CPID "task --job_name=ps --task_index=0") && P1=$(child_pid $CPID "task --job_name=ps --task_index=1") &&
+        child_pid $CPID "task --job_name=worker" >/dev/null && break
+    sleep 0.05
+done
+S0=$(readlink "/proc/$P0/fd/3" 2>/dev/null); S1=$(readlink "/proc/$P1/fd/3" 2>/dev/null)
+LFDS=$(for f in /proc/$CPID/fd/*; do readlink "$f"; done 2>/dev/null)
+check "each ps listens on the socket the launcher made (${S0:-none}, ${S1:-none})" \
+    bash -c "[[ '$S0' == socket:* && '$S1' == socket:* ]]"
+check "the launcher closed its copy of ps 0's socket (no restart asked)" \
+    bash -c "[ -n '$S0' ] && ! grep -qxF '$S0' <<<'$LFDS'"
+check "... and keeps ps 1's, which a --fail restarts" bash -c "[ -n '$S1' ] && grep -qxF '$S1' <<<'$LFDS'"
+kill -INT $CPID
+wait $CPID
+
 # Checkpoints: write at step 40, resume to 80.
 $DOWNPOUR cluster --ps 1 --workers 2 --steps 40 $SYN --checkpoint-dir "$TMP/ck" >/dev/null 2>&1
 check "checkpoint index written" grep -q 'model_checkpoint_path: "model.ckpt-40"' "$TMP/ck/checkpoint"
