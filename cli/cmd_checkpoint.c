@@ -20,10 +20,15 @@ static void usage(FILE *f)
 int cmd_checkpoint(int argc, char **argv)
 {
     char err[DP_ERRLEN];
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
     }
+    for (int i = 1; i < argc; i++)   /* `checkpoint info --help` too, never a file named so */
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
     if (!strcmp(argv[1], "info") && argc == 3) {
         if (ckpt_info(stdout, argv[2], err)) {
             fprintf(stderr, "downpour: checkpoint: %s\n", err);

@@ -116,6 +116,35 @@ p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[100] ^= 1; open(p, 'wb')
 PY
 $DOWNPOUR checkpoint info "$TMP/p/model.ckpt-12" >/dev/null 2>"$TMP/crc.err"
 check "a flipped bit is a checksum mismatch" grep -q "model.ckpt-12: checksum mismatch" "$TMP/crc.err"
+# Files written here by the documented format (docs/runtime.md, "Checkpoints"), each with
+# a valid checksum, so that the reader's own checks are what refuses the bad ones.
+python3 - "$TMP/fmt" <<'PY'
+import struct, sys, zlib
+d = sys.argv[1]
+def ckpt(name, tensors, extra=b'', count=None):
+    b = b'DPCKPT01' + struct.pack('<Iq I', 1, 7, len(tensors))
+    for n, vals in tensors:
+        b += struct.pack('<H', len(n)) + n + struct.pack('<Q', len(vals) if count is None else count)
+        b += struct.pack('<%df' % len(vals), *vals)
+    b += extra
+    open(d + '-' + name, 'wb').write(b + struct.pack('<I', zlib.crc32(b)))
+ckpt('good', [(b'w', [1.5, -2.0, 0.25])])
+ckpt('oversize', [(b'w', [1.5, -2.0, 0.25])], count=4)
+ckpt('trailing', [(b'w', [1.5, -2.0, 0.25])], extra=b'\0\0')
+PY
+$DOWNPOUR checkpoint info "$TMP/fmt-good" >"$TMP/fmt.out" 2>&1
+check "a checkpoint written by the documented format reads: global step 7, w's 3 floats (sum -0.25, -2 to 1.5)" \
+    test "$(tr -s ' ' <"$TMP/fmt.out")" = "$(printf 'global_step: 7\ntensor_name: w floats: 3 sum: -0.25 min: -2 max: 1.5')"
+$DOWNPOUR checkpoint info "$TMP/fmt-oversize" >/dev/null 2>"$TMP/fmt.err"
+check "a tensor claiming more floats than the file holds is refused at its offset" \
+    grep -qx "downpour: checkpoint: $TMP/fmt-oversize: offset 24: bad size for tensor w" "$TMP/fmt.err"
+$DOWNPOUR checkpoint info "$TMP/fmt-trailing" >/dev/null 2>"$TMP/fmt.err"
+check "bytes after the last tensor are refused at their offset" \
+    grep -qx "downpour: checkpoint: $TMP/fmt-trailing: offset 47: trailing bytes" "$TMP/fmt.err"
+$DOWNPOUR checkpoint info --help >"$TMP/fmt.out" 2>&1
+rc=$?
+check "checkpoint info --help prints the usage (rc $rc), not a missing file" \
+    bash -c "[ $rc -eq 0 ] && grep -q '^usage: downpour checkpoint' '$TMP/fmt.out'"
 
 # Bad slot frames: a ps drops the peer with a reason and keeps serving.
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
