@@ -9,10 +9,20 @@ SYN="--data synthetic --model mlp --hidden 32 --quiet"
 TOOLS=$(dirname "$DOWNPOUR")/tests
 
 # A real 1 ps + 2 worker sync run, recorded.
+T0=$(date +%s%N)
 $DOWNPOUR cluster --ps 1 --workers 2 --steps 60 $SYN --trace "$TMP/s.dptrace" >"$TMP/s.json" 2>"$TMP/s.err"
 check "traced sync run exits 0" test $? -eq 0
+T1=$(date +%s%N)
 check "trace validates" $DOWNPOUR trace validate "$TMP/s.dptrace"
 $DOWNPOUR trace info --json "$TMP/s.dptrace" >"$TMP/info.json"
+start=$(python3 -c "import json; print(json.load(open('$TMP/info.json'))['metadata'].get('start_unix_ns', 0))")
+check "the metadata's start time is the run's wall clock ($T0 <= $start <= $T1)" \
+    bash -c "[ '$start' -ge '$T0' ] && [ '$start' -le '$T1' ]"
+T0=$(date +%s%N)
+$DOWNPOUR local --steps 3 $SYN --trace "$TMP/l.dptrace" >/dev/null 2>&1
+T1=$(date +%s%N)
+start=$($DOWNPOUR trace info --json "$TMP/l.dptrace" | python3 -c "import json, sys; print(json.load(sys.stdin)['metadata'].get('start_unix_ns', 0))")
+check "... and a local run's too ($T0 <= $start <= $T1)" bash -c "[ '$start' -ge '$T0' ] && [ '$start' -le '$T1' ]"
 count() { python3 -c "import json; print(json.load(open('$TMP/info.json'))['counts'].get('$1', 0))"; }
 push=$(count push_end); apply=$(count apply); drop=$(count drop); step_end=$(count step_end)
 check "pushes = workers x steps x variables (2 x 60 x 4 = $push)" test "$push" -eq 480
