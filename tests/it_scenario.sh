@@ -63,6 +63,17 @@ for v in sync async; do
     check "$v: save_checkpoint_steps gives the variant its own checkpoints/ folder, restored after the lost ps" \
         grep -q "restored $TMP/two-fails/variants/mode-$v/checkpoints/model.ckpt-[0-9]* (global step" "$TMP/two-fails.err"
 done
+# A variant's checkpoints/ folder starts empty of checkpoints on every run (a rerun trains
+# from step 0, never from the last run's files), and nothing else in it is touched.
+printf '%s\n' "${H[@]}" '[training]' 'data = synthetic' 'model = softmax' 'steps = 10' 'eval_every = 0' \
+    '[faults]' 'save_checkpoint_steps = 5' >"$TMP/ckdir.ini"
+"$DOWNPOUR" run "$TMP/ckdir.ini" --out "$TMP/ckdir" --no-view >/dev/null 2>&1
+echo "the class's notes" >"$TMP/ckdir/checkpoints/notes.txt"
+"$DOWNPOUR" run "$TMP/ckdir.ini" --out "$TMP/ckdir" --no-view >/dev/null 2>"$TMP/ckdir.err"
+check "a rerun's checkpoints/ folder: the run's own checkpoints, written again" \
+    test "$(LC_ALL=C ls "$TMP/ckdir/checkpoints" | tr '\n' ' ')" = "checkpoint model.ckpt-10 model.ckpt-5 notes.txt "
+check "... from step 0, not restored from the last run's" bash -c "! grep -q restored '$TMP/ckdir.err'"
+check "... and a file of the user's in it kept" test "$(cat "$TMP/ckdir/checkpoints/notes.txt")" = "the class's notes"
 bad_file missing-scenario '2: the file must start with [scenario] (title, engine = real | sim)' '[cluster]' 'workers = 2'
 bad_file key-before-section '1: "ps" comes before any section; the file must start with [scenario]' 'ps = 1'
 bad_file no-title '1: [scenario] needs a title' '[scenario]' 'engine = real'
