@@ -8,6 +8,18 @@
 check "sim --help mentions the surrogate" sh -c "'$DOWNPOUR' sim --help | grep -q 'SURROGATE'"
 check "sim is listed by downpour --help" sh -c "'$DOWNPOUR' --help | grep -q '^  sim '"
 
+# Its progress bar: on a terminal (a pseudo-terminal from script(1)) up to the last step,
+# never into a file.
+if command -v script >/dev/null; then
+    script -qefc "'$DOWNPOUR' sim --ps 1 --workers 4 --steps 200" /dev/null >"$TMP/bar.tty" 2>&1
+    check "sim on a terminal shows its progress bar to the last step" \
+        grep -q "sim \[#\{40\}\] 100%  step 200/200" "$TMP/bar.tty"
+else
+    skip "sim's progress bar on a terminal: no script(1) to make one"
+fi
+"$DOWNPOUR" sim --ps 1 --workers 4 --steps 200 >/dev/null 2>"$TMP/bar.err"
+check "... and none into a file" sh -c "! grep -q 'sim \[' '$TMP/bar.err'"
+
 "$DOWNPOUR" sim --ps 2 --workers 8 --mode sync --steps 20 --model-bytes 10MB --bandwidth 1Gbit \
     --latency 100us --compute 'lognormal:mean=20ms,sigma=0.3' --straggler worker:3x4 \
     --trace "$TMP/a.dptrace" --summary "$TMP/sum.json" --quiet >"$TMP/out" 2>"$TMP/err"
