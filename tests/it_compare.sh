@@ -31,14 +31,23 @@ def points(name):
         res.setdefault(r['series'], []).append(r)
     return res
 loss_step, loss_time, stale, thr = (points(n) for n in ('loss_vs_step.csv', 'loss_vs_time.csv', 'staleness.csv', 'throughput.csv'))
+def l_ends(t): return all(l.endswith('|') for l in t)
 def close(a, b): return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+# report.md's table is a Markdown table: header, separator, one row per variant, each
+# line with the header's cells
+table = [l for l in report.splitlines() if l.startswith('|')]
+cells = [len(l.strip('|').split('|')) for l in table]
+line(len(table) == 2 + len(rows) and all(c == cells[0] for c in cells) and l_ends(table) and
+     all(c.strip() in ('---', '---:') for c in table[1].strip('|').split('|')),
+     'report.md: a table of %d lines (header, separator, %d rows) of %s cells each' % (len(table), len(rows), cells))
 for r in rows:
     v = r['variant']
     d = os.path.join(out, 'variants', v)
     summ = json.loads(open(os.path.join(d, 'summary.json')).read())
     line(int(r['global_step']) == summ['global_step'] and r['mode'] == summ['mode'] and r['engine'] == summ['engine'],
          '%s: table row = its summary (global step %s, mode %s)' % (v, r['global_step'], r['mode']))
-    line(('| %s | %s | %s |' % (v, summ['engine'], summ['mode'])) in report, '%s: report.md has its row' % v)
+    line(any(l.startswith('| %s | %s | %s |' % (v, summ['engine'], summ['mode'])) for l in report.splitlines()),
+         '%s: report.md has its row, on a line of its own' % v)
     line(abs(float(r['samples_per_s']) - summ['samples_per_s']) <= 0.5, '%s: samples/s in the table' % v)
     tp = {p['category']: float(p['value']) for p in thr[v]}
     line(close(tp['samples/s'], summ['samples_per_s']), '%s: throughput bar = summary samples_per_s' % v)
