@@ -3,7 +3,7 @@
 # otherwise it prints the exact command and fails. --check-only only reports.
 set -u
 PKGS="build-essential pkg-config libev-dev libopenblas-dev zlib1g-dev libjansson-dev
-libzstd-dev libinih-dev libsdl2-dev libcairo2-dev libpng-dev xvfb xauth fonts-dejavu-core dataset-fashion-mnist python3 procps
+libzstd-dev libinih-dev libsdl2-dev libcairo2-dev libpng-dev xvfb xauth x11-utils fonts-dejavu-core dataset-fashion-mnist python3 procps
 libmicrohttpd-dev chromium libsodium-dev clang libclang-rt-14-dev curl
 slurm-wlm munge valgrind"
 missing=""

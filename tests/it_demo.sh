@@ -78,5 +78,40 @@ check "the viewer is still open after the run (pid ${VIEW:-none})" test -n "$VIE
 [ -n "$VIEW" ] && kill "$VIEW"
 wait $RUN
 check "launcher exits 0 once the viewer closes" test $? -eq 0
+
+# `downpour run` with a display: a real scenario's viewer watches the live run (a child of
+# the run); a simulated one's opens on the trace once it is written (in the process: a
+# window named Downpour). Closing either ends the run with 0.
+printf '%s\n' '[scenario]' 'title = real view' 'engine = real' '[cluster]' 'ps = 1' 'workers = 2' \
+    '[training]' 'steps = 100' 'data = synthetic' 'model = mlp' 'hidden = 32' >"$TMP/runreal.ini"
+DISPLAY=:$N $DOWNPOUR run "$TMP/runreal.ini" --out "$TMP/runreal" >/dev/null 2>"$TMP/rr.err" &
+RUN=$!
+VIEW=""
+for _ in $(seq 100); do VIEW=$(child_pid $RUN 'view --connect') && break; sleep 0.1; done
+check "run of a real scenario on a display watches it live (viewer pid ${VIEW:-none})" test -n "$VIEW"
+for _ in $(seq 100); do grep -q "close the viewer window" "$TMP/rr.err" && break; sleep 0.1; done
+[ -n "$VIEW" ] && kill "$VIEW"
+wait $RUN; rc=$?
+check "... and ends with 0 once its viewer closes, the sheet written (rc $rc)" \
+    bash -c "[ $rc -eq 0 ] && [ -s '$TMP/runreal/sheet.png' ]"
+if command -v xwininfo >/dev/null; then
+    printf '%s\n' '[scenario]' 'title = sim view' 'engine = sim' '[cluster]' 'ps = 1' 'workers = 4' \
+        '[training]' 'steps = 200' >"$TMP/runsim.ini"
+    DISPLAY=:$N $DOWNPOUR run "$TMP/runsim.ini" --out "$TMP/runsim" >/dev/null 2>"$TMP/rs.err" &
+    RUN=$!
+    win=0
+    for _ in $(seq 100); do
+        win=$(xwininfo -root -tree -display ":$N" 2>/dev/null | grep -c '"Downpour"')
+        [ "$win" -ge 1 ] && break
+        sleep 0.1
+    done
+    check "run of a simulated scenario on a display opens the viewer once its trace is written ($win window)" \
+        bash -c "[ $win -ge 1 ] && grep -q 'wrote $TMP/runsim/trace.dptrace' '$TMP/rs.err'"
+    kill -TERM $RUN   # SDL makes it a quit: the window closes as the user's close does
+    wait $RUN; rc=$?
+    check "... and ends with 0 once it closes (rc $rc)" test $rc -eq 0
+else
+    skip "run's viewer of a simulated scenario: no xwininfo (x11-utils) to see its window"
+fi
 kill $XVFB 2>/dev/null
 done_tests
