@@ -105,6 +105,17 @@ check "the report names the command that opens the traces side by side" \
     grep -q "downpour view $TMP/realrep/variants/backup_workers-0/trace.dptrace --compare $TMP/realrep/variants/backup_workers-1/trace.dptrace" "$TMP/realrep/report.md"
 "$DOWNPOUR" compare scenarios/sync-vs-async.ini --set wrokers=2 >/dev/null 2>"$TMP/e.err"
 check "compare checks --set before running anything" grep -q 'unknown key "wrokers"' "$TMP/e.err"
+# A report holds up to 8 variants (its plots' series): 8 run, 9 are refused before any runs.
+for n in 8 9; do
+    printf '%s\n' '[scenario]' "title = $n variants" 'engine = sim' '[training]' 'steps = 20' '[compare]' \
+        "vary = workers: $(seq -s ', ' 1 $n)" >"$TMP/v$n.ini"
+done
+"$DOWNPOUR" compare "$TMP/v8.ini" --out "$TMP/v8" >/dev/null 2>"$TMP/v8.err"
+check "compare of 8 variants, the most a report holds, runs them all (rc $?)" \
+    test "$(tail -n +2 "$TMP/v8/summary.csv" | wc -l)" -eq 8
+"$DOWNPOUR" compare "$TMP/v9.ini" --out "$TMP/v9" >/dev/null 2>"$TMP/v9.err"
+check "compare of 9 variants is refused (rc $?) before any runs" \
+    bash -c "grep -qx 'downpour: compare: $TMP/v9.ini: 9 variants; a report compares at most 8' '$TMP/v9.err' && ! [ -e '$TMP/v9' ]"
 printf '%s\n' '[scenario]' 'title = nothing to compare' '[cluster]' 'ps = 1' >"$TMP/novary.ini"
 "$DOWNPOUR" compare "$TMP/novary.ini" >/dev/null 2>"$TMP/e.err"
 check "compare without [compare] says so" grep -q "no \[compare\] section" "$TMP/e.err"
