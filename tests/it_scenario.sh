@@ -247,6 +247,13 @@ check "a real scenario runs in the simulator (--engine sim --set workers=64)" \
 check "the simulator names the real runtime's keys it ignores" grep -q "ignores the real runtime's keys: data" "$TMP/scaled.err"
 "$DOWNPOUR" run "$TMP/real.ini" --no-view --set wrokers=3 >/dev/null 2>"$TMP/set.err"
 check "--set with an unknown key suggests one" grep -q 'unknown key "wrokers" (did you mean "workers"?)' "$TMP/set.err"
+long=$(printf 'k%.0s' $(seq 70))
+for bad in "=5" "workers" "$long=1"; do
+    "$DOWNPOUR" run "$TMP/real.ini" --no-view --set "$bad" >/dev/null 2>"$TMP/set.err"
+    rc=$?
+    check "--set '${bad:0:12}' (${#bad} characters) is not KEY=VALUE (rc $rc)" \
+        bash -c "[ $rc -eq 2 ] && grep -qx -- 'downpour: run: $TMP/real.ini: --set: \"$bad\" is not KEY=VALUE' '$TMP/set.err'"
+done
 "$DOWNPOUR" run "$TMP/real.ini" --no-view --set workers=0 >/dev/null 2>"$TMP/set.err"
 check "--set values get the same checks" grep -q -- '--set workers: 0 is outside 1..65536' "$TMP/set.err"
 # straggler = none clears the file's stragglers: the run equals one without any.
