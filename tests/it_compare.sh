@@ -49,6 +49,9 @@ for r in rows:
     line(any(l.startswith('| %s | %s | %s |' % (v, summ['engine'], summ['mode'])) for l in report.splitlines()),
          '%s: report.md has its row, on a line of its own' % v)
     line(abs(float(r['samples_per_s']) - summ['samples_per_s']) <= 0.5, '%s: samples/s in the table' % v)
+    traffic = sum(float(p['value']) for p in points('ps_traffic.csv').get(v, []))
+    line(close(traffic, summ['bytes_pulled'] + summ['bytes_pushed']),
+         '%s: the ps traffic bars add up to the summary\'s bytes pulled + pushed (%.0f)' % (v, traffic))
     tp = {p['category']: float(p['value']) for p in thr[v]}
     line(close(tp['samples/s'], summ['samples_per_s']), '%s: throughput bar = summary samples_per_s' % v)
     chrome = os.path.join(os.environ.get('TMP', '/tmp'), v + '.json')
@@ -91,6 +94,13 @@ printf '%s\n' '[scenario]' 'title = small sim compare' 'engine = sim' '[cluster]
 check "compare of a sim scenario exits 0" test $? -eq 0
 check "compare says which variant of how many" grep -q "variant 2 of 2: mode-async" "$TMP/sim.err"
 verify "$TMP/simrep" >"$TMP/v1.out" 2>&1 || echo "FAIL verify crashed: $(tail -3 "$TMP/v1.out")" >>"$TMP/v1.out"
+# A sampled simulator trace (above 64 workers, the transfers of 16 only): the ps traffic
+# is scaled to the summary's totals, every worker moving the same bytes.
+printf '%s\n' '[scenario]' 'title = sampled' 'engine = sim' '[cluster]' 'workers = 80' '[training]' \
+    'steps = 30' '[compare]' 'vary = ps: 1, 3' >"$TMP/sampled.ini"
+"$DOWNPOUR" compare "$TMP/sampled.ini" --out "$TMP/sampledrep" >/dev/null 2>"$TMP/sampled.err"
+check "compare of a sampled simulated scenario exits 0" test $? -eq 0
+verify "$TMP/sampledrep" >"$TMP/v3.out" 2>&1 || echo "FAIL verify crashed: $(tail -3 "$TMP/v3.out")" >>"$TMP/v3.out"
 # A real comparison on synthetic data: backup workers 0 and 1, one straggler.
 printf '%s\n' '[scenario]' 'title = small real compare' 'engine = real' '[cluster]' 'ps = 1' 'workers = 3' \
     '[training]' 'steps = 40' 'data = synthetic' 'model = mlp' 'hidden = 32' '[faults]' 'straggler = worker:2x3' \
@@ -100,7 +110,7 @@ check "compare of a real scenario exits 0" test $? -eq 0
 verify "$TMP/realrep" >"$TMP/v2.out" 2>&1 || echo "FAIL verify crashed: $(tail -3 "$TMP/v2.out")" >>"$TMP/v2.out"
 while IFS= read -r l; do
     case "$l" in "ok   "*) ok "${l#ok   }";; "FAIL "*) bad "${l#FAIL }";; esac
-done < <(cat "$TMP/v1.out" "$TMP/v2.out")
+done < <(cat "$TMP/v1.out" "$TMP/v2.out" "$TMP/v3.out")
 check "the report names the command that opens the traces side by side" \
     grep -q "downpour view $TMP/realrep/variants/backup_workers-0/trace.dptrace --compare $TMP/realrep/variants/backup_workers-1/trace.dptrace" "$TMP/realrep/report.md"
 "$DOWNPOUR" compare scenarios/sync-vs-async.ini --set wrokers=2 >/dev/null 2>"$TMP/e.err"
