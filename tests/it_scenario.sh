@@ -32,6 +32,14 @@ bad_file() {
     fi
 }
 H=('[scenario]' 'title = t' 'engine = real')
+# `run` and `compare` themselves (not only --check) stop at a bad file, running nothing.
+printf '%s\n' "${H[@]}" '[training]' 'stpes = 5' >"$TMP/typo.ini"
+for cmd in run compare; do
+    "$DOWNPOUR" $cmd "$TMP/typo.ini" --out "$TMP/typo-$cmd" >/dev/null 2>"$TMP/typo.err"
+    rc=$?
+    check "$cmd of a file with a misspelt key stops (rc $rc) with its line, running nothing" \
+        bash -c "[ $rc -eq 2 ] && grep -q '^downpour: $cmd: $TMP/typo.ini:5: unknown key \"stpes\" in \[training\] (did you mean \"steps\"?)' '$TMP/typo.err' && ! [ -e '$TMP/typo-$cmd' ]"
+done
 bad_file unknown-key '5: unknown key "wokers" in [cluster] (did you mean "workers"?); valid keys: ps, workers, compute, calibrate_from' \
     "${H[@]}" '[cluster]' 'wokers = 3'
 bad_file wrong-section '5: key "mode" belongs in [training], not [cluster]' "${H[@]}" '[cluster]' 'mode = sync'
