@@ -1,0 +1,128 @@
+/* test_lab.c — the lab's commands in process, where `make asan-unit` sees them: `downpour
+ * lessons` over scenarios/lessons, `run` and `compare` of small simulated scenarios (no
+ * child process, no window). The integration tests (it_scenario, it_compare, it_lesson)
+ * check what these write in depth; this one is here so that a leak or an overrun on
+ * their paths (a report's series, a lesson folder's handle, a variant's options) fails a
+ * sanitizer build. Run from the repository root (tests/run.sh does). */
+#define _XOPEN_SOURCE 700
+#include <dirent.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "common/dp.h"
+#include "lab/lab.h"
+
+static char dir[64];
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_size > 0;
+}
+
+/* `downpour lessons`: one line per lesson file, each naming the command that runs it. */
+static void test_lessons(void)
+{
+    const char *lessons = "scenarios/lessons";
+    DIR *d = opendir(lessons);
+    CHECK_MSG(d != NULL, "%s: run from the repository root", lessons);
+    if (!d) return;
+    int files = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        files += l > 4 && !strcmp(de->d_name + l - 4, ".ini");
+    }
+    closedir(d);
+    char err[DP_ERRLEN] = "";
+    FILE *out = tmpfile();
+    CHECK_MSG(lab_lessons(out, lessons, err) == 0, "%s", err);
+    rewind(out);
+    char line[512];
+    int lines = 0, commands = 0;
+    while (fgets(line, sizeof line, out)) {
+        lines++;
+        commands += strstr(line, "downpour run scenarios/lessons/") || strstr(line, "downpour compare scenarios/lessons/");
+    }
+    fclose(out);
+    CHECK_MSG(files >= 12 && lines == files && commands == files, "%d files, %d lines, %d commands", files,
+              lines, commands);
+}
+
+static const char *write_scenario(const char *name, const char *vary)
+{
+    const char *path = check_path(dir, name);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "[scenario]\ntitle = %s\nengine = sim\n[cluster]\nps = 2\nworkers = 4\n"
+               "[training]\nsteps = 40\n%s", name, vary ? vary : "");
+    fclose(f);
+    return path;
+}
+
+/* `downpour run` of a simulated scenario: its trace, summary and sheet. */
+static void test_run(void)
+{
+    char err[DP_ERRLEN] = "", out[512];
+    snprintf(out, sizeof out, "%s/run", dir);
+    lab_options o;
+    lab_options_init(&o);
+    o.out_dir = out;
+    o.no_view = 1;
+    CHECK_MSG(lab_run(write_scenario("run.ini", NULL), &o, err) == 0, "%s", err);
+    CHECK(exists(check_path(out, "trace.dptrace")));
+    CHECK(exists(check_path(out, "summary.json")));
+    CHECK(exists(check_path(out, "sheet.png")));
+    /* a configuration the simulator refuses (checked across keys, after the file parsed) */
+    const char *bad = write_scenario("bad.ini", "backup_workers = 4\n");
+    snprintf(out, sizeof out, "%s/bad", dir);
+    err[0] = 0;
+    CHECK_MSG(lab_run(bad, &o, err) != 0 && strstr(err, "bad.ini:9: backup_workers: 4 leaves no replica"),
+              "%s", err);
+}
+
+/* `downpour compare` of two simulated variants: the report folder's table has both. */
+static void test_compare(void)
+{
+    char err[DP_ERRLEN] = "", out[512];
+    snprintf(out, sizeof out, "%s/compare", dir);
+    lab_options o;
+    lab_options_init(&o);
+    o.out_dir = out;
+    o.no_view = 1;
+    CHECK_MSG(lab_compare(write_scenario("cmp.ini", "[compare]\nvary = mode: sync, async\n"), &o, err) == 0,
+              "%s", err);
+    CHECK(exists(check_path(out, "report.md")));
+    FILE *f = fopen(check_path(out, "summary.csv"), "r");
+    int rows = 0;
+    char line[4096];
+    while (f && fgets(line, sizeof line, f)) rows++;
+    if (f) fclose(f);
+    CHECK_MSG(rows == 3, "summary.csv: %d lines (a header and 2 variants)", rows);
+    CHECK(exists(check_path(out, "variants/mode-sync/trace.dptrace")));
+    CHECK(exists(check_path(out, "variants/mode-async/trace.dptrace")));
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/dp_test_lab.XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_lessons();
+    test_run();
+    test_compare();
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return CHECK_DONE();
+}
