@@ -8,17 +8,8 @@
 check "sim --help mentions the surrogate" sh -c "'$DOWNPOUR' sim --help | grep -q 'SURROGATE'"
 check "sim is listed by downpour --help" sh -c "'$DOWNPOUR' --help | grep -q '^  sim '"
 
-# Its progress bar: on a terminal (a pseudo-terminal from script(1)) up to the last step,
-# never into a file.
-if command -v script >/dev/null; then
-    script -qefc "'$DOWNPOUR' sim --ps 1 --workers 4 --steps 200" /dev/null >"$TMP/bar.tty" 2>&1
-    check "sim on a terminal shows its progress bar to the last step" \
-        grep -q "sim \[#\{40\}\] 100%  step 200/200" "$TMP/bar.tty"
-else
-    skip "sim's progress bar on a terminal: no script(1) to make one"
-fi
-"$DOWNPOUR" sim --ps 1 --workers 4 --steps 200 >/dev/null 2>"$TMP/bar.err"
-check "... and none into a file" sh -c "! grep -q 'sim \[' '$TMP/bar.err'"
+# Its progress bar, on a terminal and not into a file.
+check_sim_bar sim 200 "'$DOWNPOUR' sim --ps 1 --workers 4 --steps 200"
 
 "$DOWNPOUR" sim --ps 2 --workers 8 --mode sync --steps 20 --model-bytes 10MB --bandwidth 1Gbit \
     --latency 100us --compute 'lognormal:mean=20ms,sigma=0.3' --straggler worker:3x4 \

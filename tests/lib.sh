@@ -35,6 +35,20 @@ child_pid() {
     done
     return 1
 }
+# check_sim_bar WHAT STEPS COMMAND: the simulator's progress bar (sim_bar) of the shell
+# COMMAND reaches step STEPS of STEPS on a terminal (script(1)'s pseudo-terminal), and
+# none goes into a file.
+check_sim_bar() {
+    if command -v script >/dev/null; then
+        script -qefc "$3" /dev/null >"$TMP/bar.tty" 2>&1
+        check "$1 on a terminal shows its progress bar to the last step" \
+            grep -q "sim \[#\{40\}\] 100%  step $2/$2" "$TMP/bar.tty"
+    else
+        skip "$1's progress bar on a terminal: no script(1) to make one"
+    fi
+    bash -c "$3" >/dev/null 2>"$TMP/bar.err"
+    check "... and none into a file" bash -c "! grep -q 'sim \[' '$TMP/bar.err'"
+}
 # children PARENT: the PIDs of PARENT's direct children, one per line.
 children() { tr ' ' '\n' <"/proc/$1/task/$1/children" 2>/dev/null | grep .; }
 # alive_matching PID... -- PATTERN: which of these PIDs still run a command matching PATTERN.

@@ -70,15 +70,22 @@ static const char *write_scenario(const char *name, const char *vary)
     return path;
 }
 
+/* The options of a run or comparison into out, with no window. */
+static lab_options options(const char *out)
+{
+    lab_options o;
+    lab_options_init(&o);
+    o.out_dir = out;
+    o.no_view = 1;
+    return o;
+}
+
 /* `downpour run` of a simulated scenario: its trace, summary and sheet. */
 static void test_run(void)
 {
     char err[DP_ERRLEN] = "", out[512];
     snprintf(out, sizeof out, "%s/run", dir);
-    lab_options o;
-    lab_options_init(&o);
-    o.out_dir = out;
-    o.no_view = 1;
+    lab_options o = options(out);
     CHECK_MSG(lab_run(write_scenario("run.ini", NULL), &o, err) == 0, "%s", err);
     CHECK(exists(check_path(out, "trace.dptrace")));
     CHECK(exists(check_path(out, "summary.json")));
@@ -96,10 +103,7 @@ static void test_compare(void)
 {
     char err[DP_ERRLEN] = "", out[512];
     snprintf(out, sizeof out, "%s/compare", dir);
-    lab_options o;
-    lab_options_init(&o);
-    o.out_dir = out;
-    o.no_view = 1;
+    lab_options o = options(out);
     CHECK_MSG(lab_compare(write_scenario("cmp.ini", "[compare]\nvary = mode: sync, async\n"), &o, err) == 0,
               "%s", err);
     CHECK(exists(check_path(out, "report.md")));

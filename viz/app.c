@@ -513,10 +513,14 @@ static int invisible_driver(void)
  * display check comes before the (possibly long) read, a missing file before both. */
 static int openable(const char *path)
 {
-    FILE *f = path ? fopen(path, "rb") : NULL;
-    if (f) fclose(f);
-    if (path && !f) fprintf(stderr, "downpour: view: %s: %s\n", path, strerror(errno));
-    return !path || f;
+    if (!path) return 1;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "downpour: view: %s: %s\n", path, strerror(errno));
+        return 0;
+    }
+    fclose(f);
+    return 1;
 }
 
 int viz_app_run(const viz_app_options *o)
