@@ -268,16 +268,7 @@ int lab_compare(const char *path, const lab_options *o, char *err)
     for (int i = 0; i < n; i++) {
         scenario_variant_label(s, i, v[i].label, sizeof v[i].label);
         snprintf(v[i].dir, sizeof v[i].dir, "%s/variants/%s", dir, v[i].label);
-        /* every variant's configuration is checked before the first one runs */
-        char skipped[8];
-        if (engine == RUN_REAL) {
-            rt_config cfg;
-            rc = lab_config_real(s, i, o, &cfg, skipped, sizeof skipped, err);
-        } else {
-            sim_options *so = xmalloc(sizeof *so);
-            rc = lab_config_sim(s, i, o, so, skipped, sizeof skipped, err);
-            free(so);
-        }
+        rc = lab_config_ok(s, engine, i, o, err);   /* every variant's, before the first runs */
         if (rc) goto fail;
     }
     for (int i = 0; i < n; i++) {

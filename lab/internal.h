@@ -18,6 +18,9 @@ int lab_config_real(const scenario *s, int variant, const lab_options *o, rt_con
 int lab_config_sim(const scenario *s, int variant, const lab_options *o, sim_options *so, char *skipped,
                    size_t n, char *err);
 
+/* Only the check of variant `variant`'s configuration for `engine`, as above. */
+int lab_config_ok(const scenario *s, int engine, int variant, const lab_options *o, char *err);
+
 /* Runs variant `variant` with `engine` into dir (created): dir/trace.dptrace and
  * dir/summary.json; the summary line goes to stdout. view: the real runtime's live viewer. */
 int lab_run_variant(const scenario *s, int engine, int variant, const lab_options *o, const char *dir,

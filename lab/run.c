@@ -170,6 +170,28 @@ static int variant_checkpoints(rt_config *cfg, const char *dir, char *err)
     return DP_OK;
 }
 
+/* The variant's folder, made and rid of the last run's trace only once its configuration
+ * has been accepted: a refused --set loses nothing. */
+static int fresh_output(const char *dir, const char *trace, char *err)
+{
+    int rc = dp_mkdirs(dir, err);
+    if (!rc) unlink(trace);
+    return rc;
+}
+
+int lab_config_ok(const scenario *s, int engine, int variant, const lab_options *o, char *err)
+{
+    char skipped[8];
+    if (engine == RUN_REAL) {
+        rt_config cfg;
+        return lab_config_real(s, variant, o, &cfg, skipped, sizeof skipped, err);
+    }
+    sim_options *so = xmalloc(sizeof *so);
+    int rc = lab_config_sim(s, variant, o, so, skipped, sizeof skipped, err);
+    free(so);
+    return rc;
+}
+
 int lab_run_variant(const scenario *s, int engine, int variant, const lab_options *o, const char *dir,
                     int view, char *err)
 {
@@ -177,14 +199,13 @@ int lab_run_variant(const scenario *s, int engine, int variant, const lab_option
     if (snprintf(trace, sizeof trace, "%s/trace.dptrace", dir) >= (int)sizeof trace)
         return dp_fail(err, DP_EINVAL, "%s: output folder name too long", dir);
     snprintf(summary, sizeof summary, "%s/summary.json", dir);
-    int rc = dp_mkdirs(dir, err);
-    if (rc) return rc;
-    unlink(trace);
+    int rc;
     char *lesson = scenario_lesson_json(s);   /* rides in the trace's metadata */
     if (engine == RUN_REAL) {
         rt_config cfg;
         rc = lab_config_real(s, variant, o, &cfg, skipped, sizeof skipped, err);
         if (!rc && !s->local) rc = variant_checkpoints(&cfg, dir, err);
+        if (!rc) rc = fresh_output(dir, trace, err);
         if (rc) {
             free(lesson);
             return rc;
@@ -222,6 +243,13 @@ int lab_run_variant(const scenario *s, int engine, int variant, const lab_option
             sim_options_calibrate(so, &cal);
             fprintf(stderr, "downpour: %s: calibrated from %s (mean step %.6g s)\n", s->name, so->calibrate,
                     cal.mean_step_s);
+        }
+        rc = fresh_output(dir, trace, err);
+        if (rc) {
+            sim_calibration_release(&cal);
+            free(so);
+            free(lesson);
+            return rc;
         }
         sim_bar bar;
         sim_bar_init(&bar, isatty(2));
@@ -279,6 +307,8 @@ int lab_run(const char *path, const lab_options *o, char *err)
     int rc = lab_load(&s, path, err);
     if (rc) return rc;
     int engine = o->engine ? o->engine : s.engine;
+    rc = lab_config_ok(&s, engine, 0, o, err);   /* a refused --set says nothing else first */
+    if (rc) return rc;
     char dir[1024];
     if (o->out_dir) snprintf(dir, sizeof dir, "%s", o->out_dir);
     else snprintf(dir, sizeof dir, "out/%s", s.name);

@@ -245,6 +245,19 @@ check "a sim run by file and by flags: same summary (but wall time, trace path, 
 check "a real scenario runs in the simulator (--engine sim --set workers=64)" \
     test "$(json "$TMP/scaled.out" engine)" = sim -a "$(json "$TMP/scaled.out" workers)" = 64
 check "the simulator names the real runtime's keys it ignores" grep -q "ignores the real runtime's keys: data" "$TMP/scaled.err"
+# A refused run loses nothing: the last run's trace and summary in its folder stay as
+# they were, and the refusal is the only line.
+cp "$TMP/sim-file/trace.dptrace" "$TMP/sim-file.keep"
+cp "$TMP/sim-file/summary.json" "$TMP/sim-file.keep.json"
+"$DOWNPOUR" run "$TMP/sim.ini" --no-view --out "$TMP/sim-file" --set bogus=1 >/dev/null 2>"$TMP/set.err"
+check "a refused --set leaves the folder's last trace and summary as they were" \
+    bash -c "cmp -s '$TMP/sim-file/trace.dptrace' '$TMP/sim-file.keep' && cmp -s '$TMP/sim-file/summary.json' '$TMP/sim-file.keep.json'"
+check "... and says only that it refused it (one line)" \
+    bash -c "[ \$(wc -l <'$TMP/set.err') -eq 1 ] && grep -q 'unknown key \"bogus\"' '$TMP/set.err'"
+sed 's|^\[cluster\]$|&\ncalibrate_from = /nonexistent/real.dptrace|' "$TMP/sim.ini" >"$TMP/sim-cal.ini"
+"$DOWNPOUR" run "$TMP/sim-cal.ini" --no-view --out "$TMP/sim-file" >/dev/null 2>"$TMP/cal.err"
+check "a calibration that fails (its trace is missing) leaves them too" \
+    bash -c "grep -q /nonexistent/real.dptrace '$TMP/cal.err' && cmp -s '$TMP/sim-file/trace.dptrace' '$TMP/sim-file.keep' && cmp -s '$TMP/sim-file/summary.json' '$TMP/sim-file.keep.json'"
 "$DOWNPOUR" run "$TMP/real.ini" --no-view --set wrokers=3 >/dev/null 2>"$TMP/set.err"
 check "--set with an unknown key suggests one" grep -q 'unknown key "wrokers" (did you mean "workers"?)' "$TMP/set.err"
 long=$(printf 'k%.0s' $(seq 70))
