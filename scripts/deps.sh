@@ -5,7 +5,7 @@ set -u
 PKGS="build-essential pkg-config libev-dev libopenblas-dev zlib1g-dev libjansson-dev
 libzstd-dev libinih-dev libsdl2-dev libcairo2-dev libpng-dev xvfb xauth x11-utils fonts-dejavu-core dataset-fashion-mnist python3 procps
 libmicrohttpd-dev chromium libsodium-dev clang libclang-rt-14-dev curl
-slurm-wlm munge valgrind"
+slurm-wlm munge valgrind iproute2"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

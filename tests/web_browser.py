@@ -8,8 +8,10 @@ pages only; every wait bounded. Prints "key value" lines (facts); the script che
   web_browser.py answer URL CHOICE SHOT.png   wait for the lesson's question, click choice
                                               CHOICE (A, B, ...), wait for the counts line
   web_browser.py text URL SHOT.png            the caption, question and counts shown
+  web_browser.py scrub URL PAGE               the scrubber's place for the position of page
+                                              PAGE (the URL's id), then a click on its middle
 """
-import base64, json, os, select, shutil, subprocess, sys, tempfile, time, urllib.parse
+import base64, json, os, select, shutil, subprocess, sys, tempfile, time, urllib.parse, urllib.request
 
 
 class Browser:
@@ -164,12 +166,47 @@ def mode_answer(url, choice, shot):
         b.close()
 
 
+def page_state(url, page):
+    """The server's /state of a page, read here over HTTP, not through the page's script."""
+    u = urllib.parse.urlparse(url)
+    with urllib.request.urlopen('%s://%s/state?id=%s' % (u.scheme, u.netloc, page), timeout=10) as r:
+        return json.loads(r.read())
+
+
+def mode_scrub(url, page):
+    """The scrubber: where it stands for the page's position, then a real click on its
+    middle and the position the server moved the page to."""
+    b = Browser()
+    try:
+        b.open(url)
+        out('time_shown', int(bool(b.wait("document.getElementById('time').textContent.indexOf('/') > 0 && "
+                                          "document.getElementById('frame').naturalWidth > 0"))))
+        st = page_state(url, page)
+        span = max(st['t1'] - st['t0'], 1e-9)
+        out('scrub_shown', b.js("document.getElementById('scrub').value"))
+        out('scrub_expected', round(1000 * (st['t'] - st['t0']) / span))
+        out('clicked', int(b.click('#scrub')))
+        deadline = time.time() + 10
+        while time.time() < deadline and page_state(url, page)['t_ns'] == st['t_ns']:
+            time.sleep(0.1)
+        time.sleep(0.6)   # the page's next polls: it shows the server's new position
+        v = int(b.js("document.getElementById('scrub').value"))
+        now = page_state(url, page)
+        out('scrub_value', v)
+        out('seek_error_s', '%.9f' % abs(now['t'] - (st['t0'] + v / 1000 * span)))
+        out('playing', int(bool(now.get('playing'))))
+    finally:
+        b.close()
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == 'answer':
         mode_answer(args[0], args[1], args[2])
     elif mode == 'text':
         mode_text(args[0], args[1])
+    elif mode == 'scrub':
+        mode_scrub(args[0], args[1])
     else:
         sys.exit('web_browser.py: unknown mode ' + mode)
 

@@ -169,6 +169,15 @@ def mode_controls(url, outdir):
     out('pause_next_two_same', int(len(after) == 2 and all(x == now for x in after)))
     time.sleep(0.5)
     out('pause_state_t', get_json(url, '/state?id=ctl')[1]['t_ns'])
+    for x, key in (('4', 'speed_4'), ('1000', 'speed_1000'), ('0.001', 'speed_0.001'), ('100', 'speed_100')):
+        st, j = control(url, 'ctl', 'speed', x=x)
+        out(key, '%d:%g' % (st, j.get('speed', -1)))
+    t = control(url, 'ctl', 'seek', t='0')[1]['t_ns']   # the trace's start, paused
+    control(url, 'ctl', 'play')
+    time.sleep(0.5)
+    st, j = control(url, 'ctl', 'pause')
+    out('speed_100_moved_ns', j['t_ns'] - t)   # 100 x 0.5 s of wall time: past the end
+    out('speed_100_at_end', int(abs(j['t_ns'] - j['t1'] * 1e9) < 1000))
     st, j = control(url, 'nobody', 'step')
     out('unknown_page_status', st)
     st, j = control(url, 'ctl', 'fly')
