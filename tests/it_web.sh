@@ -159,12 +159,20 @@ curl -s -N "${URL_N}stream?id=nice" >/dev/null 2>&1 &
 CURL=$!
 sleep 1
 nices=$(for st in /proc/$PID_N/task/*/stat; do sed 's/^.*) //' "$st" | awk '{print $17}'; done | sort | uniq -c | tr '\n' ' ')
+# the threads the server starts (web-player, libmicrohttpd's MHD-*) block every signal:
+# SIGINT and SIGTERM are the main thread's. Their SigBlk has signals 1 to 31 but SIGKILL
+# and SIGSTOP, which cannot be blocked (bits 0 to 30 but 8 and 18: 0x7ffbfeff).
+blk=$(for t in /proc/$PID_N/task/*; do grep -qE '^(web-player|MHD-)' "$t/comm" || continue
+      python3 -c "import sys; m = int(sys.argv[1], 16); print('all' if m & 0x7ffbfeff == 0x7ffbfeff else 'not')" \
+          "$(awk '/^SigBlk:/{print $2}' "$t/status")"; done | sort | uniq -c | tr '\n' ' ')
 kill "$CURL" 2>/dev/null; wait "$CURL" 2>/dev/null
 stop "$PID_N"
 n10=$(awk '{for (i = 1; i < NF; i += 2) if ($(i+1) == 10) print $i}' <<<"$nices")
 n0=$(awk '{for (i = 1; i < NF; i += 2) if ($(i+1) == 0) print $i}' <<<"$nices")
 check "the player and the page's connection thread run at nice 10 (count nice: $nices)" test "${n10:-0}" -ge 2
 check "... the main thread does not" test "${n0:-0}" -ge 1
+check "the player and every libmicrohttpd thread block every signal (count: $blk)" \
+    bash -c "grep -qE '^ *[3-9] all' <<<'$blk' && ! grep -q not <<<'$blk'"
 
 serve F "$T" --listen 127.0.0.1:0 --size ${W}x$H --follow --paused --at 2.5
 timeout 60 $CLIENT follow "$URL_F" "$TMP" >"$TMP/follow.txt" 2>&1

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -426,6 +427,7 @@ void web_yield_cpu(void)
 
 static void *player_main(void *arg)
 {
+    prctl(PR_SET_NAME, "web-player");   /* as top -H and /proc name it */
     web_yield_cpu();
     player p = {arg, dp_now_ns(), -1, 0, 0};
     web_server *w = p.w;
