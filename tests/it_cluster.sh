@@ -240,13 +240,17 @@ check "Ctrl-C leaves no task running (of $(echo $TASKS | wc -w) started)" \
 $DOWNPOUR cluster --ps 2 --workers 1 --steps 100000 $SYN --pace 10ms --fail 'ps:1@step=99999,restart=1s' \
     >/dev/null 2>"$TMP/lfd.err" &
 CPID=$!
-for _ in $(seq 100); do
+for _ in $(seq 300); do   # up to 15 s: three processes start on a loaded machine
     P0=$(child_pid $CPID "task --job_name=ps --task_index=0") && P1=$(child_pid $CPID "task --job_name=ps --task_index=1") &&
         child_pid $CPID "task --job_name=worker" >/dev/null && break
     sleep 0.05
 done
 S0=$(readlink "/proc/$P0/fd/3" 2>/dev/null); S1=$(readlink "/proc/$P1/fd/3" 2>/dev/null)
-LFDS=$(for f in /proc/$CPID/fd/*; do readlink "$f"; done 2>/dev/null)
+for _ in $(seq 100); do   # the launcher's descriptors, once it no longer holds ps 0's (5 s at most)
+    LFDS=$(for f in /proc/$CPID/fd/*; do readlink "$f"; done 2>/dev/null)
+    [ -n "$S0" ] && ! grep -qxF "$S0" <<<"$LFDS" && break
+    sleep 0.05
+done
 check "each ps listens on the socket the launcher made (${S0:-none}, ${S1:-none})" \
     bash -c "[[ '$S0' == socket:* && '$S1' == socket:* ]]"
 check "the launcher closed its copy of ps 0's socket (no restart asked)" \
