@@ -112,6 +112,14 @@ static void test_machine_layout(void)
     }
     CHECK_MSG(ok, "the device boxes sit in one row inside the task's box, apart, each tall enough to read");
     viz_ctx_end(&c);
+    /* definitions said again (a task re-sends them when it reconnects to a hub): the same
+     * four devices, not eight */
+    for (int d = 0; d < 4; d++) add(s, EVT_DEVICE, 50 * MS + d, id[d], 0, 0, 0, 0);
+    v = view_at(60 * MS);
+    viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
+    CHECK_MSG(s->m.n_devs == 4 && c.lay.n_device_boxes == 4, "devices said twice: still 4 (%d devices, %d boxes)",
+              s->m.n_devs, c.lay.n_device_boxes);
+    viz_ctx_end(&c);
     viz_source_free(s);
     /* the same events from a cluster engine keep the worker box */
     s = machine_run(strs, "real", id);

@@ -5,7 +5,7 @@
  * centred where the layout puts it, ringed by its direction's outline (pull white, push
  * ink) and by no other, its colour nowhere else in the cluster. Each overlay (help,
  * inspector, toast, compare strip) must change the pixels where it draws against the same
- * frame without it. */
+ * frame without it, and the inspector's lines must say the fixture's own numbers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +160,67 @@ static void test_pull_and_push(void)
     evt_strtab_free(strs);
 }
 
+/* Whether one of the n lines is exactly want. */
+static int has_line(char lines[][VIZ_INSPECT_WIDTH], int n, const char *want)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(lines[i], want)) return 1;
+    return 0;
+}
+
+/* The inspector's text, against the fixture's own numbers: at T_END worker 0 has pulled
+ * one 250 kB packet and pushed nothing, worker 1 the reverse, and worker 0's last loss is
+ * its 14th step's, 2.0 x (1 - 0.03 x 13); at T_SHOWN each has its packet in flight, half-way. */
+static void test_inspector_text(void)
+{
+    evt_strtab *strs = evt_strtab_new();
+    viz_source *s = fixture(strs, 2.0);
+    char title[VIZ_INSPECT_WIDTH], lines[VIZ_INSPECT_LINES][VIZ_INSPECT_WIDTH], want[VIZ_INSPECT_WIDTH];
+    viz_view v;
+    viz_view_init(&v);
+    v.t = T_END;
+    viz_ctx c;
+    for (int w = 0; w < 2; w++) {
+        v.sel = (viz_selection){VIZ_SEL_TASK, EVT_JOB_WORKER, w, 0, 0};
+        cairo_surface_t *img = frame_open(s, &v, &c);
+        int n = viz_inspector_text(&c, title, lines);
+        CHECK_MSG(n >= 5 && !strcmp(title, w ? "/job:worker/task:1" : "/job:worker/task:0"),
+                  "inspector of worker %d: titled by the task (%d lines, '%s')", w, n, title);
+        CHECK_MSG(has_line(lines, n, w ? "pulled 0 B \xc2\xb7 pushed 250.0 kB" : "pulled 250.0 kB \xc2\xb7 pushed 0 B"),
+                  "inspector of worker %d: its bytes pulled and pushed", w);
+        CHECK_MSG(has_line(lines, n, "in flight: 0 pulls, 0 pushes"), "inspector of worker %d: nothing in flight", w);
+        snprintf(want, sizeof want, "last loss %.4f", 2.0 * (1 - 0.03 * 13));
+        CHECK_MSG(has_line(lines, n, want) == !w, "inspector of worker %d: %s", w, w ? "no loss" : want);
+        frame_close(&c, img);
+    }
+    v.sel = (viz_selection){VIZ_SEL_TASK, EVT_JOB_PS, 0, 0, 0};
+    cairo_surface_t *img = frame_open(s, &v, &c);
+    int n = viz_inspector_text(&c, title, lines);
+    CHECK_MSG(n >= 3 && !strcmp(title, "/job:ps/task:0") && has_line(lines, n, "holds 2 variables"),
+              "inspector of ps 0: both variables (%d lines, '%s')", n, title);
+    frame_close(&c, img);
+    v.t = T_SHOWN;
+    v.sel = (viz_selection){VIZ_SEL_TASK, EVT_JOB_WORKER, 1, 0, 0};
+    img = frame_open(s, &v, &c);
+    n = viz_inspector_text(&c, title, lines);
+    CHECK_MSG(has_line(lines, n, "in flight: 0 pulls, 1 pushes") && has_line(lines, n, "pulled 0 B \xc2\xb7 pushed 0 B"),
+              "inspector of worker 1 mid-push: one push in flight, no bytes counted yet");
+    frame_close(&c, img);
+    v.sel = (viz_selection){VIZ_SEL_PACKET, EVT_JOB_WORKER, 0, 1, EVT_PULL_BEGIN};
+    img = frame_open(s, &v, &c);
+    n = viz_inspector_text(&c, title, lines);
+    CHECK_MSG(!strcmp(title, "pull #1 from worker 0") && has_line(lines, n, "variable w") &&
+              has_line(lines, n, "250.0 kB") && has_line(lines, n, "50% of the way"),
+              "inspector of worker 0's pull: its variable, size and progress (%d lines, '%s')", n, title);
+    frame_close(&c, img);
+    v.sel.kind = VIZ_SEL_NONE;
+    img = frame_open(s, &v, &c);
+    CHECK_MSG(viz_inspector_text(&c, title, lines) == -1, "no selection: no inspector");
+    frame_close(&c, img);
+    viz_source_free(s);
+    evt_strtab_free(strs);
+}
+
 /* Each overlay against the same frame without it. Where it draws: the help card centred in
  * the window (its white over the middle 40 %, the key names in accent blue in its left
  * column), the inspector card at the cluster's top right, the toast dark at the cluster's
@@ -249,6 +310,7 @@ int main(void)
 {
     test_pull_and_push();
     test_overlays();
+    test_inspector_text();
     cairo_debug_reset_static_data();   /* font caches, so LeakSanitizer sees only ours */
     if (FcFini) FcFini();
     return CHECK_DONE();

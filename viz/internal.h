@@ -275,6 +275,11 @@ void viz_draw_panels(viz_ctx *c);
 void viz_draw_timeline(viz_ctx *c);
 void viz_draw_placement(viz_ctx *c);        /* overlay.c */
 void viz_draw_help(viz_ctx *c);
+/* The inspector card's title and lines for the view's selection (a task or a packet in
+ * flight); returns the number of lines, -1 with nothing selected. */
+#define VIZ_INSPECT_LINES 10
+#define VIZ_INSPECT_WIDTH 160
+int viz_inspector_text(viz_ctx *c, char title[VIZ_INSPECT_WIDTH], char lines[VIZ_INSPECT_LINES][VIZ_INSPECT_WIDTH]);
 void viz_draw_inspector(viz_ctx *c);
 void viz_draw_toast(viz_ctx *c, const char *msg);
 /* What worker w is shown doing at the frame's time: its replay phase, or

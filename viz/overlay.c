@@ -224,7 +224,7 @@ void viz_draw_help(viz_ctx *c)
     }
 }
 
-static void lines_card(viz_ctx *c, const char *title, char lines[][160], int n)
+static void lines_card(viz_ctx *c, const char *title, char lines[][VIZ_INSPECT_WIDTH], int n)
 {
     const viz_layout *l = &c->lay;
     double s = l->s, rh = l->font_small * 1.45;
@@ -236,45 +236,45 @@ static void lines_card(viz_ctx *c, const char *title, char lines[][160], int n)
     for (int i = 0; i < n; i++) viz_text(c->cr, in.x, in.y + rh * (i + 0.8), lines[i], 0, in.w);
 }
 
-void viz_draw_inspector(viz_ctx *c)
+int viz_inspector_text(viz_ctx *c, char title[VIZ_INSPECT_WIDTH], char lines[VIZ_INSPECT_LINES][VIZ_INSPECT_WIDTH])
 {
     const viz_selection *sel = &c->view->sel;
-    char title[96], lines[10][160], tb[48], tb2[48];
+    char tb[48], tb2[48];
     int n = 0;
     if (sel->kind == VIZ_SEL_TASK) {
         const evt_task_state *tk = evt_state_task(c->st, sel->job, sel->task);
-        viz_task_name(title, sizeof title, sel->job, sel->task);
+        viz_task_name(title, VIZ_INSPECT_WIDTH, sel->job, sel->task);
         if (!tk) {
-            snprintf(lines[n++], 160, "not seen yet");
+            snprintf(lines[n++], VIZ_INSPECT_WIDTH, "not seen yet");
         } else {
             viz_fmt_time(tb, sizeof tb, c->t - tk->phase_since);
             int ph = sel->job == EVT_JOB_WORKER ? viz_worker_phase(c, sel->task) : tk->phase;
-            snprintf(lines[n++], 160, "phase: %s (for %s)", viz_phase_name(ph), tb);
-            snprintf(lines[n++], 160, "host %s · pid %lld", viz_source_string(c->src, tk->host),
+            snprintf(lines[n++], VIZ_INSPECT_WIDTH, "phase: %s (for %s)", viz_phase_name(ph), tb);
+            snprintf(lines[n++], VIZ_INSPECT_WIDTH, "host %s · pid %lld", viz_source_string(c->src, tk->host),
                      (long long)tk->pid);
             if (sel->job == EVT_JOB_WORKER) {
-                snprintf(lines[n++], 160, "local step %lld · %lld steps done", (long long)tk->step,
+                snprintf(lines[n++], VIZ_INSPECT_WIDTH, "local step %lld · %lld steps done", (long long)tk->step,
                          (long long)tk->steps_done);
                 double slow = viz_model_slow(&c->src->m, sel->task);
-                if (slow > 0) snprintf(lines[n++], 160, "a straggler: computes %g\xc3\x97 slower", slow);
-                if (isfinite(tk->loss)) snprintf(lines[n++], 160, "last loss %.4f", tk->loss);
+                if (slow > 0) snprintf(lines[n++], VIZ_INSPECT_WIDTH, "a straggler: computes %g\xc3\x97 slower", slow);
+                if (isfinite(tk->loss)) snprintf(lines[n++], VIZ_INSPECT_WIDTH, "last loss %.4f", tk->loss);
                 viz_fmt_bytes(tb, sizeof tb, (double)tk->bytes_pulled);
                 viz_fmt_bytes(tb2, sizeof tb2, (double)tk->bytes_pushed);
-                snprintf(lines[n++], 160, "pulled %s · pushed %s", tb, tb2);
-                snprintf(lines[n++], 160, "in flight: %d pulls, %d pushes", tk->pulls_in_flight,
+                snprintf(lines[n++], VIZ_INSPECT_WIDTH, "pulled %s · pushed %s", tb, tb2);
+                snprintf(lines[n++], VIZ_INSPECT_WIDTH, "in flight: %d pulls, %d pushes", tk->pulls_in_flight,
                          tk->pushes_in_flight);
             } else {
-                snprintf(lines[n++], 160, "gradients applied %lld · dropped %lld",
+                snprintf(lines[n++], VIZ_INSPECT_WIDTH, "gradients applied %lld · dropped %lld",
                          (long long)tk->applies, (long long)tk->drops);
                 char note[96];
                 if (viz_model_sample_note(&c->src->m, note, sizeof note))
-                    snprintf(lines[n++], 160, "  (from the %s workers)", note);
+                    snprintf(lines[n++], VIZ_INSPECT_WIDTH, "  (from the %s workers)", note);
                 int nv = 0;
                 for (int v = 0; v < c->src->m.n_vars; v++) nv += c->src->m.vars[v].ps == sel->task;
-                snprintf(lines[n++], 160, "holds %d variables", nv);
+                snprintf(lines[n++], VIZ_INSPECT_WIDTH, "holds %d variables", nv);
             }
             if (tk->fail_reason)
-                snprintf(lines[n++], 160, "failed: %s", viz_source_string(c->src, tk->fail_reason));
+                snprintf(lines[n++], VIZ_INSPECT_WIDTH, "failed: %s", viz_source_string(c->src, tk->fail_reason));
         }
     } else if (sel->kind == VIZ_SEL_PACKET) {
         const viz_packet *p = NULL;
@@ -282,28 +282,35 @@ void viz_draw_inspector(viz_ctx *c)
             if (c->fr.pk[i].worker == sel->task && c->fr.pk[i].id == sel->id && !c->fr.pk[i].dropped &&
                 c->fr.pk[i].is_push == (sel->packet_kind == EVT_PUSH_BEGIN))
                 p = &c->fr.pk[i];
-        snprintf(title, sizeof title, "%s #%llu from worker %d",
+        snprintf(title, VIZ_INSPECT_WIDTH, "%s #%llu from worker %d",
                  sel->packet_kind == EVT_PUSH_BEGIN ? "push" : "pull", (unsigned long long)sel->id,
                  sel->task);
         if (!p) {
-            snprintf(lines[n++], 160, "delivered (no longer in flight)");
+            snprintf(lines[n++], VIZ_INSPECT_WIDTH, "delivered (no longer in flight)");
         } else {
             const viz_model *m = &c->src->m;
-            snprintf(lines[n++], 160, "variable %s", p->var >= 0 ? viz_source_string(c->src, m->vars[p->var].name) : "?");
-            snprintf(lines[n++], 160, "%s ps %d · local step %lld", p->is_push ? "worker ->" : "<- ",
+            snprintf(lines[n++], VIZ_INSPECT_WIDTH, "variable %s", p->var >= 0 ? viz_source_string(c->src, m->vars[p->var].name) : "?");
+            snprintf(lines[n++], VIZ_INSPECT_WIDTH, "%s ps %d · local step %lld", p->is_push ? "worker ->" : "<- ",
                      p->ps, (long long)p->step);
             viz_fmt_bytes(tb, sizeof tb, (double)p->bytes);
-            snprintf(lines[n++], 160, "%s", tb);
+            snprintf(lines[n++], VIZ_INSPECT_WIDTH, "%s", tb);
             viz_fmt_time(tb, sizeof tb, p->t0);
             viz_fmt_time(tb2, sizeof tb2, p->t1);
-            snprintf(lines[n++], 160, "sent %s · arrives %s", tb, tb2);
-            snprintf(lines[n++], 160, "%.0f%% of the way",
+            snprintf(lines[n++], VIZ_INSPECT_WIDTH, "sent %s · arrives %s", tb, tb2);
+            snprintf(lines[n++], VIZ_INSPECT_WIDTH, "%.0f%% of the way",
                      100.0 * (double)(c->t - p->t0) / (double)(p->t1 > p->t0 ? p->t1 - p->t0 : 1));
         }
     } else {
-        return;
+        return -1;
     }
-    lines_card(c, title, lines, n);
+    return n;
+}
+
+void viz_draw_inspector(viz_ctx *c)
+{
+    char title[VIZ_INSPECT_WIDTH], lines[VIZ_INSPECT_LINES][VIZ_INSPECT_WIDTH];
+    int n = viz_inspector_text(c, title, lines);
+    if (n >= 0) lines_card(c, title, lines, n);
 }
 
 void viz_draw_toast(viz_ctx *c, const char *msg)
