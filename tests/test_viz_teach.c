@@ -7,7 +7,7 @@
  *   - the placement view names the seed's roles: the client, the chief's master duties
  *     (evaluating while it evaluates), each task's master and worker services;
  *   - the help card lists every key (e, E, f, F11 among them);
- *   - the dense grid says which workers are slow;
+ *   - the dense grid says which workers are slow, and its caption counts only the phases the run has;
  *   - a task with several devices draws one compute lane per device;
  *   - a lost ps is greyed and crossed out, the workers that lost it say "reconnecting",
  *     and both end when it recovers and the next pull is answered.
@@ -322,6 +322,17 @@ static void test_dense_slow(void)
     int ink7 = count_color(img, c7, KEY_INK, 0.05), ink8 = count_color(img, c8, KEY_INK, 0.05);
     CHECK_MSG(ink7 >= c7.w * 2 && ink8 == 0, "worker 7's cell is ringed in ink (%d px), worker 8's is not (%d)",
               ink7, ink8);
+    CHECK_MSG(strstr(log.all, "computing 100\n") && !strstr(log.all, "evaluating") && !strstr(log.all, "paced"),
+              "the grid's caption counts 100 computing, and has no evaluating or paced entry in a run without");
+    cairo_surface_destroy(img);
+    evt_record e;   /* the chief's evaluation later in the run: the caption keeps an entry for it */
+    evt_init(&e, EVT_EVAL, EVT_JOB_WORKER, 0);
+    e.t = 50 * MS;
+    e.dur = 10 * MS;
+    e.value = 0.8;
+    viz_source_append(s, &e);
+    img = vizpix_draw_logged(s, &v, &log);
+    CHECK_MSG(strstr(log.all, "evaluating 0\n") != NULL, "a run with evaluations: the caption has \"evaluating 0\" before any");
     cairo_surface_destroy(img);
     viz_source_free(s);
     evt_strtab_free(strs);
@@ -455,6 +466,7 @@ static void test_lost_ps(void)
     viz_ctx c;
     cairo_surface_t *img = frame_open(s, &v, &c);
     viz_rect b = c.lay.ps_box[0];
+    double sc = c.lay.s;
     frame_close(&c, img);
     vizpix_text log;
     img = vizpix_draw_logged(s, &v, &log);
@@ -465,6 +477,15 @@ static void test_lost_ps(void)
     int dead = count_color(img, mid, KEY_PHASE(EVT_PHASE_DEAD), 0.06), white = count_color(img, mid, KEY_WHITE, FLAT_TOL);
     CHECK_MSG(dead >= mid.w, "the lost ps is crossed out in the dead colour (%d px across its middle)", dead);
     CHECK_MSG(white < 0.05 * area, "... and greyed: hardly any white panel left in its middle (%d of %.0f px)", white, area);
+    /* both strokes of the cross: the dead colour a quarter of the way along each diagonal,
+     * where the two are apart */
+    for (int d = 0; d < 2; d++) {
+        double r = 4 * sc;
+        viz_point q = {b.x + b.w * (d ? 0.75 : 0.25), b.y + b.h * 0.25};
+        int n = count_color(img, (viz_rect){q.x - r, q.y - r, 2 * r, 2 * r}, KEY_PHASE(EVT_PHASE_DEAD), 0.06);
+        CHECK_MSG(n >= r, "... its %s diagonal drawn (%d dead px around (%.0f, %.0f))", d ? "rising" : "falling", n,
+                  q.x, q.y);
+    }
     CHECK_MSG(vizpix_wrote(&log, "reconnecting"), "the workers that lost it say \"reconnecting\"");
     cairo_surface_destroy(img);
 
