@@ -202,6 +202,25 @@ static void test_question_card(void)
     int verm = count_color(img, ch[2], KEY_VERMILLION, FLAT_TOL);
     CHECK_MSG(verm > 50, "the wrong pick C is outlined in vermillion: %d px (> 50)", verm);
     frame_close(&c, img);
+    /* every line the card writes, from the question to its footer (the choices and the
+     * explanation between), lies inside the card, and none runs into the footer */
+    static vizpix_text log;
+    img = vizpix_draw_logged(s, &v, &log);
+    int i0 = -1, i1 = -1;
+    for (int i = 0; i < log.n_at; i++) {
+        if (i0 < 0 && !strncmp(log.at[i].text, "Which mode", 10)) i0 = i;
+        if (!strcmp(log.at[i].text, "space to go on")) i1 = i;
+    }
+    int outside = 0, into_footer = 0;
+    for (int i = i0; i0 >= 0 && i <= i1; i++) {
+        viz_rect a = log.at[i].box, f = log.at[i1].box;
+        outside += !vizpix_inside(a, card);
+        into_footer += i < i1 && a.y + a.h > f.y + 0.5 && a.y < f.y + f.h;
+    }
+    CHECK_MSG(i0 >= 0 && i1 > i0 + 6, "revealed: the card writes its question, 3 choices and footer (lines %d to %d)", i0, i1);
+    CHECK_MSG(outside == 0 && into_footer == 0, "... all inside the card (%d outside), none into the footer (%d)", outside,
+              into_footer);
+    cairo_surface_destroy(img);
     viz_source_free(s);
     evt_strtab_free(strs);
 }

@@ -167,8 +167,9 @@ static int is_phase_cut(const char *full, const char *shown)
     return 0;
 }
 
-static void log_text(void *ctx, const char *full, const char *shown, double px, int cut)
+static void log_text(void *ctx, const char *full, const char *shown, double px, int cut, viz_rect box)
 {
+    (void)box;
     text_log *t = ctx;
     if (!full[0]) return;
     t->n++;

@@ -438,6 +438,7 @@ static void test_straggler(void)
     /* the box: worker 1 of 2 marked, worker 0 not, against the same run without the key */
     cairo_surface_t *img[2];
     viz_rect box[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+    static vizpix_text log;   /* what the straggler's frame wrote, and where */
     for (int k = 0; k < 2; k++) {
         viz_source *s = viz_source_new_mem(strs, k ? "{\"engine\":\"real\",\"straggler\":\"worker:1x4\"}"
                                                    : "{\"engine\":\"real\"}");
@@ -448,7 +449,7 @@ static void test_straggler(void)
         for (int w = 0; w < 2; w++) ev(s, EVT_COMPUTE_BEGIN, EVT_JOB_WORKER, w, 5 * MS, -1, 0, 0, 1, 0);
         for (int w = 0; w < 2; w++) ev(s, EVT_COMPUTE_END, EVT_JOB_WORKER, w, 30 * MS, -1, 0, 0, 1, 0);
         viz_view v = view_at(20 * MS);
-        img[k] = viz_render_image(s, &v);
+        img[k] = k ? vizpix_draw_logged(s, &v, &log) : viz_render_image(s, &v);
         viz_ctx c;
         viz_ctx_begin(&c, NULL, s, &v, v.t, v.width, v.height, 1);
         box[0] = c.lay.worker_box[0];
@@ -468,6 +469,11 @@ static void test_straggler(void)
         else
             CHECK_MSG(diff == 0, "straggler worker:1x4: worker 0's box unchanged (%d pixels differ)", diff);
     }
+    /* its words, within the box's top right quarter (the descent may pass the top third) */
+    viz_rect at = {0, 0, 0, 0}, mark = {box[1].x + box[1].w / 2, box[1].y, box[1].w / 2, box[1].h / 2};
+    CHECK_MSG(vizpix_where(&log, "slow \xc3\x97" "4", &at) && vizpix_inside(at, mark),
+              "... the mark's words \"slow \xc3\x97" "4\" lie there (at %.0f,%.0f %.0fx%.0f; box %.0f,%.0f %.0fx%.0f)", at.x, at.y, at.w,
+              at.h, box[1].x, box[1].y, box[1].w, box[1].h);
     cairo_surface_destroy(img[0]);
     cairo_surface_destroy(img[1]);
     evt_strtab_free(strs);

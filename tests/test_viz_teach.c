@@ -425,8 +425,14 @@ static void test_device_lanes(void)
     }
     CHECK_MSG(runs == 4 && next == 4, "4 lanes side by side in the box, each with its device's colour, in order "
               "(%d runs, %d in order)", runs, next);
-    CHECK_MSG(vizpix_wrote(&log, "CPU:0") && vizpix_wrote(&log, "CPU:1") && vizpix_wrote(&log, "GPU:0") && vizpix_wrote(&log, "GPU:1"),
-              "each lane is labelled with its device");
+    static const char *const names[4] = {"CPU:0", "CPU:1", "GPU:0", "GPU:1"};
+    for (int i = 0; i < 4; i++) {
+        viz_rect at = {0, 0, 0, 0};
+        int seen = vizpix_where(&log, names[i], &at);
+        CHECK_MSG(seen && vizpix_inside(at, lane[i]), "lane %d is labelled %s, in the lane (text at %.0f,%.0f %.0fx%.0f; "
+                  "lane %.0f,%.0f %.0fx%.0f)", i, names[i], at.x, at.y, at.w, at.h, lane[i].x, lane[i].y, lane[i].w,
+                  lane[i].h);
+    }
     /* worker 1, one device: its box keeps the step line, and nothing is green at the lanes' place */
     viz_rect inner1 = {b1.x + 4 * sc, b1.y + 4 * sc, b1.w - 8 * sc, b1.h - 8 * sc}, lane1[4];
     viz_device_lanes(inner1, inner1.h / 3.2, sc, 4, lane1);

@@ -107,9 +107,16 @@ static inline void frame_close(viz_ctx *c, cairo_surface_t *img)
 }
 
 /* ---- what a frame wrote: viz_text's test hook (test_viz_teach.c, test_viz_machine.c) --- */
-typedef struct vizpix_text { char all[16384]; size_t len; } vizpix_text;
+#define VIZPIX_PLACED 256
+typedef struct vizpix_placed { char text[64]; viz_rect box; } vizpix_placed;
+typedef struct vizpix_text {
+    char all[16384];
+    size_t len;
+    vizpix_placed at[VIZPIX_PLACED];   /* the first VIZPIX_PLACED lines and where each lies */
+    int n_at;
+} vizpix_text;
 
-static inline void vizpix_log_text(void *ctx, const char *full, const char *shown, double px, int cut)
+static inline void vizpix_log_text(void *ctx, const char *full, const char *shown, double px, int cut, viz_rect box)
 {
     vizpix_text *t = ctx;
     (void)full;
@@ -117,6 +124,27 @@ static inline void vizpix_log_text(void *ctx, const char *full, const char *show
     (void)cut;
     int n = snprintf(t->all + t->len, sizeof t->all - t->len, "%s\n", shown);
     if (n > 0 && t->len + (size_t)n < sizeof t->all) t->len += (size_t)n;
+    if (t->n_at < VIZPIX_PLACED) {
+        snprintf(t->at[t->n_at].text, sizeof t->at[t->n_at].text, "%s", shown);
+        t->at[t->n_at++].box = box;
+    }
+}
+
+/* Where the frame wrote the text line want (its first time): 1 and *box, else 0. */
+static inline int vizpix_where(const vizpix_text *t, const char *want, viz_rect *box)
+{
+    for (int i = 0; i < t->n_at; i++)
+        if (!strcmp(t->at[i].text, want)) {
+            *box = t->at[i].box;
+            return 1;
+        }
+    return 0;
+}
+
+/* 1 when box a (a text's, from vizpix_where) lies inside box b, to within half a pixel. */
+static inline int vizpix_inside(viz_rect a, viz_rect b)
+{
+    return a.x >= b.x - 0.5 && a.y >= b.y - 0.5 && a.x + a.w <= b.x + b.w + 0.5 && a.y + a.h <= b.y + b.h + 0.5;
 }
 
 /* Draws v of s on a new image surface, logging every text line it shows into log. */

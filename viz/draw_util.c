@@ -115,14 +115,21 @@ void viz_text_hook_set(cairo_t *cr, viz_text_hook fn, void *ctx)
     cairo_set_user_data(cr, &text_hook_key, h, h ? text_hook_free : NULL);
 }
 
-static void text_hook_call(cairo_t *cr, const char *full, const char *shown, int cut)
+static void text_hook_call(cairo_t *cr, const char *full, const char *shown, int cut, double x0, double y,
+                           double w)
 {
     text_hook *h = cairo_get_user_data(cr, &text_hook_key);
     if (!h) return;
     cairo_matrix_t fm, ctm;
     cairo_get_font_matrix(cr, &fm);
     cairo_get_matrix(cr, &ctm);
-    h->fn(h->ctx, full, shown, fabs(fm.yy * ctm.yy), cut);
+    cairo_font_extents_t fe;
+    cairo_font_extents(cr, &fe);
+    double ax = x0, ay = y - fe.ascent, bx = x0 + w, by = y + fe.descent;
+    cairo_user_to_device(cr, &ax, &ay);
+    cairo_user_to_device(cr, &bx, &by);
+    viz_rect box = {fmin(ax, bx), fmin(ay, by), fabs(bx - ax), fabs(by - ay)};
+    h->fn(h->ctx, full, shown, fabs(fm.yy * ctm.yy), cut, box);
 }
 
 double viz_text(cairo_t *cr, double x, double y, const char *s, int align, double max_w)
@@ -139,8 +146,8 @@ double viz_text(cairo_t *cr, double x, double y, const char *s, int align, doubl
             w = viz_text_width(cr, buf);
         }
     }
-    text_hook_call(cr, s, buf, strcmp(s, buf) != 0);
     double x0 = align == 1 ? x - w / 2 : align == 2 ? x - w : x;
+    text_hook_call(cr, s, buf, strcmp(s, buf) != 0, x0, y, w);
     cairo_move_to(cr, x0, y);
     cairo_show_text(cr, buf);
     cairo_new_path(cr);   /* no current point: a later arc must not draw a line from here */

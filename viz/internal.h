@@ -230,10 +230,11 @@ void viz_font(cairo_t *cr, double size, int bold);
  * Text longer than max_w (when > 0) is cut with an ellipsis. */
 double viz_text(cairo_t *cr, double x, double y, const char *s, int align, double max_w);
 double viz_text_width(cairo_t *cr, const char *s);
-/* Test hook: fn(ctx, full, shown, px, cut) for every viz_text on cr — the text asked for,
- * the text drawn, its size in device pixels, 1 when it was cut with an ellipsis. ctx is
- * borrowed until viz_text_hook_set(cr, NULL, NULL) or the end of cr. */
-typedef void (*viz_text_hook)(void *ctx, const char *full, const char *shown, double px, int cut);
+/* Test hook: fn(ctx, full, shown, px, cut, box) for every viz_text on cr — the text asked
+ * for, the text drawn, its size in device pixels, 1 when it was cut with an ellipsis, and
+ * where it lies in device pixels (its width by the font's ascent and descent about the
+ * baseline). ctx is borrowed until viz_text_hook_set(cr, NULL, NULL) or the end of cr. */
+typedef void (*viz_text_hook)(void *ctx, const char *full, const char *shown, double px, int cut, viz_rect box);
 void viz_text_hook_set(cairo_t *cr, viz_text_hook fn, void *ctx);
 void viz_fmt_bytes(char *buf, size_t n, double bytes);
 /* A count with thousands separators: "1,200". */
