@@ -231,4 +231,22 @@ PY
 )
     check "$st: every compute span names its op ($msg)" test "${msg%% *}" = ok
 done
+
+# A hub that dies mid-run (SIGKILL): the run's writes to it fail (EPIPE, not a SIGPIPE that
+# would kill the task), and the run finishes its steps; the emitter says what the hub got.
+PORT=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
+"$DOWNPOUR" hub --listen 127.0.0.1:$PORT --trace "$TMP/hubdie.dptrace" --quiet >"$TMP/hubdie.log" 2>&1 &
+HUBPID=$!
+for _ in $(seq 50); do grep -q "hub listening" "$TMP/hubdie.log" && break; sleep 0.1; done
+$L --steps 6000 --eval-every 0 --hub 127.0.0.1:$PORT >"$TMP/hubdie.json" 2>"$TMP/hubdie.err" &
+LPID=$!
+for _ in $(seq 100); do [ -s "$TMP/hubdie.dptrace" ] && break; sleep 0.05; done   # its first events in
+sleep 0.3
+kill -9 $HUBPID 2>/dev/null
+wait $HUBPID 2>/dev/null
+wait $LPID
+rc=$?
+em=$(grep -o '[0-9]* undelivered at exit' "$TMP/hubdie.err") gs=$(json "$TMP/hubdie.json" global_step)
+check "a hub killed mid-run: the local run finishes its 6000 steps (rc $rc, global step $gs; $em)" \
+    [ "$rc" -eq 0 -a "$gs" = 6000 -a "${em%% *}" -gt 0 ]
 done_tests

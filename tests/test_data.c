@@ -12,6 +12,7 @@
 
 #include "common/dp.h"
 #include "runtime/data.h"
+#include "runtime/data_cache.h"
 #include "tests/check.h"
 
 static char tmpdir[256];
@@ -322,6 +323,40 @@ static void test_cache(void)
     free(saved);
 }
 
+/* Where the cache lives, by the environment: DOWNPOUR_DATA_CACHE (off: none), else
+ * $XDG_CACHE_HOME/downpour, else $HOME/.cache/downpour; a relative XDG or HOME is not used. */
+static void test_cache_dir(void)
+{
+    static const char *const vars[3] = {"DOWNPOUR_DATA_CACHE", "XDG_CACHE_HOME", "HOME"};
+    static const struct { const char *env[3]; const char *want; } cases[] = {
+        {{"/a/b", "/x", "/h"}, "/a/b"},
+        {{"off", "/x", "/h"}, NULL},
+        {{NULL, "/x", "/h"}, "/x/downpour"},
+        {{NULL, "x", "/h"}, "/h/.cache/downpour"},
+        {{NULL, NULL, "/h"}, "/h/.cache/downpour"},
+        {{NULL, NULL, "h"}, NULL},
+        {{NULL, NULL, NULL}, NULL},
+    };
+    char *saved[3];
+    for (int v = 0; v < 3; v++) saved[v] = getenv(vars[v]) ? strdup(getenv(vars[v])) : NULL;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int v = 0; v < 3; v++) {
+            if (cases[i].env[v]) setenv(vars[v], cases[i].env[v], 1);
+            else unsetenv(vars[v]);
+        }
+        char out[256] = "";
+        int ok = dcache_dir(out, sizeof out);
+        CHECK_MSG(cases[i].want ? ok && !strcmp(out, cases[i].want) : !ok, "cache folder for (%s, %s, %s): %s (got %s)",
+                  cases[i].env[0] ? cases[i].env[0] : "-", cases[i].env[1] ? cases[i].env[1] : "-",
+                  cases[i].env[2] ? cases[i].env[2] : "-", cases[i].want ? cases[i].want : "none", ok ? out : "none");
+    }
+    for (int v = 0; v < 3; v++) {
+        if (saved[v]) setenv(vars[v], saved[v], 1);
+        else unsetenv(vars[v]);
+        free(saved[v]);
+    }
+}
+
 static void test_fashion_mnist(void)
 {
     char path[512];
@@ -391,6 +426,18 @@ static void test_synthetic(void)
         }
     }
     CHECK_MSG(diff / (10 * 112) < 0.15, "mean class-mean difference %g", diff / 1120);
+    /* the pixels' mean against its closed form: prototype p uniform in [0, 0.35), noise
+     * normal with sd 0.5, clamped to [0, 1]: E = mean over p of the integral over t in [0, 1]
+     * of P(p + noise > t) (the sum of 4 uniforms the generator uses is close to normal) */
+    double want = 0, got = 0;
+    for (int i = 0; i < 350; i++) {
+        double pp = 0.35 * (i + 0.5) / 350, integral = 0;
+        for (int k = 0; k < 1000; k++) integral += 0.5 * erfc(((k + 0.5) / 1000 - pp) / (0.5 * sqrt(2.0))) / 1000;
+        want += integral / 350;
+    }
+    for (size_t i = 0; i < 500 * 784; i++) got += a.x[i];
+    got /= 500 * 784;
+    CHECK_MSG(fabs(got - want) < 0.01, "synthetic pixels' mean %.4f, closed form %.4f", got, want);
     dataset_release(&a);
     dataset_release(&b);
     dataset_release(&c);
@@ -505,6 +552,7 @@ int main(void)
     test_dataset_load();
     test_cache();
     test_fashion_mnist();
+    test_cache_dir();
     test_synthetic();
     test_batch_order();
     remove_tree(tmpdir);
