@@ -20,6 +20,9 @@ for k in engine mode ps workers steps global_step wall_s mean_step_s samples_per
     grep -q "\"$k\":" "$TMP/sync.json" || missing="$missing $k"
 done
 check "summary carries every DESIGN.md key (missing:${missing:- none})" test -z "$missing"
+# no --summary: the summary on stdout only; no file is tried, so no error names one
+check "a run without --summary tries no summary file (no stderr line names one)" \
+    bash -c "[ -s '$TMP/sync.err' ] && ! grep -qE -- '--summary|No such file' '$TMP/sync.err'"
 
 # Sync: 2 workers x batch 16 equals 1 worker x batch 32 on the same data order.
 $DOWNPOUR cluster --ps 1 --workers 2 --batch 16 --steps 60 $SYN --checkpoint-dir "$TMP/w2" >/dev/null 2>&1

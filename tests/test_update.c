@@ -275,6 +275,9 @@ static void test_ssp(void)
     CHECK(ssp_gate_min(g) == 4);
     ssp_gate_retire(g, 0);
     CHECK(ssp_gate_may_start(g, 1000));
+    /* none active: the minimum is the highest clock any worker reported, worker 2's 9 */
+    CHECK_MSG(ssp_gate_min(g) == 9, "all retired: the minimum is the highest clock, 9 (got %lld)",
+              (long long)ssp_gate_min(g));
     ssp_gate_free(g);
     ssp_gate_free(NULL);
 
