@@ -295,6 +295,8 @@ expect_err '--job_name: missing value' task --job_name
 expect_err '--ps_hosts: entry 0 "nope": missing' task --job_name=ps --task_index=0 --ps_hosts=nope --worker_hosts=a:1
 expect_err '--task_index 3 is outside the 1 worker tasks' task --job_name=worker --task_index=3 --ps_hosts=a:1 --worker_hosts=b:2
 expect_err '--optimizer: "adam" is not one of sgd, momentum or adagrad' cluster --optimizer adam
+expect_err 'a sync worker may read the parameters only once the step token lets it start' cluster --mode sync --prefetch
+expect_err 'a ssp worker may read the parameters only once the staleness gate lets it start' cluster --mode ssp --prefetch
 for c in cluster task checkpoint; do
     $DOWNPOUR $c --help >"$TMP/h.out" 2>&1
     check "downpour $c --help" grep -q "usage: downpour $c" "$TMP/h.out"

@@ -174,6 +174,11 @@ lanes = {procs.get(e['pid'], '') for e in ev if e.get('ph') == 'X' and e.get('na
 print(len({l for l in lanes if '/job:localhost/replica:0/task:0/device:CPU:' in l}))
 PY
 check "compute shows on 4 devices in the Chrome export ($(cat "$TMP/c.out"))" test "$(cat "$TMP/c.out")" = 4
+# the copies between devices: each of the 3 towers off CPU:0 takes the 4 variables in and
+# sends their 4 gradients back, every step: 3 x 4 x 5 = 60 each way, each begun and ended
+cnt=$("$DOWNPOUR" trace info --json "$TMP/t.dptrace" | python3 -c "import json, sys; c = json.load(sys.stdin)['counts']
+print(*(c[k] for k in ('pull_begin', 'pull_end', 'push_begin', 'push_end')))")
+check "towers: 60 copies of variables in and 60 of gradients out, each with its end ($cnt)" test "$cnt" = "60 60 60 60"
 # a scenario file may say engine = local
 printf '[scenario]\ntitle = towers\nengine = local\n[training]\nsteps = 5\n[placement]\nstrategy = towers\ncpu_devices = 2\ndevice_for = tower_1/*=/cpu:0\n' >"$TMP/local.ini"
 check "a scenario with engine = local checks" "$DOWNPOUR" run --check "$TMP/local.ini"

@@ -37,6 +37,17 @@ static void test_names(void)
           !strcmp(r.device, "/gpu:1"));
     CHECK(dev_rule_parse("hidden/*", &r, "--device-for", err) == DP_EINVAL && strstr(err, "--device-for:"));
     CHECK(dev_rule_parse("x=/cpu:z", &r, "--device-for", err) == DP_EINVAL);
+    /* a pattern or a device longer than its field is refused, each on its own */
+    char longer[400];
+    snprintf(longer, sizeof longer, "%0*d=/cpu:0", (int)sizeof r.pattern, 0);
+    CHECK_MSG(dev_rule_parse(longer, &r, "--device-for", err) == DP_EINVAL && strstr(err, "is too long"),
+              "a %zu-character pattern is too long", sizeof r.pattern);
+    snprintf(longer, sizeof longer, "hidden/*=/job:localhost/replica:0/task:0/device:CPU:%0*d", (int)sizeof r.device, 0);
+    CHECK_MSG(dev_rule_parse(longer, &r, "--device-for", err) == DP_EINVAL && strstr(err, "is too long"),
+              "a device name over %zu characters is too long", sizeof r.device);
+    snprintf(longer, sizeof longer, "%0*d=/cpu:0", (int)sizeof r.pattern - 1, 0);
+    CHECK_MSG(dev_rule_parse(longer, &r, "--device-for", err) == 0 && strlen(r.pattern) == sizeof r.pattern - 1,
+              "a %zu-character pattern fits", sizeof r.pattern - 1);
     /* placement: first matching rule, the hard error, the soft fallback */
     dev_rule rules[4];
     int n = 0;
