@@ -245,8 +245,9 @@ char *dp_read_file(const char *path, size_t max, size_t *len, char *err)
 int dp_mkdirs(const char *path, char *err)
 {
     char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return dp_fail(err, DP_EINVAL, "%s: path too long", path);
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)   /* the reason fits in err */
+        return dp_fail(err, DP_EINVAL, "%.200s...: path too long (%zu characters, at most %zu)", path, strlen(path),
+                       sizeof buf - 1);
     for (char *p = buf + 1;; p++) {
         if (*p == '/' || !*p) {
             char c = *p;
