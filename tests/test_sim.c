@@ -265,7 +265,7 @@ static void test_pipeline_trace(const char *dir)
         trace_reader *tr = run_async_traced(path, 2, on ? 0.25 : 0);
         if (!tr) return;
         int64_t t0[2] = {-1, -1}, mid[2] = {-1, -1};
-        int spans = 0, early = 0, early_ok = 1, applies = 0, apply_ok = 1, late_ok = 1;
+        int spans = 0, early = 0, early_ok = 1, applies = 0, apply_ok = 1, late_ok = 1, dev_bad = 0;
         evt_record e;
         while (trace_reader_next(tr, &e) == 1) {
             const char *v = trace_reader_string(tr, e.var);
@@ -276,6 +276,12 @@ static void test_pipeline_trace(const char *dir)
             }
             if (e.job != EVT_JOB_WORKER || e.task < 0 || e.task > 1) continue;
             int k = e.task;
+            if (e.kind == EVT_COMPUTE_BEGIN || e.kind == EVT_COMPUTE_END) {   /* on the worker's device */
+                char want[96];
+                snprintf(want, sizeof want, "/job:worker/replica:0/task:%d/device:CPU:0", k);
+                const char *dev = trace_reader_string(tr, e.device);
+                dev_bad += !dev || strcmp(dev, want) != 0;
+            }
             if (e.kind == EVT_COMPUTE_BEGIN) t0[k] = e.t, mid[k] = -1;
             if (e.kind == EVT_COMPUTE_END && t0[k] >= 0) {
                 spans++;
@@ -289,6 +295,7 @@ static void test_pipeline_trace(const char *dir)
             if (e.kind == EVT_PUSH_BEGIN && t0[k] < 0 && !strcmp(v, "hidden/weights") && on) late_ok &= mid[k] >= 0;
         }
         trace_reader_close(tr);
+        CHECK_MSG(dev_bad == 0, "every compute begin and end names its worker's CPU:0 (%d do not)", dev_bad);
         if (on) {
             CHECK_MSG(spans >= 20 && early == 3 * spans && early_ok, "--pipeline 0.25: %d spans, %d early pushes (%s)",
                       spans, early, early_ok ? "each at 2.5 ms" : "some elsewhere");

@@ -299,6 +299,20 @@ static void test_calibration(const char *dir)
     CHECK(sim_options_parse(&o, 3, argv3, err) == 0);
     sim_options_calibrate(&o, &cal);
     CHECK(o.c.hosts.n == 1 && o.c.cores_per_host == 2 && o.c.n_workers == 16);
+    /* a recorded straggler, worker 3, is handed on only to a cluster that has a worker 3 */
+    cal.n_stragglers = 1;
+    cal.stragglers[0] = (run_straggler){3, 2};
+    for (int nw = 3; nw <= 4; nw++) {
+        sim_options_init(&o);
+        char workers[8];
+        snprintf(workers, sizeof workers, "%d", nw);
+        char *argv5[] = {"sim", "--workers", workers, NULL};
+        CHECK(sim_options_parse(&o, 3, argv5, err) == 0);
+        sim_options_calibrate(&o, &cal);
+        CHECK_MSG(o.c.n_stragglers == (nw == 4), "the recorded straggler, worker 3, with %d workers: %s (%d)", nw,
+                  nw == 4 ? "kept" : "dropped", o.c.n_stragglers);
+    }
+    cal.n_stragglers = 0;
     sim_calibration_release(&cal);
     /* placements round-trip through the trace; dropped when they name missing tasks */
     c.steps = 20;
