@@ -286,19 +286,22 @@ int64_t ssp_gate_min(const ssp_gate *g)
     return g->min;
 }
 
-int ssp_gate_rejoin(ssp_gate *g, int worker, int64_t completed)
+int64_t ssp_gate_rejoin(ssp_gate *g, int worker, int64_t completed)
 {
     assert(((void)"ssp_gate_rejoin: worker index out of range", worker >= 0 && worker < g->n_workers));
     if (!g->retired[worker]) {
         ssp_gate_clock(g, worker, completed);
-        return 1;
+        return g->clock[worker];
     }
-    if (completed < g->clock[worker]) return 0;
-    g->clock[worker] = completed;
+    /* Where it left off, or level with the slowest of the others if they went past it
+     * while it was away: it holds nobody back for steps it was not there to take. */
+    int64_t c = completed > g->clock[worker] ? completed : g->clock[worker];
+    if (g->active > 0 && g->min > c) c = g->min;
+    g->clock[worker] = c;
     g->retired[worker] = 0;
     g->active++;
     ssp_rescan(g);
-    return 1;
+    return c;
 }
 
 void ssp_gate_retire(ssp_gate *g, int worker)

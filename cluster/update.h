@@ -108,10 +108,12 @@ int64_t ssp_gate_min(const ssp_gate *g);
 /* Marks worker as finished (it will never clock again): it no longer holds others back. */
 void ssp_gate_retire(ssp_gate *g, int worker);
 
-/* Worker reconnects having completed `completed` steps (a lost ps's session restored):
- * its clock moves up to it, and a retired worker takes part again when it carries on
- * from where it left (completed >= its clock). A restarted process, which counts from 0
- * again, stays retired. Returns 1 when the worker is active afterwards. */
-int ssp_gate_rejoin(ssp_gate *g, int worker, int64_t completed);
+/* Worker (re)connects having completed `completed` steps: a lost ps's session restored,
+ * or the worker's process restarted (counting from 0 again). An active worker's clock
+ * moves up to `completed`. A retired one (lost) takes part again at the largest of
+ * `completed`, its clock when it left and, when other workers are active, the slowest
+ * of their clocks: it holds nobody back for the steps it missed. Returns the worker's
+ * clock afterwards, which the worker counts on from. */
+int64_t ssp_gate_rejoin(ssp_gate *g, int worker, int64_t completed);
 
 #endif

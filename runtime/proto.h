@@ -23,7 +23,9 @@
  *                    (u64 LE; a HELLO for a slot held by a live connection replaces it
  *                    only when it carries the holder's token: the same process
  *                    reconnecting; any other claim is refused)
- *   HELLO_OK  ps->w  id=ps index, arg0=config hash
+ *   HELLO_OK  ps->w  id=ps index, arg0=config hash, arg1=the SSP gate's clock for this
+ *                    worker (the ps holding the gate; -1 elsewhere): a restarted worker
+ *                    process, whose HELLO said 0, counts its clock on from it
  *   INIT      chief->ps var, arg0=global step to start from, arg1=INIT_* flags | session << 8,
  *                    payload=floats (ignored when the variable is initialised, unless
  *                    INIT_RESTORE)

@@ -118,7 +118,10 @@ static void handle_hello(ps_server *ps, ps_client *cl, const net_frame *h, const
             net_conn_close(old->conn, "replaced by a new connection of the same worker");
             ps->clients[h->id] = NULL;
         }
-        if (ps->gate && h->arg1 >= 0) ssp_gate_rejoin(ps->gate, (int)h->id, h->arg1);
+        /* The gate's clock for this worker goes back in the answer: a restarted process
+         * counts on from it (ssp_gate_rejoin). */
+        int64_t clock = h->arg1;
+        if (ps->gate && h->arg1 >= 0) clock = ssp_gate_rejoin(ps->gate, (int)h->id, h->arg1);
         cl->worker = (int)h->id;
         cl->token = token;
         net_conn_hello_done(cl->conn);
@@ -127,7 +130,8 @@ static void handle_hello(ps_server *ps, ps_client *cl, const net_frame *h, const
         if (!cl->held && ps->cfg->mode == MODE_SYNC) cl->held = xcalloc((size_t)ps->cat.n, sizeof *cl->held);
         ps->clients[cl->worker] = cl;
         ps->finished[cl->worker] = 0;   /* a restarted worker trains again */
-        net_frame ok = {.type = MSG_HELLO_OK, .id = (uint32_t)ps->index, .arg0 = (int64_t)want};
+        net_frame ok = {.type = MSG_HELLO_OK, .id = (uint32_t)ps->index, .arg0 = (int64_t)want,
+                        .arg1 = ps->gate ? clock : -1};
         net_conn_send(cl->conn, ok, NULL, 0, 0);
         return;
     }

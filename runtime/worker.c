@@ -583,8 +583,12 @@ train:
         if (rc) break;
         if (wk->local == 0 && getenv("DOWNPOUR_RESTART")) {
             /* The launcher restarted us (--fail ...,restart=T): we carry on from the ps. */
-            dp_log(DP_LOG_INFO, wk->name, "restarted: rejoining at global step %lld", (long long)wk->gs);
-            rt_instr_log(wk->in, "%s: restarted, rejoining at global step %lld", wk->name, (long long)wk->gs);
+            char clock[64] = "";
+            if (cfg->mode == MODE_SSP)
+                snprintf(clock, sizeof clock, ", SSP clock %lld", (long long)wk_clock(wk));
+            dp_log(DP_LOG_INFO, wk->name, "restarted: rejoining at global step %lld%s", (long long)wk->gs, clock);
+            rt_instr_log(wk->in, "%s: restarted, rejoining at global step %lld%s", wk->name, (long long)wk->gs,
+                         clock);
         }
         if (wk->gs >= cfg->steps) break;
         if (checkpoint_due(wk) && versions_at_step(wk)) {
@@ -649,7 +653,7 @@ train:
         wk->losses[wk->n_losses++ % LOSS_WINDOW] = loss;
         t_paced += pace_step(wk, step_t0, slow_factor);
         uint64_t w0 = dp_now_ns();
-        if ((rc = wk_push_all(wk, wk->local + 1))) break;
+        if ((rc = wk_push_all(wk, wk_clock(wk) + 1))) break;
         t_wait += dp_now_ns() - w0;
         wk_emit_step(wk, EVT_STEP_END, 0, 0, loss, (double)wk->gs);
         wk->local++;

@@ -99,6 +99,8 @@ typedef struct worker {
     int64_t hold_at;            /* $DOWNPOUR_HOLD_AT: the local step a --fail kills us at */
     int releases_due;           /* sync: gradients accumulated, waiting for RELEASE */
     int64_t local;              /* local step in progress */
+    int64_t clock0;             /* the SSP clock is clock0 + local: a restarted process
+                                 * carries on from the clock its gate kept (HELLO_OK) */
     int64_t *t_begin;           /* per variable: when its pull began (instr clock); then,
                                  * from index cat.n on, when its push of an even step
                                  * began, from 2 * cat.n on, of an odd step */
@@ -143,6 +145,9 @@ typedef struct worker {
 /* Where variable d's part lives in a tensor array (the catalogue's slice of it). */
 float *wk_var_slot(const var_def *d, float *const *tensors);
 /* Marks the worker failed with msg (the first failure is kept) and stops its loop. */
+/* This worker's clock: the steps the gate counts it for (its pushes' and SSP waits'). */
+static inline int64_t wk_clock(const worker *wk) { return wk->clock0 + wk->local; }
+
 void wk_fail(worker *wk, const char *msg);
 /* PULL_* / PUSH_* of variable v, and the step events (compute, barrier, ssp, step end). */
 void wk_emit_transfer(worker *wk, evt_kind kind, int v, double value);

@@ -85,6 +85,8 @@ static void on_frame(net_conn *c, const net_frame *h, void *payload, void *ctx)
         wk->outstanding--;
         return;
     case MSG_HELLO_OK:
+        /* the gate's ps: a restarted process counts on from the clock it kept */
+        if (h->arg1 > wk_clock(wk)) wk->clock0 = h->arg1 - wk->local;
         wk->outstanding--;
         return;
     case MSG_SSP_GO:
@@ -256,7 +258,7 @@ static void wk_send_hello(worker *wk, int ps)
     uint8_t tok[PROTO_TOKEN_BYTES];
     dp_put_u64(tok, wk->token);
     net_frame h = {.type = MSG_HELLO, .id = (uint32_t)wk->index,
-                      .arg0 = (int64_t)rt_config_hash(wk->cfg), .arg1 = wk->local};
+                      .arg0 = (int64_t)rt_config_hash(wk->cfg), .arg1 = wk_clock(wk)};
     if (!wk->ps[ps].conn) return;
     if (net_conn_send(wk->ps[ps].conn, h, tok, sizeof tok, 1) == DP_OK) wk->outstanding++;
 }
@@ -451,7 +453,7 @@ void wk_step_progress(void *ctx, int grad)
     for (int v = 0; grad >= 0 && v < wk->cat.n; v++) {
         const var_def *d = &wk->cat.v[v];
         if (!d->trainable || d->base_index != grad) continue;
-        send_pushes(wk, v, v + 1, wk->local + 1);
+        send_pushes(wk, v, v + 1, wk_clock(wk) + 1);
         wk->pushed[v] = 1;
     }
     if (wk->outstanding > 0 || wk->pf_outstanding > 0) ev_run(wk->loop, EVRUN_NOWAIT);
@@ -586,7 +588,7 @@ int wk_push_all(worker *wk, int64_t clock)
 int wk_ssp_wait(worker *wk)
 {
     int step_ps = wk->cat.v[wk->step_var].ps;
-    net_frame h = {.type = MSG_SSP_WAIT, .arg0 = wk->local};
+    net_frame h = {.type = MSG_SSP_WAIT, .arg0 = wk_clock(wk)};
     int64_t t0 = rt_instr_now(wk->in);
     uint64_t w0 = dp_now_ns();
     wk_send(wk, step_ps, h, NULL, 0);

@@ -71,6 +71,10 @@ static void fire_failure(sim_world *w, int i)
         k->inc++;
         k->inc_epoch = ++w->inc_epoch;
         k->phase = SIM_W_IDLE;
+        if (w->gate) {   /* as the runtime's ps: a lost worker holds nobody at the bound */
+            ssp_gate_retire(w->gate, f->task);
+            sim_world_ssp_release(w);
+        }
     }
     if (f->restart_s >= 0)
         sim_heap_push(&w->heap, w->now + ns_of(f->restart_s), SIM_EV_RESTART, i, 0);
@@ -96,6 +100,8 @@ static void restart(sim_world *w, int i)
     sim_wk *k = &w->wk[f->task];
     if (!k->dead) return;
     k->dead = 0;
+    /* back in the gate at the clock the runtime's restarted worker counts on from */
+    if (w->gate) k->local = ssp_gate_rejoin(w->gate, f->task, k->local);
     wk_start_step(w, f->task);
 }
 

@@ -4,7 +4,8 @@
 # worker (the run completes without it), in sync without one (workers log whom they
 # wait for, and --barrier-timeout stops the run with one clear error and a checkpoint
 # that resumes), a restart that rejoins at the current global step, a ps lost without
-# restart (a clear error), every fault an event in the trace (trace info --json counts)
+# restart (a clear error), an ssp restart back in the staleness gate (runtime and
+# simulator), every fault an event in the trace (trace info --json counts)
 # and a caption, and bad values refused in one line naming the flag. The launcher
 # SIGKILLs the task itself; this script signals nothing. --pace keeps runs long enough
 # for a kill to land mid-run; no check reads a duration.
@@ -124,6 +125,29 @@ check "async restart: the run completes (rc $?)" test $? -eq 0
 ARJ=$(sed -n 's/.*Worker 1: restarted: rejoining at global step \([0-9]*\).*/\1/p' "$TMP/ar.err")
 check "async restart: worker 1 rejoins at the current global step ($ARJ > 5)" bash -c "[ -n '$ARJ' ] && [ '$ARJ' -gt 5 ]"
 
+# SSP: the restarted process takes part in the gate again, at the clock of the worker that
+# went on without it (it does not count from 0, which would hold the other back, nor stay
+# retired, which would let the other run free). Lockstep (--staleness 0): worker 0 then
+# waits for it again.
+"$DOWNPOUR" cluster --mode ssp --staleness 0 --workers 2 --steps 1500 --pace 1ms $SYN \
+    --kill worker:1@step=5,restart=300ms --trace "$TMP/sr.dptrace" >"$TMP/sr.out" 2>"$TMP/sr.err"
+check "ssp restart: the run completes (rc $?)" test $? -eq 0
+SRC=$(sed -n 's/.*Worker 1: restarted: rejoining at global step [0-9]*, SSP clock \([0-9]*\).*/\1/p' "$TMP/sr.err")
+check "ssp restart: worker 1 counts on from worker 0's clock ($SRC > 5), not from 0" \
+    bash -c "[ -n '$SRC' ] && [ '$SRC' -gt 5 ]"
+"$DOWNPOUR" trace export --chrome "$TMP/sr.json" "$TMP/sr.dptrace" 2>/dev/null
+SRW=$(python3 - "$TMP/sr.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))['traceEvents']
+pid = {e['args']['name']: e['pid'] for e in ev if e.get('name') == 'process_name'}
+back = min(e['ts'] for e in ev if e.get('name') == 'recovery')
+print(sum(1 for e in ev if e.get('name') == 'ssp_wait' and e['pid'] == pid['/job:worker/replica:0/task:0']
+          and e['ts'] > back))
+PY
+)
+check "ssp restart: worker 0 waits at the gate for the restarted worker 1 ($SRW waits after the restart)" \
+    bash -c "[ -n '$SRW' ] && [ '$SRW' -gt 0 ]"
+
 # --- a lost ps without restart: a clear error ----------------------------------------------
 "$DOWNPOUR" cluster --mode async --workers 2 --steps 400 --pace 10ms $SYN --kill ps:0@step=20 \
     --trace "$TMP/p.dptrace" >"$TMP/p.out" 2>"$TMP/p.err"
@@ -154,6 +178,28 @@ bad_kill "barrier timeout" '--barrier-timeout: "-1" is not a time' --barrier-tim
 check "sim: --kill is the simulator's --fail (rc $?)" test $? -eq 0
 check "sim: its trace holds the failure and the recovery" \
     test "$(count "$TMP/sim.dptrace" failure)/$(count "$TMP/sim.dptrace" recovery)" = 1/1
+# the simulator's ssp follows the runtime's: a lost worker is retired from the gate (the
+# other goes on), and the restarted one counts on from the other's clock
+"$DOWNPOUR" sim --mode ssp --staleness 0 --workers 2 --steps 400 --kill 'worker:1@step=5,restart=2s' \
+    --trace "$TMP/simssp.dptrace" --quiet >/dev/null 2>&1
+check "sim ssp restart: the run completes (rc $?)" test $? -eq 0
+"$DOWNPOUR" trace export --chrome "$TMP/simssp.json" "$TMP/simssp.dptrace" 2>/dev/null
+read -r SGS SW1 < <(python3 - "$TMP/simssp.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))['traceEvents']
+pid = {e['args']['name']: e['pid'] for e in ev if e.get('name') == 'process_name'}
+down = min(e['ts'] for e in ev if e.get('name') == 'failure')
+back = min(e['ts'] for e in ev if e.get('name') == 'recovery')
+print(sum(1 for e in ev if e.get('name') == 'global_step' and down < e['ts'] < back),
+      min(e['args']['step'] for e in ev if e.get('name') == 'step_end'
+          and e['pid'] == pid['/job:worker/replica:0/task:1'] and e['ts'] > back))
+PY
+)
+# worker 0 alone, 0.1 s a step: about 20 steps in the 2 s; held at the bound, 1 at most
+check "sim ssp restart: worker 0 goes on while worker 1 is down ($SGS global steps in its 2 s)" \
+    bash -c "[ -n '$SGS' ] && [ '$SGS' -ge 10 ]"
+check "sim ssp restart: worker 1's first step after it is worker 0's clock, not its own 5 ($SW1)" \
+    bash -c "[ -n '$SW1' ] && [ '$SW1' -ge 15 ]"
 "$DOWNPOUR" sim --workers 2 --steps 30 --fail 'ps:0@time=1s,restart=1s' --quiet >/dev/null 2>&1
 check "sim: @time=T is accepted as @t=T (rc $?)" test $? -eq 0
 done_tests

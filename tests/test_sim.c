@@ -524,6 +524,14 @@ static void test_failures_and_ssp(void)
     sim_result ra;
     CHECK(run(&s, &ra) == 0);
     CHECK(ra.sim_s < r.sim_s);  /* async never waits for the straggler */
+    /* ssp: a worker lost for good leaves the gate, as on the runtime's ps: the others
+     * finish the run (it held them at the bound, stalled, before) */
+    s.mode = MODE_SSP;
+    s.n_stragglers = 0;
+    CHECK(sim_parse_failure("worker:1@step=10", &s.failures[s.n_failures++], err) == 0);
+    CHECK(run(&s, &r) == 0);
+    CHECK_MSG(!r.stalled && r.global_step >= 200, "ssp, a worker lost at its step 10: the others finish "
+              "(stalled %d, global step %lld)", r.stalled, (long long)r.global_step);
 }
 
 static void test_calibration_roundtrip(const char *dir)

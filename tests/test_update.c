@@ -281,6 +281,33 @@ static void test_ssp(void)
     ssp_gate_free(g);
     ssp_gate_free(NULL);
 
+    /* rejoining (ssp_gate_rejoin): clocks 5, 7 and 3, staleness 1 */
+    g = ssp_gate_new(3, 1);
+    CHECK(ssp_gate_clock(g, 0, 5) == 0 && ssp_gate_clock(g, 1, 7) == 0 && ssp_gate_clock(g, 2, 3) == 3);
+    /* an active worker reconnecting (a lost ps): its clock moves up, never down */
+    CHECK(ssp_gate_rejoin(g, 2, 4) == 4 && ssp_gate_min(g) == 4);
+    CHECK(ssp_gate_rejoin(g, 2, 2) == 4 && ssp_gate_min(g) == 4);
+    /* worker 2 lost, its process restarted (counting from 0): it comes back level with the
+     * slowest of the others, worker 0's 5, and holds worker 1 at 5 + 1 again */
+    ssp_gate_retire(g, 2);
+    CHECK(ssp_gate_min(g) == 5);
+    CHECK(ssp_gate_clock(g, 0, 8) == 7 && ssp_gate_may_start(g, 8));
+    CHECK_MSG(ssp_gate_rejoin(g, 2, 0) == 7, "a restarted worker rejoins at the others' slowest clock, 7");
+    CHECK(ssp_gate_min(g) == 7 && ssp_gate_may_start(g, 8) && !ssp_gate_may_start(g, 9));
+    CHECK(ssp_gate_clock(g, 2, 8) == 7 && ssp_gate_clock(g, 1, 9) == 8 && ssp_gate_min(g) == 8);
+    /* worker 1 lost ahead of the others (9 against 8): it comes back at its own 9 */
+    ssp_gate_retire(g, 1);
+    CHECK(ssp_gate_rejoin(g, 1, 0) == 9 && ssp_gate_min(g) == 8);
+    /* or at what it says it completed, when that is more (a lost ps's session restored) */
+    ssp_gate_retire(g, 1);
+    CHECK(ssp_gate_rejoin(g, 1, 12) == 12 && ssp_gate_min(g) == 8);
+    /* every other worker retired: it comes back at its own clock */
+    ssp_gate_retire(g, 0);
+    ssp_gate_retire(g, 1);
+    ssp_gate_retire(g, 2);
+    CHECK(ssp_gate_rejoin(g, 0, 0) == 8 && ssp_gate_min(g) == 8 && !ssp_gate_may_start(g, 10));
+    ssp_gate_free(g);
+
     /* staleness 0 is bulk-synchronous: nobody starts step s+1 before all finished s */
     g = ssp_gate_new(2, 0);
     CHECK(ssp_gate_may_start(g, 0) && !ssp_gate_may_start(g, 1));
