@@ -29,6 +29,10 @@ int cmd_checkpoint(int argc, char **argv)
             usage(stdout);
             return 0;
         }
+    if (strcmp(argv[1], "info") && strcmp(argv[1], "diff")) {
+        fprintf(stderr, "downpour: checkpoint: unknown command '%s' (see downpour checkpoint --help)\n", argv[1]);
+        return 2;
+    }
     if (!strcmp(argv[1], "info") && argc == 3) {
         if (ckpt_info(stdout, argv[2], err)) {
             fprintf(stderr, "downpour: checkpoint: %s\n", err);
@@ -49,6 +53,7 @@ int cmd_checkpoint(int argc, char **argv)
         }
         return match ? 0 : 1;
     }
-    usage(stderr);
+    fprintf(stderr, "downpour: checkpoint %s: expected %s (see downpour checkpoint --help)\n", argv[1],
+            !strcmp(argv[1], "info") ? "one DIR|FILE" : "A B [--tol X]");
     return 2;
 }

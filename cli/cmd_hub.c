@@ -84,12 +84,12 @@ int cmd_hub(int argc, char **argv)
             if (parse_ms("--exit-when-idle", v, &opt.exit_when_idle_ms)) return 2;
         } else if ((v = cli_flag_value("hub", argc, argv, &i, "--reorder-ms", &bad))) {
             if (parse_ms("--reorder-ms", v, &opt.reorder_ms)) return 2;
+        } else if (bad) {   /* a flag at the end without its value: said already */
+            return 2;
         } else {
-            if (!bad) fprintf(stderr, "downpour: hub: unknown argument '%s'\n", argv[i]);
-            usage(stderr);
+            fprintf(stderr, "downpour: hub: unknown argument %s (see --help)\n", argv[i]);
             return 2;
         }
-        if (bad) return 2;
     }
 
     char err[DP_ERRLEN];

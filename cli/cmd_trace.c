@@ -80,11 +80,12 @@ static int is_help(const char *a)
     return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0;
 }
 
-static int usage_error(const char *cmd, const char *usage, const char *fmt, const char *arg)
+/* One line, as every command's usage errors: the usage itself is --help's. */
+static int usage_error(const char *cmd, const char *fmt, const char *arg)
 {
     fprintf(stderr, "downpour: trace%s%s: ", *cmd ? " " : "", cmd);
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n\n%s", usage);
+    fprintf(stderr, " (see downpour trace%s%s --help)\n", *cmd ? " " : "", cmd);
     return 2;
 }
 
@@ -102,14 +103,14 @@ static int json_tool(const char *cmd, const char *usage, json_tool_fn fn, int ar
         } else if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage_error(cmd, usage, "unknown option '%s'", argv[i]);
+            return usage_error(cmd, "unknown option '%s'", argv[i]);
         } else if (path) {
-            return usage_error(cmd, usage, "unexpected argument '%s'", argv[i]);
+            return usage_error(cmd, "unexpected argument '%s'", argv[i]);
         } else {
             path = argv[i];
         }
     }
-    if (!path) return usage_error(cmd, usage, "%s", "missing TRACE");
+    if (!path) return usage_error(cmd, "%s", "missing TRACE");
     char err[DP_ERRLEN];
     trace_tool_report rep;
     if (fn(stdout, path, json, &rep, err)) {
@@ -130,14 +131,14 @@ static int cmd_validate(int argc, char **argv)
             fputs(usage_validate, stdout);
             return 0;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage_error("validate", usage_validate, "unknown option '%s'", argv[i]);
+            return usage_error("validate", "unknown option '%s'", argv[i]);
         } else if (path) {
-            return usage_error("validate", usage_validate, "unexpected argument '%s'", argv[i]);
+            return usage_error("validate", "unexpected argument '%s'", argv[i]);
         } else {
             path = argv[i];
         }
     }
-    if (!path) return usage_error("validate", usage_validate, "%s", "missing TRACE");
+    if (!path) return usage_error("validate", "%s", "missing TRACE");
     char err[DP_ERRLEN];
     if (trace_tool_validate(stdout, path, NULL, err)) {
         fprintf(stderr, "downpour: trace validate: %s\n", err);
@@ -155,21 +156,21 @@ static int cmd_export(int argc, char **argv)
             return 0;
         } else if (strcmp(argv[i], "--chrome") == 0) {
             if (i + 1 >= argc)
-                return usage_error("export", usage_export, "%s", "--chrome needs a file");
+                return usage_error("export", "%s", "--chrome needs a file");
             out = argv[++i];
         } else if (strncmp(argv[i], "--chrome=", 9) == 0) {
             out = argv[i] + 9;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage_error("export", usage_export, "unknown option '%s'", argv[i]);
+            return usage_error("export", "unknown option '%s'", argv[i]);
         } else if (path) {
-            return usage_error("export", usage_export, "unexpected argument '%s'", argv[i]);
+            return usage_error("export", "unexpected argument '%s'", argv[i]);
         } else {
             path = argv[i];
         }
     }
     if (!out || !*out)
-        return usage_error("export", usage_export, "%s", "missing --chrome OUT.json");
-    if (!path) return usage_error("export", usage_export, "%s", "missing TRACE");
+        return usage_error("export", "%s", "missing --chrome OUT.json");
+    if (!path) return usage_error("export", "%s", "missing TRACE");
     char err[DP_ERRLEN];
     trace_tool_report rep;
     int rc = trace_tool_export_chrome(path, out, &rep, err);
@@ -198,5 +199,5 @@ int cmd_trace(int argc, char **argv)
         return json_tool("captions", usage_captions, trace_tool_captions, argc - 1, argv + 1);
     if (strcmp(sub, "validate") == 0) return cmd_validate(argc - 1, argv + 1);
     if (strcmp(sub, "export") == 0) return cmd_export(argc - 1, argv + 1);
-    return usage_error("", usage_trace, "unknown command '%s'", sub);
+    return usage_error("", "unknown command '%s'", sub);
 }

@@ -38,6 +38,27 @@ check "summary events = trace events" test "$(json "$TMP/s.json" events)" -eq \
     "$(python3 -c "import json; print(json.load(open('$TMP/info.json'))['events'])")"
 check "summary names the trace" test "$(json "$TMP/s.json" trace)" = "$TMP/s.dptrace"
 
+# Every transfer and update names its variable: each pull one of the model's five (the
+# same number of each: a step pulls them all, as do the chief's evaluations and final
+# read), each push and apply one of its four trainable ones, 2 x 60 times (in sync the
+# global step moves by the step token, not by a push).
+$DOWNPOUR trace export --chrome "$TMP/s.names.json" "$TMP/s.dptrace" 2>/dev/null
+names=$(python3 - "$TMP/s.names.json" <<'PY'
+import json, sys
+from collections import Counter
+ev = json.load(open(sys.argv[1]))['traceEvents']
+c = {k: Counter(e['args'].get('var') for e in ev if e.get('name') == k and e.get('ph') in ('b', 'X'))
+     for k in ('pull', 'push', 'apply')}
+pulls = set(c['pull'].values())
+print('pull:' + ','.join(sorted(map(str, c['pull']))) + ('=same' if len(pulls) == 1 and min(pulls) >= 120 else '=uneven'),
+      *(k + ':' + ','.join(f'{v}={n}' for v, n in sorted(c[k].items(), key=lambda x: str(x[0])))
+        for k in ('push', 'apply')))
+PY
+)
+V4="hidden/biases=120,hidden/weights=120,softmax/biases=120,softmax/weights=120"
+check "every pull, push and apply names its variable ($(echo $names))" test "$(echo $names)" = \
+    "pull:global_step,hidden/biases,hidden/weights,softmax/biases,softmax/weights=same push:$V4 apply:$V4"
+
 # Async with a backup-free 2 workers: pushes still match applies.
 $DOWNPOUR cluster --ps 2 --workers 2 --mode async --steps 60 $SYN --trace "$TMP/a.dptrace" >/dev/null 2>&1
 $DOWNPOUR trace info --json "$TMP/a.dptrace" >"$TMP/info.json"

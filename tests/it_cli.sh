@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# it_cli.sh — the command line's contract, command by command: `--help` prints the
+# command's usage on stdout and exits 0; a usage error (an unknown flag, a flag at the
+# end without its value, a stray argument, an unknown subcommand) exits 2 with exactly
+# one line on stderr, naming the command and what was wrong, and nothing on stdout.
+# No command here trains or listens: each stops at its arguments.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+
+# --help: usage on stdout, nothing on stderr, exit 0
+for cmd in cluster local task hub trace checkpoint view render sim run compare keys lessons fork serve; do
+    "$DOWNPOUR" $cmd --help >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    check "$cmd --help: exit 0, its usage on stdout, stderr empty (rc $rc)" \
+        bash -c "[ $rc -eq 0 ] && grep -q '^usage: downpour $cmd' '$TMP/out' && [ ! -s '$TMP/err' ]"
+done
+
+# usage_error WANT ARGS...: exit 2, stdout empty, one line on stderr that holds WANT
+usage_error() {
+    local want=$1; shift
+    "$DOWNPOUR" "$@" >"$TMP/out" 2>"$TMP/err"
+    local rc=$? lines
+    lines=$(wc -l <"$TMP/err")
+    check "downpour $*: exit 2 and one line naming it (rc $rc, $lines lines: $(head -c 200 "$TMP/err"))" \
+        bash -c "[ $rc -eq 2 ] && [ $lines -eq 1 ] && [ ! -s '$TMP/out' ] && grep -qF -- \"\$1\" '$TMP/err'" _ "$want"
+}
+# a flag at the end of the line, without its value (each parser's own check)
+usage_error 'downpour: hub: --listen needs a value' hub --listen
+usage_error 'downpour: view: --speed needs a value' view --speed
+usage_error 'downpour: render: --out needs a value' render --out
+usage_error 'downpour: serve: --listen needs a value' serve --listen
+usage_error 'downpour: run: --set needs a value' run --set
+usage_error 'downpour: sim: --steps: missing value' sim --steps
+usage_error 'downpour: cluster: --steps: missing value' cluster --steps
+usage_error 'downpour: local: --steps: missing value' local --steps
+usage_error 'downpour: trace export: --chrome needs a file' trace export --chrome
+# unknown flags and stray arguments
+usage_error 'downpour: hub: unknown argument --bogus (see --help)' hub --bogus
+usage_error 'downpour: hub: unknown argument extra (see --help)' hub extra
+usage_error 'downpour: view: unknown flag --bogus (see --help)' view --bogus
+usage_error 'downpour: render: unknown flag --bogus (see --help)' render --bogus
+usage_error 'downpour: serve: unknown flag --bogus (see --help)' serve --bogus
+usage_error 'downpour: run: unknown flag "--bogus"' run --bogus
+usage_error 'downpour: compare: unknown flag "--bogus"' compare --bogus
+usage_error 'downpour: cluster: unknown flag "--bogus"' cluster --bogus
+usage_error 'downpour: local: unknown flag "--bogus"' local --bogus
+usage_error 'downpour: task: unknown flag "--bogus"' task --bogus
+usage_error 'downpour: sim: unknown flag "--bogus"' sim --bogus
+usage_error "downpour: trace info: unknown option '--bogus' (see downpour trace info --help)" trace info --bogus x.dptrace
+usage_error "downpour: trace info: unexpected argument 'b.dptrace'" trace info a.dptrace b.dptrace
+usage_error 'downpour: trace validate: missing TRACE' trace validate
+usage_error 'downpour: trace export: missing --chrome OUT.json' trace export x.dptrace
+# unknown subcommands, and a subcommand's wrong arguments
+usage_error "downpour: trace: unknown command 'bogus' (see downpour trace --help)" trace bogus
+usage_error "downpour: checkpoint: unknown command 'bogus' (see downpour checkpoint --help)" checkpoint bogus x
+usage_error 'downpour: checkpoint info: expected one DIR|FILE' checkpoint info
+usage_error 'downpour: checkpoint diff: expected A B [--tol X]' checkpoint diff a
+usage_error 'downpour: checkpoint diff: expected --tol X (X >= 0)' checkpoint diff a b --tol -1
+usage_error 'downpour: unknown command "bogus" (see downpour --help)' bogus
+
+# with no command at all: the usage, on stderr, exit 2
+"$DOWNPOUR" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "downpour alone: exit 2, the usage on stderr (rc $rc)" \
+    bash -c "[ $rc -eq 2 ] && grep -q '^usage: downpour <command>' '$TMP/err' && [ ! -s '$TMP/out' ]"
+done_tests
