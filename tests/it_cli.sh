@@ -3,7 +3,8 @@
 # command's usage on stdout and exits 0; a usage error (an unknown flag, a flag at the
 # end without its value, a stray argument, an unknown subcommand) exits 2 with exactly
 # one line on stderr, naming the command and what was wrong, and nothing on stdout.
-# No command here trains or listens: each stops at its arguments.
+# No command here trains or listens: each stops at its arguments (but for render's
+# --size, drawn from a 3-step simulated trace at the bounds of its range).
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 
@@ -57,6 +58,30 @@ usage_error 'downpour: checkpoint info: expected one DIR|FILE' checkpoint info
 usage_error 'downpour: checkpoint diff: expected A B [--tol X]' checkpoint diff a
 usage_error 'downpour: checkpoint diff: expected --tol X (X >= 0)' checkpoint diff a b --tol -1
 usage_error 'downpour: unknown command "bogus" (see downpour --help)' bogus
+
+# a secret file that cannot be read, or is too short: refused before anything starts
+printf 'abc\n' >"$TMP/short.secret"
+chmod 600 "$TMP/short.secret"
+for cmd in serve hub view; do
+    usage_error "downpour: $cmd: --secret-file $TMP/none.secret: No such file or directory" \
+        $cmd --secret-file "$TMP/none.secret" x.dptrace
+done
+usage_error "downpour: serve: --secret-file $TMP/short.secret: the secret is too short (3 bytes)" \
+    serve --secret-file "$TMP/short.secret" x.dptrace
+
+# a value out of its range: render --size takes 64..16384 each way, both ends included
+"$DOWNPOUR" sim --workers 2 --steps 3 --trace "$TMP/tiny.dptrace" --quiet >/dev/null 2>&1
+for size in 63x64 64x63 16385x64 64x16385 64x64x 64; do
+    usage_error "downpour: render: --size '$size' is not WxH (64..16384 each)" render "$TMP/tiny.dptrace" \
+        --out "$TMP/tiny.png" --size $size
+done
+for size in 64x64 16384x64 64x16384; do
+    "$DOWNPOUR" render "$TMP/tiny.dptrace" --out "$TMP/tiny.png" --size $size >/dev/null 2>"$TMP/err"
+    rc=$?
+    got=$(python3 -c "import struct, sys; d = open(sys.argv[1], 'rb').read(24); print('%dx%d' % struct.unpack('>II', d[16:24]))" "$TMP/tiny.png" 2>/dev/null)
+    check "render --size $size: drawn at that size (rc $rc, $got)" bash -c "[ $rc -eq 0 ] && [ '$got' = $size ]"
+    rm -f "$TMP/tiny.png"
+done
 
 # with no command at all: the usage, on stderr, exit 2
 "$DOWNPOUR" >"$TMP/out" 2>"$TMP/err"
