@@ -202,13 +202,14 @@ int ckpt_read(const char *path, ckpt_loaded *out, char *err)
         rc = dp_fail(err, DP_EIO, "%s: short read", path);
         goto fail;
     }
+    /* the magic first: another kind of file is not "damaged" */
+    if (take(&r, magic, 8) || memcmp(magic, CKPT_MAGIC, 8)) {
+        dp_fail(err, rc, "%s: offset 0: not a Downpour checkpoint", path);
+        goto fail;
+    }
     memcpy(&stored, buf + got - 4, 4);
     if ((uint32_t)crc32(crc32(0, NULL, 0), buf, (uInt)(got - 4)) != stored) {
         dp_fail(err, rc, "%s: checksum mismatch (file damaged)", path);
-        goto fail;
-    }
-    if (take(&r, magic, 8) || memcmp(magic, CKPT_MAGIC, 8)) {
-        dp_fail(err, rc, "%s: offset 0: not a Downpour checkpoint", path);
         goto fail;
     }
     if (take(&r, &ver, 4) || ver != CKPT_VERSION || take(&r, &out->global_step, 8) ||

@@ -116,6 +116,9 @@ p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[100] ^= 1; open(p, 'wb')
 PY
 $DOWNPOUR checkpoint info "$TMP/p/model.ckpt-12" >/dev/null 2>"$TMP/crc.err"
 check "a flipped bit is a checksum mismatch" grep -q "model.ckpt-12: checksum mismatch" "$TMP/crc.err"
+$DOWNPOUR checkpoint info "$TMP/p/checkpoint" >/dev/null 2>"$TMP/magic.err"
+check "another kind of file (the index's text) is not a checkpoint, not a damaged one" \
+    grep -q "p/checkpoint: offset 0: not a Downpour checkpoint" "$TMP/magic.err"
 # Files written here by the documented format (docs/runtime.md, "Checkpoints"), each with
 # a valid checksum, so that the reader's own checks are what refuses the bad ones.
 python3 - "$TMP/fmt" <<'PY'
