@@ -25,6 +25,13 @@ check "the task says where it landed" grep -qxF \
 # what --print-cluster prints is a TF_CONFIG: it resolves to the same cluster and task
 back=$(TF_CONFIG="$out" "$DOWNPOUR" task --print-cluster 2>/dev/null)
 check "--print-cluster's output is a TF_CONFIG that reads back the same" test "$back" = "$out"
+# scontrol's lines as a wrapper script or another platform might print them: blanks around
+# the names, CRLF ends, empty lines; each name is read trimmed, the empty lines skipped
+printf '#!/bin/sh\nprintf "  n1 \\r\\n\\n\\tn2\\t\\r\\n\\n"\n' >"$TMP/padded-scontrol"
+chmod +x "$TMP/padded-scontrol"
+padded=$(env $SL_ENV DOWNPOUR_SCONTROL="$TMP/padded-scontrol" "$DOWNPOUR" task --jobs ps:1,worker:3 --port-base 9000 \
+         --print-cluster 2>/dev/null)
+check "scontrol's lines are read trimmed, empty ones skipped (${padded:-nothing})" test "$padded" = "$out"
 env $SL_ENV DOWNPOUR_SCONTROL="$TMP/no-such-scontrol" "$DOWNPOUR" task --jobs ps:1,worker:3 --print-cluster \
     >/dev/null 2>"$TMP/miss.err"
 rc=$?
