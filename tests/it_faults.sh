@@ -147,6 +147,12 @@ PY
 )
 check "ssp restart: worker 0 waits at the gate for the restarted worker 1 ($SRW waits after the restart)" \
     bash -c "[ -n '$SRW' ] && [ '$SRW' -gt 0 ]"
+SRL=$(python3 -c "
+import json, sys
+ev = json.load(open(sys.argv[1]))['traceEvents']
+print(sum(1 for e in ev if e.get('name') == 'log' and e['args'].get('text', '').startswith(
+    'Worker 1: restarted, rejoining at global step ') and e['args']['text'].endswith(', SSP clock $SRC')))" "$TMP/sr.json")
+check "ssp restart: the trace's log event says it too ($SRL)" test "$SRL" = 1
 
 # --- a lost ps without restart: a clear error ----------------------------------------------
 "$DOWNPOUR" cluster --mode async --workers 2 --steps 400 --pace 10ms $SYN --kill ps:0@step=20 \

@@ -254,4 +254,19 @@ rc=$?
 em=$(grep -o '[0-9]* undelivered at exit' "$TMP/hubdie.err") gs=$(json "$TMP/hubdie.json" global_step)
 check "a hub killed mid-run: the local run finishes its 6000 steps (rc $rc, global step $gs; $em)" \
     [ "$rc" -eq 0 -a "$gs" = 6000 -a "${em%% *}" -gt 0 ]
+# Exit statuses: interrupted (SIGINT, as Ctrl-C sends it) 130 with "interrupted"; a run
+# that fails (data that is not there) 1, with one line naming the file.
+"$DOWNPOUR" local --data synthetic --synthetic-samples 500 --steps 100000000 --eval-every 0 --log-every 100 \
+    >/dev/null 2>"$TMP/int.err" &
+LPID=$!
+for _ in $(seq 200); do grep -q "training step 100 done" "$TMP/int.err" && break; sleep 0.05; done  # training
+kill -INT $LPID
+wait $LPID
+rc=$?
+check "SIGINT: exit 130 and 'interrupted' (rc $rc)" \
+    bash -c "[ $rc -eq 130 ] && grep -qx 'downpour: local: interrupted' '$TMP/int.err'"
+"$DOWNPOUR" local --data "$TMP/no-data" --steps 10 >/dev/null 2>"$TMP/nodata.err"
+rc=$?
+check "missing data: exit 1 and one line naming the file (rc $rc: $(head -c 160 "$TMP/nodata.err"))" \
+    bash -c "[ $rc -eq 1 ] && [ \$(wc -l <'$TMP/nodata.err') -eq 1 ] && grep -qF '$TMP/no-data/train-images-idx3-ubyte' '$TMP/nodata.err'"
 done_tests
