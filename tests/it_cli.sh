@@ -69,6 +69,12 @@ done
 usage_error "downpour: serve: --secret-file $TMP/short.secret: the secret is too short (3 bytes)" \
     serve --secret-file "$TMP/short.secret" x.dptrace
 
+# flags that each parse but do not go together: refused by the task before it connects
+TWO='{"cluster":{"ps":["127.0.0.1:1"],"worker":["127.0.0.1:2","127.0.0.1:3"]},"task":{"type":"worker","index":0}}'
+TF_CONFIG=$TWO usage_error 'downpour: task: --backup-workers: 2 leaves no replica to aggregate with 2 workers' \
+    task --backup-workers 2
+TF_CONFIG=$TWO usage_error 'downpour: task: --prefetch: only with --mode async' task --mode sync --prefetch
+
 # a value out of its range: render --size takes 64..16384 each way, both ends included
 "$DOWNPOUR" sim --workers 2 --steps 3 --trace "$TMP/tiny.dptrace" --quiet >/dev/null 2>&1
 for size in 63x64 64x63 16385x64 64x16385 64x64x 64; do
