@@ -89,6 +89,23 @@ for size in 64x64 16384x64 64x16384; do
     rm -f "$TMP/tiny.png"
 done
 
+# serve --size: 64..8192 each way
+for size in 63x64 64x63 8193x64 64x8193 64x; do
+    usage_error "downpour: serve: --size '$size' is not WxH (64..8192 each)" serve x.dptrace --size $size
+done
+
+# commands whose arguments are all optional, given none
+"$DOWNPOUR" keys >"$TMP/table" 2>"$TMP/err"
+rc=$?
+check "keys alone: the key table (rc $rc, $(wc -l <"$TMP/table") lines)" \
+    bash -c "[ $rc -eq 0 ] && head -1 '$TMP/table' | grep -q '^key  *section  *default' && grep -q '^staleness ' '$TMP/table' && [ ! -s '$TMP/err' ]"
+"$DOWNPOUR" keys --json >"$TMP/out" 2>"$TMP/err"
+check "keys --json: the table's keys as JSON, one entry each" python3 -c "
+import json, sys
+names = [k['name'] for k in json.load(open(sys.argv[1]))]
+table = [l.split()[0] for l in open(sys.argv[2]).read().splitlines()[1:] if l.strip()]
+assert names == table, (names, table)" "$TMP/out" "$TMP/table"
+
 # with no command at all: the usage, on stderr, exit 2
 "$DOWNPOUR" >"$TMP/out" 2>"$TMP/err"
 rc=$?
