@@ -94,6 +94,27 @@ for size in 63x64 64x63 8193x64 64x8193 64x; do
     usage_error "downpour: serve: --size '$size' is not WxH (64..8192 each)" serve x.dptrace --size $size
 done
 
+# accepted_to_trace WHAT ARGS...: the flags are taken (each at an end of its range), and the
+# command goes on to open its trace, which is not there: exit 1 naming it, not 2 for a flag
+accepted_to_trace() {
+    local cmd=$1; shift
+    "$DOWNPOUR" $cmd "$TMP/none.dptrace" "$@" >/dev/null 2>"$TMP/err"
+    local rc=$?
+    check "$cmd $*: taken, the trace is what is missing (rc $rc: $(head -c 120 "$TMP/err"))" \
+        bash -c "[ $rc -eq 1 ] && grep -qF 'downpour: $cmd: $TMP/none.dptrace: No such file or directory' '$TMP/err'"
+}
+accepted_to_trace serve --at 0 --speed 0.01 --fps 0.1 --max-conns 1 --idle-timeout 1 --max-behind 1
+accepted_to_trace serve --at 1e9 --speed 100 --fps 120 --max-conns 10000 --idle-timeout 3600 --max-behind 100000 \
+    --size 8192x8192
+accepted_to_trace render --out "$TMP/x.png" --at 1e9
+accepted_to_trace render --frames "$TMP/frames" --from 0 --to 1e9
+usage_error "downpour: serve: --speed '100.5' must be a number in 0.01..100" serve x.dptrace --speed 100.5
+usage_error "downpour: serve: --fps '0.09' must be a number in 0.1..120" serve x.dptrace --fps 0.09
+usage_error "downpour: serve: --at '1.1e9' must be a number in 0..1e+09" serve x.dptrace --at 1.1e9
+usage_error "downpour: serve: --max-conns '10001' must be an integer in 1..10000" serve x.dptrace --max-conns 10001
+usage_error "downpour: render: --at '1.1e9' is not a number of seconds" render x.dptrace --out x.png --at 1.1e9
+usage_error "downpour: render: --to '-1' is not a number of seconds" render x.dptrace --frames d --to -1
+
 # commands whose arguments are all optional, given none
 "$DOWNPOUR" keys >"$TMP/table" 2>"$TMP/err"
 rc=$?
