@@ -79,8 +79,10 @@ int rt_config_set(rt_config *c, const char *name, const char *text, const char *
 int rt_config_check(const rt_config *c, char *err);
 
 /* --secret-file: puts the file's secret in $DOWNPOUR_SECRET (net/auth.h), where every
- * connection of this process and of the tasks it starts finds it. Call once, before
- * any thread starts. Returns 0 (also without the flag) or a dp_err naming the file. */
+ * connection of this process and of the tasks it starts finds it. Without the flag,
+ * checks the secrets the environment gives ($DOWNPOUR_SECRET, $DOWNPOUR_HUB_SECRET).
+ * Call once, before any thread starts. Returns 0 or a dp_err naming the file or the
+ * variable. */
 int rt_config_apply_secret(const rt_config *c, char *err);
 
 /* Prints the flags of `scope` as help text (from the key table). */

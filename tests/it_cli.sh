@@ -75,6 +75,14 @@ TF_CONFIG=$TWO usage_error 'downpour: task: --backup-workers: 2 leaves no replic
     task --backup-workers 2
 TF_CONFIG=$TWO usage_error 'downpour: task: --prefetch: only with --mode async' task --mode sync --prefetch
 
+# a secret from the environment that is too short: refused before any task starts (each
+# task refused it on its own before, one line apiece)
+DOWNPOUR_SECRET=abc usage_error 'downpour: cluster: $DOWNPOUR_SECRET: the secret is too short (3 bytes)' \
+    cluster --data synthetic --steps 10
+DOWNPOUR_HUB_SECRET=abc usage_error 'downpour: cluster: $DOWNPOUR_HUB_SECRET: the secret is too short (3 bytes)' \
+    cluster --data synthetic --steps 10
+TF_CONFIG=$TWO DOWNPOUR_SECRET=abc usage_error 'downpour: task: $DOWNPOUR_SECRET: the secret is too short' task
+
 # a value out of its range: render --size takes 64..16384 each way, both ends included
 "$DOWNPOUR" sim --workers 2 --steps 3 --trace "$TMP/tiny.dptrace" --quiet >/dev/null 2>&1
 for size in 63x64 64x63 16385x64 64x16385 64x64x 64; do
