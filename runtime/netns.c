@@ -41,16 +41,22 @@ struct netns_net {
 
 /* --- --net values ---------------------------------------------------------------- */
 
-/* tc spells rates "10mbit"; common/units.h "10Mbit": the unit's case is mended. */
-static void rate_units(const char *v, char *out, size_t n)
+/* A rate in tc's spelling ("10mbit", any case) or ours ("10Mbit", "1.5MB/s"): tc's bit
+ * units have their case mended for common/units.h; anything else is left as written.
+ * Returns 1 for a "bps" unit, which tc reads as bytes per second ("kbps": kilobytes) and
+ * common/units.h as bits: ambiguous, so refused. */
+static int rate_units(const char *v, char *out, size_t n)
 {
     snprintf(out, n, "%s", v);
     char *u = out;
     while (*u && (strchr("0123456789.", *u) || *u == ' ')) u++;
-    if (u[0] && u[1] && !strncasecmp(u + 1, "bit", 3) && strchr("kKmMgGtT", u[0]))
-        u[0] = (char)(u[0] == 'k' || u[0] == 'K' ? 'K' : toupper((unsigned char)u[0]));
-    for (char *p = u[0] && strchr("KMGT", u[0]) ? u + 1 : u; *p && *p != '/'; p++)
-        *p = (char)tolower((unsigned char)*p);
+    size_t len = strlen(u);
+    if (len >= 3 && !strcasecmp(u + len - 3, "bps")) return 1;
+    char *bit = u[0] && strchr("kKmMgGtT", u[0]) ? u + 1 : u;
+    if (strcasecmp(bit, "bit") && strcasecmp(bit, "bit/s")) return 0;
+    if (bit != u) u[0] = (char)(u[0] == 'k' ? 'K' : toupper((unsigned char)u[0]));
+    for (char *p = bit; *p; p++) *p = (char)tolower((unsigned char)*p);
+    return 0;
 }
 
 int netns_shape_parse(const char *s, const char *what, netns_shape *out, char *err)
@@ -70,7 +76,7 @@ int netns_shape_parse(const char *s, const char *what, netns_shape *out, char *e
     if (spec_job_parse(job, &j))
         return dp_fail(err, DP_EINVAL, "%s: job \"%s\" in \"%s\" is not ps or worker", what, job, s);
     if (dp_parse_int(buf, &task) || task < 0 || task > 1000000)
-        return dp_fail(err, DP_EINVAL, "%s: task \"%s\" in \"%s\" is not a non-negative integer", what, buf, s);
+        return dp_fail(err, DP_EINVAL, "%s: task \"%s\" in \"%s\" is not a task index in 0..1000000", what, buf, s);
     out->job = (int)j;
     out->task = (int)task;
     snprintf(buf, sizeof buf, "%s", c2 + 1);
@@ -99,9 +105,12 @@ int netns_shape_parse(const char *s, const char *what, netns_shape *out, char *e
             seen |= 2;
         } else if (!strcmp(kv, "rate")) {
             char bw[64];
-            rate_units(v, bw, sizeof bw);
-            rc = dp_parse_bandwidth(bw, w2, &out->rate_Bps, err);
-            if (rc) rc = dp_fail(err, DP_EINVAL, "%s: \"%s\" is not a rate (e.g. 10mbit, 100Mbit, 1Gbit)", w2, v);
+            if (rate_units(v, bw, sizeof bw))
+                rc = dp_fail(err, DP_EINVAL, "%s: \"%s\" is ambiguous: tc reads bps as bytes per second, others "
+                             "as bits; write bit (10mbit) or B/s (1.25MB/s)", w2, v);
+            else if ((rc = dp_parse_bandwidth(bw, w2, &out->rate_Bps, err)))
+                rc = dp_fail(err, DP_EINVAL, "%s: \"%s\" is not a rate (e.g. 10mbit, 100Mbit, 1Gbit, 1.25MB/s)", w2,
+                             v);
             if (!rc && out->rate_Bps < 1000)
                 rc = dp_fail(err, DP_EINVAL, "%s: \"%s\" is below 8kbit", w2, v);
             seen |= 4;

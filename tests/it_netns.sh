@@ -126,10 +126,41 @@ bad_net "loss" '--net loss: "150%" is not a percentage in 0..100' --net 'worker:
 bad_net "rate" '--net rate: "fast" is not a rate' --net 'worker:1:rate=fast'
 bad_net "task" '--net: worker:9:rate=1000000bit names worker 9, which does not exist (2 worker tasks)' --net 'worker:9:rate=1mbit'
 bad_net "hub" '--netns: the tasks cannot reach --hub 127.0.0.1:1' --netns --hub 127.0.0.1:1
+bad_net "delay past 60 s" '--net delay: "61s" is outside 0s..60s' --net 'worker:1:delay=61s'
+bad_net "delay of 60 s taken" '--net: worker:9:delay=60000ms names worker 9' --net 'worker:9:delay=60s'
+bad_net "task index past 1000000" '--net: task "1000001" in "worker:1000001:rate=1mbit" is not a task index in 0..1000000' \
+    --net 'worker:1000001:rate=1mbit'
+bad_net "task index 1000000 taken" '--net: worker:1000000:rate=1000000bit names worker 1000000' --net 'worker:1000000:rate=1mbit'
+bad_net "job name longer than any job" '--net: "abcdefghijklmnopq:1:rate=1mbit" is not JOB:I:KEY=V' \
+    --net 'abcdefghijklmnopq:1:rate=1mbit'
+bad_net "bps, which tc reads as bytes" '--net rate: "100kbps" is ambiguous: tc reads bps as bytes per second' \
+    --net 'worker:1:rate=100kbps'
+bad_net "Mbps" '--net rate: "1Mbps" is ambiguous' --net 'worker:1:rate=1Mbps'
+# rates in tc's spelling (any case) or ours, bits or bytes: read as these bits per second
+for r in 1mbit=1000000 1MBIT=1000000 1Mbit/s=1000000 10Kbit/s=10000 2.5mbit=2500000 1gbit=1000000000 \
+    1000000bit=1000000 8kbit=8000 1MB/s=8000000 1.25MB/s=10000000 1MiB/s=8388608; do
+    bad_net "rate for the missing worker 9, ${r%%=*} (read as ${r#*=} bit/s)" "--net: worker:9:rate=${r#*=}bit names worker 9" --net "worker:9:rate=${r%%=*}"
+done
 PATH=/nonexistent "$DOWNPOUR" cluster --netns $SYN --steps 5 >/dev/null 2>"$TMP/noip.err"
 rc=$?
 check "no iproute2: --netns refused in one line (rc $rc)" \
     bash -c "[ $rc -eq 1 ] && [ \$(wc -l <'$TMP/noip.err') -eq 1 ] && grep -qF -- \"--netns: needs iproute2's \\\`ip\\\` and \\\`tc\\\`\" '$TMP/noip.err'"
+
+# a command of the setup that fails: the run is refused in one line quoting the command and
+# what it printed (its last newline trimmed); a `tc` that refuses every qdisc stands in
+mkdir -p "$TMP/faketc"
+printf '#!/bin/sh\necho "RTNETLINK answers: Invalid argument" >&2\nexit 2\n' >"$TMP/faketc/tc"
+chmod +x "$TMP/faketc/tc"
+PATH="$TMP/faketc:$PATH" "$DOWNPOUR" cluster --net worker:1:rate=10mbit --workers 2 --steps 5 $SYN >/dev/null 2>"$TMP/tc.err"
+rc=$?
+check "a failing tc: exit 1, one line quoting it and its message ($(head -c 250 "$TMP/tc.err"))" \
+    python3 -c "
+import re, sys
+lines = open(sys.argv[1]).read().split('\n')
+assert $rc == 1 and len(lines) == 2 and lines[1] == '', lines
+assert re.fullmatch(r'downpour: cluster: --netns: task /job:worker/replica:0/task:1: '
+                    r'\x60tc qdisc add dev eth0 root tbf rate 10000000bit burst \d+ latency 1s\x60: '
+                    r'RTNETLINK answers: Invalid argument', lines[0]), lines[0]" "$TMP/tc.err"
 
 # --- (e) nothing left behind, also after kill -9 of the launcher -----------------------------
 "$DOWNPOUR" cluster --net worker:1:rate=10mbit --mode async --workers 2 --steps 100000 --pace 50ms $SYN \
@@ -139,6 +170,17 @@ for _ in $(seq 100); do [ "$(task_pids "$TMP/e.err" | wc -l)" -eq 3 ] && break; 
 spaces=$(for p in $(task_pids "$TMP/e.err"); do ns_of "$p"; done; ns_of "$LAUNCHER")
 check "kill -9: the launcher and its 3 tasks were running in 4 namespaces" \
     test "$(echo "$spaces" | grep -c net:)" -eq 4
+# both directions of worker 1's link are shaped, and nobody else's: tbf on its own eth0
+# (out of it) and on its port of the bridge, in the launcher's namespace (into it)
+task_pid() { sed -n "s|^downpour: cluster: task /job:worker/replica:0/task:$2: pid \([0-9]*\), network namespace .*|\1|p" "$1"; }
+q1=$(nsenter --net="/proc/$(task_pid "$TMP/e.err" 1)/ns/net" tc qdisc show dev eth0 2>&1)
+q0=$(nsenter --net="/proc/$(task_pid "$TMP/e.err" 0)/ns/net" tc qdisc show dev eth0 2>&1)
+qs=$(nsenter --net="/proc/$LAUNCHER/ns/net" tc qdisc show 2>&1)
+check "--net worker:1:rate=10mbit: tbf at 10Mbit on worker 1's eth0 ($(echo $q1))" \
+    bash -c "grep -q '^qdisc tbf .* rate 10Mbit' <<<'$q1'"
+check "... none on worker 0's ($(echo $q0))" bash -c "! grep -q tbf <<<'$q0'"
+check "... and one on the bridge's ports, into worker 1 ($(grep -c tbf <<<"$qs") of $(grep -c 'dev dpv' <<<"$qs") ports)" \
+    bash -c "[ \$(grep -c '^qdisc tbf .* rate 10Mbit' <<<'$qs') -eq 1 ] && [ \$(grep -c tbf <<<'$qs') -eq 1 ]"
 kill -9 "$LAUNCHER"
 wait "$LAUNCHER" 2>/dev/null
 left=
