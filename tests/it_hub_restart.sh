@@ -96,20 +96,22 @@ w = [k for k in a if k.startswith(('worker', 'ps')) and k in b]
 assert w and all(a[k]['hub_recorded'] is not None and a[k]['hub_recorded'] == a[k]['events'] >= b[k]['resumed_at'] > 0 for k in w), (a, b)"
 # Where a hub listens unless told: the documented default, 127.0.0.1:7411, and with port 0
 # a free port it names. (Skipped when something else holds 7411 on this machine.)
+# first_line OUT ARGS...: starts `downpour hub --quiet ARGS`, waits for its line, stops it.
+first_line() {
+    local out=$1; shift
+    "$DOWNPOUR" hub --quiet "$@" >"$out" 2>&1 &
+    local pid=$!
+    for _ in $(seq 50); do grep -q "hub listening" "$out" && break; sleep 0.1; done
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    head -1 "$out"
+}
 if python3 -c "import socket; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', 7411))" 2>/dev/null; then
-    "$DOWNPOUR" hub --quiet >"$TMP/default.out" 2>&1 &
-    DH=$!
-    for _ in $(seq 50); do grep -q "hub listening" "$TMP/default.out" && break; sleep 0.1; done
-    kill "$DH" 2>/dev/null; wait "$DH" 2>/dev/null
-    check "a hub without --listen listens on 127.0.0.1:7411 ($(head -1 "$TMP/default.out"))" \
-        grep -qx "hub listening on 127.0.0.1:7411" "$TMP/default.out"
+    line=$(first_line "$TMP/default.out")
+    check "a hub without --listen listens on 127.0.0.1:7411 ($line)" test "$line" = "hub listening on 127.0.0.1:7411"
 else
     skip "the hub's default address: 127.0.0.1:7411 is taken on this machine"
 fi
-"$DOWNPOUR" hub --quiet --listen 127.0.0.1:0 >"$TMP/zero.out" 2>&1 &
-ZH=$!
-for _ in $(seq 50); do grep -q "hub listening" "$TMP/zero.out" && break; sleep 0.1; done
-kill "$ZH" 2>/dev/null; wait "$ZH" 2>/dev/null
-check "--listen 127.0.0.1:0: the hub names the free port it took ($(head -1 "$TMP/zero.out"))" \
-    grep -qE "^hub listening on 127\.0\.0\.1:[1-9][0-9]*$" "$TMP/zero.out"
+line=$(first_line "$TMP/zero.out" --listen 127.0.0.1:0)
+check "--listen 127.0.0.1:0: the hub names the free port it took ($line)" \
+    bash -c "[[ '$line' =~ ^hub\ listening\ on\ 127\.0\.0\.1:[1-9][0-9]*$ ]]"
 done_tests
