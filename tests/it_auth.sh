@@ -130,6 +130,14 @@ DOWNPOUR_SECRET=$TOKEN "$TS" 127.0.0.1:$H --read 0.5 >"$TMP/sub1.out" 2>"$TMP/su
 check "tool_sub with the viewer token subscribes (no error)" bash -c "grep -q records '$TMP/sub1.out' && ! grep -q tool_sub '$TMP/sub1.err'"
 DOWNPOUR_SECRET=wrong-secret-but-long-enough "$TS" 127.0.0.1:$H --read 0.5 >/dev/null 2>"$TMP/sub2.err"
 check "tool_sub with a wrong secret: refused" grep -a -q "authentication failed" "$TMP/sub2.err"
+# A task given the viewer token as its secret: the hub refuses it as a task with an ERROR,
+# which its emitter says once (a refusal does not heal by retrying), and the training goes on
+DOWNPOUR_SECRET=$TOKEN "$DOWNPOUR" local --data synthetic --synthetic-samples 500 --steps 3000 --eval-every 0 \
+    --hub 127.0.0.1:$H >/dev/null 2>"$TMP/tokentask.err"
+rc=$?
+n=$(grep -a -c "emitter: hub 127.0.0.1:$H: hub refused: .*viewer token may only subscribe" "$TMP/tokentask.err")
+check "a task with the viewer token: its emitter says the hub's refusal once, training completes (rc $rc, $n lines)" \
+    bash -c "[ $rc -eq 0 ] && [ '$n' = 1 ]"
 # Tasks stream to it with the secret: a short hand-started run, events recorded.
 P4=$(port)
 DOWNPOUR_SECRET=$SECRET "$DOWNPOUR" task --job_name=ps --task_index=0 --ps_hosts=127.0.0.1:$P4 \
@@ -142,6 +150,8 @@ kill $HUB; wait $HUB
 check "tasks with the secret stream to the hub" bash -c "grep -a -q 'hub: done: 2 tasks' '$TMP/hub.err' || grep -a -q 'done: [2-9] tasks' '$TMP/hub.err'"
 check "the hub logged each refusal with the peer's address" \
     test "$(grep -a -c 'authentication failed from 127.0.0.1:[0-9]' "$TMP/hub.err")" -ge 2
+check "... and each connection it dropped with its address (the viewer-token task's retries)" \
+    test "$(grep -a -c 'dropping connection 127.0.0.1:[0-9][0-9]*: the viewer token may only subscribe' "$TMP/hub.err")" -ge 2
 
 # --- `downpour cluster` with no secret makes one up ---------------------------------------
 "$DOWNPOUR" cluster --ps 1 --workers 2 --data synthetic --model softmax --steps 60 --pace 30ms --quiet \
