@@ -61,6 +61,8 @@ static int no_partial_overlap(xs *s, size_t n)
 
 typedef struct counts {
     size_t x, b, e, s, f, c, i, m, flows;
+    size_t applies, computes;   /* X slices in the "applies" group naming worker and staleness;
+                                 * in the "compute" group */
     int meta_object;
 } counts;
 
@@ -110,6 +112,12 @@ static void check_export(const char *path, counts *k)
         json_object_set_new(used_threads, kbuf, json_false());   /* pid used */
         if (!strcmp(ph, "X")) {
             k->x++;
+            const char *cat = json_string_value(json_object_get(ev, "cat"));
+            json_t *args = json_object_get(ev, "args");
+            if (cat && !strcmp(cat, "applies") && json_object_get(args, "worker") &&
+                json_object_get(args, "staleness"))
+                k->applies++;
+            if (cat && !strcmp(cat, "compute")) k->computes++;
             json_t *dur = json_object_get(ev, "dur");
             if (!json_is_number(dur) || json_number_value(dur) < 0) fields_ok = 0;
             slices[nx++] = (xs){p, t, ns_of(ts), ns_of(ts) + ns_of(dur)};
@@ -433,9 +441,11 @@ int main(void)
     evgen g;
     evgen_run(&g, 2, 3, 4, 60, 1, 5);
     trace_writer *w = trace_writer_open(tpath, "{\"engine\":\"sim\",\"mode\":\"sync\"}", err);
-    size_t pushes = 0;
+    size_t pushes = 0, applies = 0, computes = 0;
     for (size_t i = 0; i < g.n; i++) {
         evt_record e = g.ev[i];
+        applies += e.kind == EVT_APPLY || e.kind == EVT_DROP;   /* both are the ps's updates */
+        computes += e.kind == EVT_COMPUTE_END;
         e.device = trace_writer_intern(w, evt_strtab_get(g.strs, e.device));
         e.var = trace_writer_intern(w, evt_strtab_get(g.strs, e.var));
         e.str = trace_writer_intern(w, evt_strtab_get(g.strs, e.str));
@@ -451,6 +461,10 @@ int main(void)
     CHECK_MSG(k.flows == pushes, "%zu flows for %zu pushes", k.flows, pushes);
     CHECK(k.b == (size_t)(3 * 60 * 4 * 2) && k.e == k.b);
     CHECK(k.x >= (size_t)(3 * 60 * (1 + 1 + 4 + 4)));   /* compute, barrier, sends, applies */
+    /* each slice in its group: the applies and drops with their worker and staleness, the
+     * computes */
+    CHECK_MSG(k.applies == applies && applies > 0, "%zu applies exported as such, of %zu", k.applies, applies);
+    CHECK_MSG(k.computes == computes && computes > 0, "%zu computes exported as such, of %zu", k.computes, computes);
     CHECK(k.c > 0 && k.i > 0 && k.m > 0 && k.meta_object);
     /* exporting twice gives the same bytes (the cursor is rewound) */
     char jpath2[600];

@@ -302,6 +302,16 @@ int main(void)
 
     const char *info[] = {"trace", "info", tpath};
     CHECK(run(3, info) == 0 && out_has("step_end") && out_has("\"engine\":\"real\""));
+    {   /* its first line names the file and its blocks, as the reader counts them */
+        trace_reader *br = trace_reader_open(tpath, err);
+        char first[700];
+        snprintf(first, sizeof first, "trace:     %s (%zu blocks)\n", tpath, br ? trace_reader_block_count(br) : 0);
+        s = slurp(out_path);
+        CHECK_MSG(br && trace_reader_block_count(br) > 0 && !strncmp(s, first, strlen(first)),
+                  "info began \"%.80s\", not \"%s\"", s, first);
+        free(s);
+        trace_reader_close(br);
+    }
     s = slurp(out_path);
     CHECK_MSG(!strcmp(s, lib_text), "info printed \"%s\", trace_tool_info \"%s\"", s, lib_text);
     free(s);
