@@ -244,6 +244,16 @@ static void test_failure(void)
     add_step(c, EVT_GLOBAL_STEP, EVT_JOB_PS, 0, 4300 * MS, 2, 0);
     add_str(c, EVT_FAILURE, EVT_JOB_PS, 0, 4400 * MS, 0, lost);
     CHECK_TEXT(c, "ps 0 fails: lost worker 3 mid-step");
+    /* a ps past the first eight the failure times have room for: they grow to hold it
+     * (one caption of a rule per global step) */
+    add_step(c, EVT_GLOBAL_STEP, EVT_JOB_PS, 0, 4900 * MS, 3, 0);
+    add_str(c, EVT_FAILURE, EVT_JOB_PS, 8, 5000 * MS, 0, sim);
+    CHECK_TEXT(c, "ps 8 fails: simulated failure (--fail)");
+    add(c, EVT_RECOVERY, EVT_JOB_PS, 0, 6000 * MS);
+    CHECK_TEXT(c, "ps 0 recovers after 1.6 s down");
+    add_step(c, EVT_GLOBAL_STEP, EVT_JOB_PS, 0, 7000 * MS, 4, 0);
+    add(c, EVT_RECOVERY, EVT_JOB_PS, 8, 7500 * MS);
+    CHECK_TEXT(c, "ps 8 recovers after 2.5 s down");
     evt_captioner_free(c);
     evt_strtab_free(s);
 }
