@@ -111,6 +111,11 @@ accepted_to_trace() {
     check "$cmd $*: taken, the trace is what is missing (rc $rc: $(head -c 120 "$TMP/err"))" \
         bash -c "[ $rc -eq 1 ] && grep -qF 'downpour: $cmd: $TMP/none.dptrace: No such file or directory' '$TMP/err'"
 }
+# view says a missing trace first, before it needs a display
+env -u DISPLAY "$DOWNPOUR" view "$TMP/none.dptrace" >/dev/null 2>"$TMP/err"
+rc=$?
+check "view of a missing trace: exit 1, one line naming it, no display needed (rc $rc: $(head -c 120 "$TMP/err"))" \
+    bash -c "[ $rc -eq 1 ] && [ \$(wc -l <'$TMP/err') -eq 1 ] && grep -qxF 'downpour: view: $TMP/none.dptrace: No such file or directory' '$TMP/err'"
 accepted_to_trace serve --at 0 --speed 0.01 --fps 0.1 --max-conns 1 --idle-timeout 1 --max-behind 1
 accepted_to_trace serve --at 1e9 --speed 100 --fps 120 --max-conns 10000 --idle-timeout 3600 --max-behind 100000 \
     --size 8192x8192

@@ -47,13 +47,22 @@ export DISPLAY=":$DISP"
 # ---- replay with scripted keys --------------------------------------------------------
 T="$TMP/run.trace"
 check "synthetic trace written" "$DOWNPOUR" render --write-synthetic "$T" --ps 2 --workers 6 --steps 40 >/dev/null
-mkdir -p "$TMP/shots" "$TMP/cmp"
+mkdir -p "$TMP/shots" "$TMP/cmp" "$TMP/clickshots"
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 20 "$DOWNPOUR" view "$T" --paused --at 1.5 --size 1280x720 --screenshot-dir "$TMP/shots" \
     --script "s,p,s,p,space,wait:300,space,],],right,s,h,s,esc,q" >"$TMP/view.out" 2>"$TMP/view.err"
 rc=$?
 check "viewer quits on q (rc $rc)" [ "$rc" -eq 0 ]
 cat "$TMP/view.err" | head -5
 check "four screenshots saved" [ "$(grep -c '^saved ' "$TMP/view.out")" -eq 4 ]
+# a scripted click on the timeline (click:X:Y, what a mouse press and release do) moves
+# the replay there: the lanes span the trace left to right, so x 640 of 1280 lands in its
+# middle third and x 1000 later
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 20 "$DOWNPOUR" view "$T" --paused --at 0 --size 1280x720 \
+    --screenshot-dir "$TMP/clickshots" --script "click:640:690,wait:100,s,click:1000:690,wait:100,s,q" >"$TMP/click.out" 2>&1
+read -r CT1 CT2 < <(sed -n 's/^saved [^ ]* t=\([0-9]*\) .*/\1/p' "$TMP/click.out" | tr '\n' ' ')
+DUR=$("$DOWNPOUR" trace info --json "$T" | python3 -c "import json, sys; print(int(json.load(sys.stdin)['duration_s'] * 1e9))")
+check "a click on the timeline moves the replay there (t ${CT1:-none} then ${CT2:-none} ns of $DUR)" \
+    python3 -c "t1, t2, d = $CT1, $CT2, $DUR; assert d / 3 < t1 < 2 * d / 3 < t2 < d, (t1, t2, d)"
 "$DOWNPOUR" render "$T" --at 1.5 --out "$TMP/ref.png"
 "$DOWNPOUR" render "$T" --at 1.5 --placement --out "$TMP/ref_p.png"
 "$DOWNPOUR" render "$T" --out "$TMP/end.png"
