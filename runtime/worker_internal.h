@@ -144,10 +144,9 @@ typedef struct worker {
 /* worker.c */
 /* Where variable d's part lives in a tensor array (the catalogue's slice of it). */
 float *wk_var_slot(const var_def *d, float *const *tensors);
-/* Marks the worker failed with msg (the first failure is kept) and stops its loop. */
 /* This worker's clock: the steps the gate counts it for (its pushes' and SSP waits'). */
 static inline int64_t wk_clock(const worker *wk) { return wk->clock0 + wk->local; }
-
+/* Marks the worker failed with msg (the first failure is kept) and stops its loop. */
 void wk_fail(worker *wk, const char *msg);
 /* PULL_* / PUSH_* of variable v, and the step events (compute, barrier, ssp, step end). */
 void wk_emit_transfer(worker *wk, evt_kind kind, int v, double value);
