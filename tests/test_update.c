@@ -287,8 +287,9 @@ static void test_ssp(void)
     /* an active worker reconnecting (a lost ps): its clock moves up, never down */
     CHECK(ssp_gate_rejoin(g, 2, 4) == 4 && ssp_gate_min(g) == 4);
     CHECK(ssp_gate_rejoin(g, 2, 2) == 4 && ssp_gate_min(g) == 4);
-    /* worker 2 lost, its process restarted (counting from 0): it comes back level with the
-     * slowest of the others, worker 0's 5, and holds worker 1 at 5 + 1 again */
+    /* worker 2 lost (the others' minimum is then worker 0's 5); while it is away worker 0
+     * reaches 8. Its process restarted (counting from 0), it comes back level with the
+     * slowest of the others, worker 1's 7, and holds the others at 7 + 1 again */
     ssp_gate_retire(g, 2);
     CHECK(ssp_gate_min(g) == 5);
     CHECK(ssp_gate_clock(g, 0, 8) == 7 && ssp_gate_may_start(g, 8));
