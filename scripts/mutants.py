@@ -75,6 +75,8 @@ def main():
                     help='tests to run, comma-separated: build/tests/test_X binaries and tests/it_Y.sh scripts')
     ap.add_argument('--count', type=int, default=40, help='mutants to try, sampled at random (default 40)')
     ap.add_argument('--seed', type=int, default=1, help='the sample\'s seed (default 1)')
+    ap.add_argument('--from', dest='start', type=int, default=0,
+                    help='skip the sample\'s first N mutants (to finish one cut short: same seed and count)')
     ap.add_argument('--timeout', type=int, default=300, help='seconds for each test run (default 300)')
     ap.add_argument('--worktree', help='where to check HEAD out (default /tmp/downpour-mutants-PID)')
     ap.add_argument('--keep', action='store_true', help='leave the worktree (and its build) afterwards')
@@ -94,6 +96,8 @@ def main():
             sys.exit(f'mutants.py: --tests: "{t}" is not build/tests/test_X or tests/it_Y.sh')
     if a.count < 1:
         sys.exit('mutants.py: --count: at least 1')
+    if not 0 <= a.start < a.count:
+        sys.exit('mutants.py: --from: from 0 to --count - 1')
     units = [t for t in tests if t.startswith('build/')]
     wt = a.worktree or f'/tmp/downpour-mutants-{os.getpid()}'
     if os.path.exists(wt):
@@ -117,11 +121,11 @@ def main():
         for f in files:
             pool += mutants_of(f, open(os.path.join(wt, f)).read().split('\n'))
         random.Random(a.seed).shuffle(pool)
-        print(f'{len(pool)} mutants in {len(files)} files; trying {min(a.count, len(pool))} (seed {a.seed})',
-              flush=True)
+        print(f'{len(pool)} mutants in {len(files)} files; trying {min(a.count, len(pool))} (seed {a.seed})'
+              + (f', from the {a.start + 1}th' if a.start else ''), flush=True)
         counts = {'killed': 0, 'SURVIVED': 0, 'nobuild': 0}
         survivors = []
-        for f, i, new, what in pool[:a.count]:
+        for f, i, new, what in pool[a.start:a.count]:
             path = os.path.join(wt, f)
             orig = open(path).read()
             lines = orig.split('\n')

@@ -55,18 +55,22 @@ check "the summary counts the workers' reconnections (ps_reconnects 3: one each)
     test "$(json "$d.out" ps_reconnects)" = 3
 
 # --- async: completes; the global step goes back to the checkpoint, then on --------------
-d="$TMP/async"
-timeout 120 "$DOWNPOUR" cluster --mode async --ps 2 --workers 2 --steps 100 --pace 10ms $SYN \
+# With --prefetch too, where a worker may lose the ps while the next step's parameters are
+# on their way: it reconnects, and the run recovers as without.
+for pf in "" --prefetch; do
+d="$TMP/async$pf"
+timeout 120 "$DOWNPOUR" cluster --mode async --ps 2 --workers 2 --steps 100 --pace 10ms $SYN $pf \
     --kill ps:0@step=40,restart=1s --checkpoint-dir "$d" --save-checkpoint-steps 10 --trace "$d.dptrace" \
     >"$d.out" 2>"$d.err"
 rc=$?
-check "async, ps:0 killed and restarted: the run completes (rc $rc)" test $rc -eq 0
-check "async: the global step reaches --steps" fcmp "$(json "$d.out" global_step)" '>=' 100
-check "async: the chief restores from a checkpoint" grep -q "restoring the session on every ps from the last checkpoint" "$d.err"
+check "async $pf, ps:0 killed and restarted: the run completes (rc $rc)" test $rc -eq 0
+check "async $pf: the global step reaches --steps" fcmp "$(json "$d.out" global_step)" '>=' 100
+check "async $pf: the chief restores from a checkpoint" grep -q "restoring the session on every ps from the last checkpoint" "$d.err"
+check "async $pf: both workers reconnect (ps_reconnects 2)" test "$(json "$d.out" ps_reconnects)" = 2
 # The trace's global_step counter (Chrome export) goes back at most once, to the
 # restored checkpoint's step, and only then.
 "$DOWNPOUR" trace export --chrome "$d.json" "$d.dptrace" >/dev/null 2>&1
-check "async: the global step never goes backwards except to the restored checkpoint" python3 - "$d.json" "$d.err" <<'PY'
+check "async $pf: the global step never goes backwards except to the restored checkpoint" python3 - "$d.json" "$d.err" <<'PY'
 import json, re, sys
 doc = json.load(open(sys.argv[1]))
 ev = doc["traceEvents"] if isinstance(doc, dict) else doc
@@ -83,6 +87,7 @@ if not back:
     assert before and max(before) == restored, (restored, steps[:60])
 
 PY
+done
 
 # --- no checkpoint: the session starts again from the initial values ---------------------
 d="$TMP/nockpt"
