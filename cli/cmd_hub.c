@@ -93,6 +93,10 @@ int cmd_hub(int argc, char **argv)
     }
 
     char err[DP_ERRLEN];
+    if (auth_env_check(err)) {
+        fprintf(stderr, "downpour: hub: %s\n", err);
+        return 2;
+    }
     web.listen = http;
     if (http ? web_serve_hub(&opt, &web, stdout, err) : evt_hub_serve(&opt, stdout, err)) {
         fprintf(stderr, "downpour: hub: %s\n", err);

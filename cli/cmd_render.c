@@ -133,8 +133,7 @@ int cmd_render(int argc, char **argv)
         }
     }
     if (!o.write_synthetic && (!o.trace || (!!o.out + !!o.frames + !!o.sheet) != 1)) {
-        fprintf(stderr, "downpour: render: need TRACE and exactly one of --out FILE, --frames DIR or --sheet FILE\n");
-        usage(stderr);
+        fprintf(stderr, "downpour: render: need TRACE and exactly one of --out FILE, --frames DIR or --sheet FILE (see --help)\n");
         return 2;
     }
     char err[DP_ERRLEN];

@@ -118,10 +118,13 @@ int cmd_serve(int argc, char **argv)
     }
     if (!o.trace) {
         fprintf(stderr, "downpour: serve: need a TRACE (for a live run: downpour hub --http ADDR)\n");
-        usage(stderr);
         return 2;
     }
     char err[DP_ERRLEN];
+    if (auth_env_check(err)) {
+        fprintf(stderr, "downpour: serve: %s\n", err);
+        return 2;
+    }
     if (web_serve(&o, stdout, err)) {
         fprintf(stderr, "downpour: serve: %s\n", err);
         return 1;

@@ -163,6 +163,11 @@ int cmd_view(int argc, char **argv)
         fprintf(stderr, "downpour: view: --follow needs --serve ADDR\n");
         return 2;
     }
+    char err[DP_ERRLEN];
+    if ((o.connect || serve) && auth_env_check(err)) {   /* a replay on screen needs no secret */
+        fprintf(stderr, "downpour: view: %s\n", err);
+        return 2;
+    }
     view_forks *forks = xcalloc(1, sizeof *forks);   /* 32 KiB of paths: off the stack */
     forks->dir = fork_dir;
     o.fork = view_fork;

@@ -50,6 +50,15 @@ int auth_key_from_env(auth_key *key, char *err)
     return auth_key_from_secret(key, s, strlen(s), "$" AUTH_ENV, err);
 }
 
+int auth_env_check(char *err)
+{
+    auth_key k;
+    int rc = auth_key_from_env(&k, err);
+    if (rc == DP_OK) rc = auth_hub_key_from_env(&k, err);
+    auth_key_clear(&k);
+    return rc;
+}
+
 int auth_hub_key_from_env(auth_key *key, char *err)
 {
     memset(key, 0, sizeof *key);

@@ -56,6 +56,11 @@ int auth_key_from_env(auth_key *key, char *err);
  * start (`cluster --hub ADDR`), which cannot know that secret. */
 int auth_hub_key_from_env(auth_key *key, char *err);
 
+/* Both secrets of the environment ($DOWNPOUR_SECRET, $DOWNPOUR_HUB_SECRET) read and
+ * dropped: a command checks them once, before it starts anything, so that a bad one is a
+ * usage error rather than a failure on the way. 0 or DP_EINVAL with err naming it. */
+int auth_env_check(char *err);
+
 /* `--secret-file FILE`: reads the file (trailing newlines and spaces stripped), refuses
  * one that is missing, empty, shorter than AUTH_MIN_SECRET, or readable by every user,
  * with a message naming it, and puts the secret in $DOWNPOUR_SECRET so that this

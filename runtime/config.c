@@ -182,11 +182,7 @@ int rt_config_apply_secret(const rt_config *c, char *err)
     if (c->secret_file[0]) return auth_secret_file_to_env(c->secret_file, err);
     /* A secret from the environment is checked here too, once, before any task starts
      * (each task would refuse it on its own, one line apiece, after the launch). */
-    auth_key k;
-    int rc = auth_key_from_env(&k, err);
-    if (rc == DP_OK) rc = auth_hub_key_from_env(&k, err);
-    auth_key_clear(&k);
-    return rc;
+    return auth_env_check(err);
 }
 
 static int scope_cmd(int scope)

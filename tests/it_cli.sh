@@ -58,6 +58,8 @@ usage_error 'downpour: checkpoint info: expected one DIR|FILE' checkpoint info
 usage_error 'downpour: checkpoint diff: expected A B [--tol X]' checkpoint diff a
 usage_error 'downpour: checkpoint diff: expected --tol X (X >= 0)' checkpoint diff a b --tol -1
 usage_error 'downpour: unknown command "bogus" (see downpour --help)' bogus
+usage_error 'downpour: render: need TRACE and exactly one of --out FILE, --frames DIR or --sheet FILE' render
+usage_error 'downpour: serve: need a TRACE' serve
 
 # a secret file that cannot be read, or is too short: refused before anything starts
 printf 'abc\n' >"$TMP/short.secret"
@@ -82,6 +84,16 @@ DOWNPOUR_SECRET=abc usage_error 'downpour: cluster: $DOWNPOUR_SECRET: the secret
 DOWNPOUR_HUB_SECRET=abc usage_error 'downpour: cluster: $DOWNPOUR_HUB_SECRET: the secret is too short (3 bytes)' \
     cluster --data synthetic --steps 10
 TF_CONFIG=$TWO DOWNPOUR_SECRET=abc usage_error 'downpour: task: $DOWNPOUR_SECRET: the secret is too short' task
+# ... and by the hub, a live viewer and the web player, before they listen or connect
+# (exit 1 on the way before)
+DOWNPOUR_SECRET=abc usage_error 'downpour: hub: $DOWNPOUR_SECRET: the secret is too short (3 bytes)' \
+    hub --listen 127.0.0.1:0
+DOWNPOUR_HUB_SECRET=abc usage_error 'downpour: hub: $DOWNPOUR_HUB_SECRET: the secret is too short (3 bytes)' \
+    hub --listen 127.0.0.1:0
+DOWNPOUR_SECRET=abc usage_error 'downpour: view: $DOWNPOUR_SECRET: the secret is too short (3 bytes)' \
+    view --connect 127.0.0.1:1
+DOWNPOUR_SECRET=abc usage_error 'downpour: serve: $DOWNPOUR_SECRET: the secret is too short (3 bytes)' \
+    serve x.dptrace --listen 127.0.0.1:0
 
 # a value out of its range: render --size takes 64..16384 each way, both ends included
 "$DOWNPOUR" sim --workers 2 --steps 3 --trace "$TMP/tiny.dptrace" --quiet >/dev/null 2>&1
