@@ -157,7 +157,7 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents)
     int clean = WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0;
     int by_us = l->stopping && WIFSIGNALED(c->status) && WTERMSIG(c->status) == SIGTERM;
     int ps_after_run = c->job == JOB_PS && l->workers_left == 0;
-    if (!clean && !by_us && !ps_after_run && !l->interrupted && (!l->failure[0] || c->fault)) {
+    if (!clean && !by_us && !ps_after_run && !c->moot && !l->interrupted && (!l->failure[0] || c->fault)) {
         if (!c->fault) describe_death(c, l->failure, sizeof l->failure);
         c->fault = 0;
         dp_log(DP_LOG_ERROR, "cluster", "%s; stopping the other tasks", l->failure);
@@ -172,6 +172,7 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents)
         launcher_kill_all(l, SIGTERM);
     }
     if (clean && (c->job == JOB_PS || c->index == 0)) launcher_training_over(l);
+    if (clean && c->job == JOB_PS) launcher_stop_unjoined(l);
     if (c->job == JOB_WORKER && c->index >= 0) launcher_worker_gone(l);
     launcher_maybe_done(l);
 }
@@ -197,6 +198,8 @@ static void take_line(child *c)
     c->line[c->line_len] = 0;
     if (!strncmp(c->line, "@progress ", 10)) {
         launcher_fault_progress(c->l, c, c->line + 10);
+    } else if (!strcmp(c->line, "@joined")) {
+        c->joined = 1;
     } else if (c->line[0] == '{') {
         json_error_t je;
         json_t *j = json_loads(c->line, 0, &je);
@@ -205,6 +208,7 @@ static void take_line(child *c)
             c->stats = j;
             int final = json_object_get(j, c->job == JOB_PS ? "applies" : "local_steps") != NULL;
             if (final && (c->job == JOB_PS || c->index == 0)) launcher_training_over(c->l);
+            if (final && c->job == JOB_PS) launcher_stop_unjoined(c->l);
         }
     } else if (c->line_len) {
         fprintf(stdout, "%s\n", c->line); /* pass through anything else */

@@ -80,6 +80,22 @@ void launcher_cancel_restarts(launcher *l)
     }
 }
 
+/* A ps ends once every worker is done or lost. A worker restarted just before that (its
+ * restart fired while the last ones finished) and not yet connected would find the ps
+ * gone and wait --connect-timeout for it: training is over, so it is stopped. One that
+ * joined has said DONE to the ps, and is left to exit on its own. */
+void launcher_stop_unjoined(launcher *l)
+{
+    for (int i = 0; i < l->n_kids; i++) {
+        child *c = &l->kids[i];
+        if (c->job != JOB_WORKER || c->viewer || !c->restarts || c->joined || c->exited || c->moot) continue;
+        c->moot = 1;
+        dp_log(DP_LOG_INFO, "cluster", "training is over: %s, restarted as it ended, finds no ps; stopping it",
+               c->name);
+        kill(c->pid, SIGTERM);
+    }
+}
+
 /* Whether the run can go on without worker c, said in the launcher's words. */
 static void say_going_on(launcher *l, const child *c)
 {
@@ -135,6 +151,7 @@ static void on_restart(struct ev_loop *loop, ev_timer *w, int revents)
     c->exited = 0;
     c->fault = 0;
     c->local_step = 0;
+    c->joined = 0;
     json_decref(c->stats);
     c->stats = NULL;
     if (launcher_spawn(l, c, c->argv, err)) {

@@ -36,6 +36,8 @@ typedef struct child {
     int restarts;
     int restart_pending;
     int64_t local_step;      /* from its "@progress" lines */
+    int joined;              /* said "@joined" (every ps answered) since its last start */
+    int moot;                /* restarted as training ended, stopped by us: no failure */
     ev_timer restart_w;
 } child;
 
@@ -98,6 +100,8 @@ void launcher_on_fault_time(struct ev_loop *loop, ev_timer *w, int revents);
 void launcher_fault_progress(launcher *l, child *c, const char *text);
 /* Restarts still pending are dropped once every other worker is done. */
 void launcher_cancel_restarts(launcher *l);
+/* A ps is done: a restarted worker that has not joined yet would wait for it in vain. */
+void launcher_stop_unjoined(launcher *l);
 /* The chief or a ps has finished: no restart is made from now on (launcher.c). */
 void launcher_training_over(launcher *l);
 /* c died of a --fail: an event, then a restart, the run going on without it, or (a ps

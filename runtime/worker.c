@@ -539,6 +539,11 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
     if (wk->chief) wk->eval_net = nn_new(cfg->model, cfg->hidden, DATA_EVAL_BATCH);
 
     rc = wk_connect_all(wk, err);
+    if (rc == DP_OK && wk->report_progress) {
+        /* the launcher's cue: once every ps answered, a restart of ours is in the run */
+        printf("@joined\n");
+        fflush(stdout);
+    }
     if (rc == DP_OK && wk->chief) rc = chief_init(wk, 0, err);
     if (rc == WK_PS_LOST) rc = recover(wk, err);
     if (rc) goto out;

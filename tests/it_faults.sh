@@ -60,6 +60,20 @@ check "a restart due as training ends: the run completes (rc $rc)" test $rc -eq 
 check "... the launcher says it is not made (or it was made before the end)" \
     grep -q "training is over: /job:worker/replica:0/task:1 is not restarted\|restarted: rejoining" "$TMP/late.err"
 
+# --- a restart made as training ends, which joins after the ps is gone: the launcher stops
+# it. Worker 1's new process starts 1 s after its death, while worker 0, paced at 10 ms,
+# still has some 190 steps (1.9 s at least) to go; generating 200,000 synthetic samples
+# takes it 1.7 s or more before it connects (measured on an idle machine), after the ps
+# has ended. It used to wait --connect-timeout for the ps and fail the run.
+timeout 120 "$DOWNPOUR" cluster --mode async --workers 2 --steps 200 --pace 10ms $SYN --synthetic-samples 200000 \
+    --kill worker:1@step=5,restart=1s --connect-timeout 20 >"$TMP/gone.out" 2>"$TMP/gone.err"
+rc=$?
+check "a restart that would join after the ps ended: the run completes at once (rc $rc; $(json "$TMP/gone.out" wall_s) s)" \
+    bash -c "[ $rc -eq 0 ] && python3 -c 'import sys; sys.exit(not float(sys.argv[1]) < 20)' '$(json "$TMP/gone.out" wall_s)'"
+check "... the launcher restarted worker 1, then stopped it, saying why" \
+    bash -c "grep -q 'task:1 restarted by the launcher' '$TMP/gone.err' &&
+             grep -q 'training is over: /job:worker/replica:0/task:1, restarted as it ended, finds no ps; stopping it' '$TMP/gone.err'"
+
 # --- a worker killed before it joins: the ps never hears of it, the chief does not wait
 # for its final step forever (FINAL_STEP is bounded), the run completes -------------------
 timeout 120 "$DOWNPOUR" cluster --mode async --workers 2 --steps 100 --pace 10ms $SYN --kill worker:1@time=1ms \
