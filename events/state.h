@@ -143,4 +143,16 @@ const evt_var_state *evt_state_var(const evt_state *st, uint32_t name);
 #define TRACE_STATE_SNAPSHOT_BLOCKS 16
 int trace_reader_state_at(trace_reader *r, int64_t t, evt_state *state);
 
+/* The snapshots' memory budget (default TRACE_STATE_SNAPSHOT_BUDGET bytes): when they
+ * outgrow it (a huge simulated cluster's trace), every other one is dropped and the
+ * spacing doubles. Set before the first trace_reader_state_at(), which builds them. */
+#define TRACE_STATE_SNAPSHOT_BUDGET ((size_t)256 << 20)
+void trace_reader_set_snapshot_budget(trace_reader *r, size_t bytes);
+/* What trace_reader_state_at() keeps (all 0 before its first call): the snapshots, the
+ * blocks between two, and their size as counted against the budget. */
+typedef struct trace_snapshot_info {
+    size_t count, spacing, bytes;
+} trace_snapshot_info;
+trace_snapshot_info trace_reader_snapshot_info(const trace_reader *r);
+
 #endif

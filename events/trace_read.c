@@ -57,7 +57,7 @@ struct trace_reader {
      * last answer (its position: all events before (cache_blk, cache_pos)) */
     decoded rep;
     evt_state *snaps;
-    size_t nsnaps, snap_every;
+    size_t nsnaps, snap_every, snap_bytes, snap_budget;
     int snaps_built;
     evt_state cache;
     size_t cache_blk, cache_pos;
@@ -465,6 +465,7 @@ trace_reader *trace_reader_open(const char *path, char *err)
     uint8_t h[HDR_FIXED], tail[4];
     r->path = xstrdup(path);
     r->damage_off = -1;
+    r->snap_budget = TRACE_STATE_SNAPSHOT_BUDGET;
     r->strs = evt_strtab_new();
     r->cur.blk = r->rep.blk = SIZE_MAX;
     evt_state_init(&r->cache);
@@ -687,11 +688,8 @@ static void push_snapshot(trace_reader *r, const evt_state *st, size_t *cap)
 }
 
 /* One pass over the trace keeping snaps[k] = state before block k * snap_every. When the
- * snapshots outgrow SNAPSHOT_BUDGET (huge simulated clusters) every other one is dropped
+ * snapshots outgrow their budget (huge simulated clusters) every other one is dropped
  * and the spacing doubles, so memory stays bounded and replay stays short. */
-#ifndef SNAPSHOT_BUDGET                 /* overridable to test the thinning */
-#define SNAPSHOT_BUDGET ((size_t)256 << 20)
-#endif
 static void build_snapshots(trace_reader *r)
 {
     size_t cap = 0, mem = 0;
@@ -702,7 +700,7 @@ static void build_snapshots(trace_reader *r)
         if (b % r->snap_every == 0) {
             push_snapshot(r, &st, &cap);
             mem += state_bytes(&st);
-            while (mem > SNAPSHOT_BUDGET && r->nsnaps > 2) {
+            while (mem > r->snap_budget && r->nsnaps > 2) {
                 size_t k = 0;
                 mem = 0;
                 for (size_t i = 0; i < r->nsnaps; i++) {
@@ -722,9 +720,28 @@ static void build_snapshots(trace_reader *r)
     }
     /* snaps[nblocks / snap_every] must exist: it is the state after the last block when
      * nblocks is a multiple of the spacing */
-    if (r->nblocks % r->snap_every == 0) push_snapshot(r, &st, &cap);
+    if (r->nblocks % r->snap_every == 0) {
+        push_snapshot(r, &st, &cap);
+        mem += state_bytes(&st);
+    }
     evt_state_release(&st);
+    r->snap_bytes = mem;
     r->snaps_built = 1;
+}
+
+void trace_reader_set_snapshot_budget(trace_reader *r, size_t bytes)
+{
+    r->snap_budget = bytes;
+}
+
+trace_snapshot_info trace_reader_snapshot_info(const trace_reader *r)
+{
+    trace_snapshot_info i = {0};
+    if (!r->snaps_built) return i;
+    i.count = r->nsnaps;
+    i.spacing = r->snap_every;
+    i.bytes = r->snap_bytes;
+    return i;
 }
 
 int trace_reader_state_at(trace_reader *r, int64_t t, evt_state *state)

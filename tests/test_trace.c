@@ -209,12 +209,10 @@ static void replay_to(trace_reader *r, int64_t t, evt_state *st)
     while (trace_reader_next(r, &e) == 1 && e.t <= t) evt_state_apply(st, &e);
 }
 
-static void test_state_at(void)
+/* state_at at 60 times (random, playing forward, past both ends, at some of the n
+ * records written) equals a replay from the start; 1 when every one does. */
+static int state_at_replays(trace_reader *r, const evt_record *wr, size_t n)
 {
-    char err[DP_ERRLEN];
-    trace_reader *r = trace_reader_open(check_path(dir, "rt.dptrace"), err);
-    if (!r) return;
-    CHECK(trace_reader_block_count(r) > 2 * TRACE_STATE_SNAPSHOT_BLOCKS);
     evt_state a, b;
     evt_state_init(&a);
     evt_state_init(&b);
@@ -226,10 +224,10 @@ static void test_state_at(void)
     for (int k = 0; k < 60; k++) {
         if (k < 40) times[k] = t0 - 10 + (int64_t)dp_rng_below(&rng, (uint64_t)(t1 - t0 + 20));
         else if (k < 50) times[k] = times[k - 1] + 3000;            /* playing forward */
-        else times[k] = k == 50 ? t1 + 5 : (k == 51 ? t0 - 1 : written[(size_t)k * 997].t);
+        else times[k] = k == 50 ? t1 + 5 : (k == 51 ? t0 - 1 : wr[(size_t)k * 997 % n].t);
     }
     /* read with the cursor in the middle: state_at must not move it */
-    trace_reader_seek(r, written[1234].t);
+    trace_reader_seek(r, wr[1234 % n].t);
     for (int k = 0; k < 60; k++) {
         trace_reader_state_at(r, times[k], &a);
         replay_to(r, times[k], &b);
@@ -239,9 +237,23 @@ static void test_state_at(void)
                     (unsigned long long)b.events);
             ok = 0;
         }
-        if (k == 0) trace_reader_seek(r, written[1234].t);
+        if (k == 0) trace_reader_seek(r, wr[1234 % n].t);
     }
-    CHECK(ok);
+    evt_state_release(&a);
+    evt_state_release(&b);
+    return ok;
+}
+
+static void test_state_at(void)
+{
+    char err[DP_ERRLEN];
+    trace_reader *r = trace_reader_open(check_path(dir, "rt.dptrace"), err);
+    if (!r) return;
+    CHECK(trace_reader_block_count(r) > 2 * TRACE_STATE_SNAPSHOT_BLOCKS);
+    evt_state a;
+    evt_state_init(&a);
+    int64_t t0 = trace_reader_t0(r), t1 = trace_reader_t1(r);
+    CHECK(state_at_replays(r, written, gen.n));
     evt_record e;
     /* after the loop replay_to moved the cursor; check seek+state_at independence */
     trace_reader_seek(r, written[1234].t);
@@ -300,8 +312,65 @@ static void test_state_at(void)
     for (int i = 0; i < a.workers_len; i++) busy += a.workers[i].phase != EVT_PHASE_IDLE;
     CHECK(busy > 0);
     evt_state_release(&a);
-    evt_state_release(&b);
     trace_reader_close(r);
+}
+
+/* The snapshots of a trace too big for their memory budget (a huge simulated cluster's):
+ * every other one dropped and the spacing doubled, as often as it takes to fit, and no
+ * more; state_at still equals a replay. A run like rt.dptrace's, 4 times as long. */
+static void test_state_at_thinned(void)
+{
+    const char *path = check_path(dir, "long.dptrace");
+    evgen g;
+    evt_record *wr;
+    evgen_run(&g, 2, 4, 6, 4 * RT_STEPS, 1, 3);
+    write_gen(path, &g, &wr, "{}");
+    char err[DP_ERRLEN];
+    trace_reader *r = trace_reader_open(path, err);
+    CHECK_MSG(r != NULL, "%s", err);
+    if (!r) goto out;
+    size_t nblocks = trace_reader_block_count(r);
+    trace_snapshot_info none = trace_reader_snapshot_info(r);
+    CHECK(none.count == 0 && none.spacing == 0 && none.bytes == 0);
+    evt_state st;
+    evt_state_init(&st);
+    trace_reader_state_at(r, trace_reader_t1(r), &st);
+    /* at most one snapshot's worth: every task, variable and device of the run */
+    size_t one = sizeof st + (size_t)(st.ps_len + st.workers_len) * sizeof(evt_task_state) +
+                 (size_t)st.n_vars * sizeof(evt_var_state) + (size_t)st.n_devices * sizeof(evt_device_state) +
+                 (size_t)st.var_nslots_ * sizeof(int32_t);
+    trace_snapshot_info full = trace_reader_snapshot_info(r);
+    printf("long.dptrace: %zu blocks, %zu snapshots\n", nblocks, full.count);
+    /* one before every 16th block, and the state after the last */
+    size_t want = (nblocks + TRACE_STATE_SNAPSHOT_BLOCKS - 1) / TRACE_STATE_SNAPSHOT_BLOCKS +
+                  (nblocks % TRACE_STATE_SNAPSHOT_BLOCKS == 0);
+    CHECK_MSG(full.spacing == TRACE_STATE_SNAPSHOT_BLOCKS && full.count == want && full.count >= 8,
+              "%zu blocks: %zu snapshots every %zu blocks", nblocks, full.count, full.spacing);
+    /* every snapshot but the first (before any event) holds the whole cluster */
+    CHECK(full.bytes == sizeof st + (full.count - 1) * one);
+    trace_reader_close(r);
+
+    r = trace_reader_open(path, err);
+    if (!r) goto out;
+    size_t budget = full.bytes / 5;
+    trace_reader_set_snapshot_budget(r, budget);
+    trace_reader_state_at(r, trace_reader_t0(r), &st);
+    trace_snapshot_info thin = trace_reader_snapshot_info(r);
+    want = (nblocks + thin.spacing - 1) / thin.spacing + (nblocks % thin.spacing == 0);
+    CHECK_MSG(thin.spacing > TRACE_STATE_SNAPSHOT_BLOCKS && thin.count == want,
+              "%zu snapshots every %zu blocks", thin.count, thin.spacing);
+    /* within the budget, but for the state after the last block, which is always kept */
+    CHECK_MSG(thin.bytes <= budget + one, "%zu bytes for a budget of %zu", thin.bytes, budget);
+    /* and no thinner than it had to be: at half the spacing it would not fit */
+    CHECK_MSG(2 * thin.count * one > budget, "%zu snapshots of %zu bytes for a budget of %zu", thin.count, one,
+              budget);
+    CHECK(state_at_replays(r, wr, g.n));
+    trace_reader_close(r);
+    evt_state_release(&st);
+out:
+    free(wr);
+    evgen_free(&g);
+    unlink(path);
 }
 
 /* evt_state_equal tells apart two states that differ in any one field (what state_at's
@@ -474,6 +543,7 @@ int main(void)
     test_meta_too_large();
     test_state_equal_each_field();
     test_state_at();
+    test_state_at_thinned();
     free(written);
     evgen_free(&gen);
     const char *names[] = {"rt.dptrace", "empty.dptrace", "ooo.dptrace"};
