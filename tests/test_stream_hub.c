@@ -183,14 +183,18 @@ static void test_hub(const char *trace_path)
         prod[i].em = evt_emitter_new(addr, prod[i].job, prod[i].task, 65536, err);
         CHECK_MSG(prod[i].em != NULL, "%s", err);
     }
-    evt_emitter_set_skew(prod[2].em, 250000000);   /* worker 1's clock runs 250 ms ahead */
     for (int i = 0; i < 3; i++) CHECK(evt_emitter_wait_connected(prod[i].em, 3000));
     int64_t off = 0, rtt = 0;
     /* The estimate's error is at most half the round trip of the probe it used (NTP's
      * bound): 1 ms on a quiet machine, more when a sanitizer or load slows the loops —
      * the bound, not a fixed slack, is what is checked. */
-    /* The skew is set after the emitter started: had the hub synced it already, the
-     * emitter syncs again; wait (up to 3 s) for the estimate in force to be the new one. */
+    CHECK(evt_hub_task_offset(hub, EVT_JOB_WORKER, 1, &off, &rtt) == 0);
+    CHECK_MSG(fabs((double)off) <= fmax(1e6, (double)rtt / 2),
+              "worker 1's offset before its skew %lld ns is 0 within max(1 ms, rtt/2 = %lld ns)", (long long)off,
+              (long long)(rtt / 2));
+    /* The skew is set once the hub has synced the emitter: the emitter syncs again (it
+     * reconnects); wait (up to 3 s) for the estimate in force to be the new one. */
+    evt_emitter_set_skew(prod[2].em, 250000000);   /* worker 1's clock runs 250 ms ahead */
     for (int tries = 0; tries < 300; tries++) {
         if (evt_hub_task_offset(hub, EVT_JOB_WORKER, 1, &off, &rtt) == 0 && fabs((double)off - 250e6) <= 50e6) break;
         struct timespec ts = {0, 10000000};
