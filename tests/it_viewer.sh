@@ -54,6 +54,12 @@ rc=$?
 check "viewer quits on q (rc $rc)" [ "$rc" -eq 0 ]
 cat "$TMP/view.err" | head -5
 check "four screenshots saved" [ "$(grep -c '^saved ' "$TMP/view.out")" -eq 4 ]
+# the message line each was saved under (the file leaves it out): none at first, then
+# the previous screenshot's path
+S1=$(grep '^saved ' "$TMP/view.out" | sed -n 1p | awk '{print $2}')
+check "a screenshot's toast names its file: the second was saved under 'saved $S1'" \
+    bash -c "grep '^saved ' '$TMP/view.out' | sed -n 1p | grep -q ' message=\$' &&
+             grep '^saved ' '$TMP/view.out' | sed -n 2p | grep -qF ' message=saved $S1'"
 # a scripted click on the timeline (click:X:Y, what a mouse press and release do) moves
 # the replay there: the lanes span the trace left to right, so x 640 of 1280 lands in its
 # middle third and x 1000 later
@@ -122,6 +128,8 @@ check "fork: Enter forks at the paused moment's global step with the first choic
     grep -q "at_step=[0-9]* set=backup_workers=1 first_frame_ms=" <<<"$FL"
 check "fork: the next frame is the compare view with the simulated fork as B ($F3)" \
     grep -q "compare=1 compare_engine=sim fork_step=$N fork=$FP" <<<"$F3"
+check "fork: ... under the toast 'forked at step $N: backup_workers=1 (simulated, right)'" \
+    grep -qF " message=forked at step $N: backup_workers=1 (simulated, right)" <<<"$F3"
 # literal RGB: the SIMULATED badge is Okabe-Ito reddish purple, REAL bluish green
 n=$(pixels color "$P3" 204 121 167 3 640 0 1280 34)
 check "fork: B's top bar is labelled SIMULATED (>= 400 reddish-purple pixels: $n)" [ "${n:-0}" -ge 400 ]

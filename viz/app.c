@@ -68,6 +68,12 @@ static void set_time(app *a, int64_t t)
     a->dirty = 1;
 }
 
+/* The message line on the screen: a toast while it lasts, else the tick hook's note. */
+static const char *shown_message(const app *a)
+{
+    return a->toast[0] ? a->toast : a->note[0] ? a->note : NULL;
+}
+
 static void save_frame(app *a)
 {
     char path[4096], err[DP_ERRLEN];
@@ -87,8 +93,12 @@ static void save_frame(app *a)
     if (v.compare)
         snprintf(fork, sizeof fork, " compare=1 compare_engine=%s fork_step=%lld%s%s", v.compare->m.engine,
                  (long long)v.compare->m.fork_step, a->fork_src ? " fork=" : "", a->fork_src ? a->fork_path : "");
-    printf("saved %s t=%lld paused=%d speed=%g placement=%d help=%d live=%d fork_menu=%d%s%s\n", path,
-           (long long)v.t, v.paused, v.speed, v.placement, v.help, v.live, v.fork_menu, lesson, fork);
+    /* last, as it may hold spaces: the message line on the screen as it was saved (the
+     * file leaves it out) */
+    const char *shown = shown_message(a);
+    printf("saved %s t=%lld paused=%d speed=%g placement=%d help=%d live=%d fork_menu=%d%s%s message=%s\n", path,
+           (long long)v.t, v.paused, v.speed, v.placement, v.help, v.live, v.fork_menu, lesson, fork,
+           shown ? shown : "");
     fflush(stdout);
     char msg[4200];
     snprintf(msg, sizeof msg, "saved %s", path);
@@ -468,7 +478,7 @@ static int draw(app *a)
     a->view.width = w;
     a->view.height = h;
     a->view.dpr = ww > 0 ? fmax(1, (double)w / ww) : 1;
-    a->view.toast = a->toast[0] ? a->toast : a->note[0] ? a->note : NULL;
+    a->view.toast = shown_message(a);
     void *pixels;
     int pitch;
     if (SDL_LockTexture(a->tex, NULL, &pixels, &pitch)) return -1;
