@@ -55,6 +55,14 @@ print('pull:' + ','.join(sorted(map(str, c['pull']))) + ('=same' if len(pulls) =
         for k in ('push', 'apply')))
 PY
 )
+# each task's DEVICE event names its own CPU: a Compute track per task in the export
+tracks=$(python3 -c "
+import json, sys
+ev = json.load(open(sys.argv[1]))['traceEvents']
+print(','.join(sorted(e['args']['name'] for e in ev if e.get('ph') == 'M' and e.get('name') == 'process_name'
+                      and e['args']['name'].endswith(' Compute'))))" "$TMP/s.names.json")
+check "a Compute track for each task's CPU, the ps's too ($tracks)" test "$tracks" = \
+    "/job:ps/replica:0/task:0/device:CPU:0 Compute,/job:worker/replica:0/task:0/device:CPU:0 Compute,/job:worker/replica:0/task:1/device:CPU:0 Compute"
 V4="hidden/biases=120,hidden/weights=120,softmax/biases=120,softmax/weights=120"
 check "every pull, push and apply names its variable ($(echo $names))" test "$(echo $names)" = \
     "pull:global_step,hidden/biases,hidden/weights,softmax/biases,softmax/weights=same push:$V4 apply:$V4"
