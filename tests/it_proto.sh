@@ -4,7 +4,8 @@
 # a push (after a good HELLO) to a variable the chief has not initialised yet. Each
 # offending connection is dropped with a logged reason (the last told it in an ERROR
 # frame); the ps keeps serving and a real worker then trains to the end. A worker's
-# DONE said twice counts once, and its leaving after DONE is no loss.
+# DONE said twice counts once, and its leaving after DONE is no loss; the chief's FINAL_STEP
+# asked twice is refused the second time.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 SYN="--data synthetic --model softmax --quiet"
@@ -92,4 +93,28 @@ wait $PS
 check "... and the ps exits cleanly after it" test $? -eq 0
 check "... without calling worker 1, which said DONE before it left, lost" \
     bash -c "! grep -q 'lost /job:worker/replica:0/task:1' '$TMP/ps2.err'"
+
+# The chief's FINAL_STEP is answered once: worker 0 (a python stand-in) asks twice while
+# worker 1 still trains, so the first waits; the second is refused in an ERROR frame,
+# and the ps says so.
+P=$(port); W0=$(port); W1=$(port)
+HOSTS3="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W0,127.0.0.1:$W1 --mode async"
+$DOWNPOUR task --job_name=ps --task_index=0 $HOSTS3 --steps 30 $SYN >/dev/null 2>"$TMP/ps3.err" &
+PS=$!
+python3 - "$P" "$TMP/ps3.err" >"$TMP/py3.out" 2>&1 <<'PY'
+import sys
+port, pslog = int(sys.argv[1]), sys.argv[2]
+sys.path.insert(0, "tests")
+from ps_wire import hdr, conn, drain, config_hash, HELLO, FINAL_STEP
+s = conn(port)
+s.sendall(hdr(HELLO, var=0, a0=12345))     # refused: the ps logs its own hash
+drain(s)
+s = conn(port)
+s.sendall(hdr(HELLO, var=0, a0=config_hash(pslog)) + hdr(FINAL_STEP) + hdr(FINAL_STEP))
+print("final step twice ->", drain(s, timeout=1))
+PY
+kill $PS 2>/dev/null; wait $PS 2>/dev/null
+check "a FINAL_STEP asked twice by the chief: the second is refused in an ERROR frame" \
+    grep -q "final step twice -> .*unexpected FINAL_STEP (var 0) from worker 0" "$TMP/py3.out"
+check "... and the ps logs it" grep -q "unexpected FINAL_STEP (var 0) from worker 0" "$TMP/ps3.err"
 done_tests
