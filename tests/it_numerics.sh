@@ -64,6 +64,14 @@ check "the final accuracy is a number (nothing poisoned was applied)" \
     python3 -c "import json,math,sys; d=json.loads([l for l in open('$TMP/w0.out') if l.startswith('{')][-1]); sys.exit(0 if math.isfinite(d['test_accuracy']) else 1)"
 if [ -s "$TMP/n.dptrace" ]; then
     check "the trace holds 3 grad_rejected events" test "$(count "$TMP/n.dptrace" grad_rejected)" = 3
+    "$DOWNPOUR" trace export --chrome "$TMP/n.json" "$TMP/n.dptrace" >/dev/null 2>&1
+    rej=$(python3 -c "
+import json, sys
+ev = json.load(open(sys.argv[1]))['traceEvents']
+print(' '.join('%s:%s@%d' % (e['args'].get('var'), e['args'].get('peer'), e['args']['value'])
+               for e in ev if e.get('name') == 'grad_rejected'))" "$TMP/n.json")
+    check "each grad_rejected names the variable, the worker and its first bad element ($rej)" \
+        test "$rej" = "softmax/biases:1@3 softmax/biases:1@0 softmax/biases:1@9"
     check "a caption says the ps rejects worker 1's gradient" \
         bash -c "'$DOWNPOUR' trace captions '$TMP/n.dptrace' | grep -q \"ps 0 rejects worker 1's gradient: NaN at element 3\""
 else
