@@ -63,6 +63,20 @@ print(','.join(sorted(e['args']['name'] for e in ev if e.get('ph') == 'M' and e.
                       and e['args']['name'].endswith(' Compute'))))" "$TMP/s.names.json")
 check "a Compute track for each task's CPU, the ps's too ($tracks)" test "$tracks" = \
     "/job:ps/replica:0/task:0/device:CPU:0 Compute,/job:worker/replica:0/task:0/device:CPU:0 Compute,/job:worker/replica:0/task:1/device:CPU:0 Compute"
+# each task's task_stop carries the CPU it used (calibration reads it: the ps's serving,
+# the workers' training): more than none, and no more than both cores over the run
+cpu=$(python3 -c "
+import json, sys
+ev = json.load(open(sys.argv[1]))['traceEvents']
+names = {e['pid']: e['args']['name'] for e in ev if e.get('ph') == 'M' and e.get('name') == 'process_name'}
+print(' '.join(sorted('%s=%g' % (names[e['pid']].replace('/replica:0', ''), e['args']['value2'])
+                      for e in ev if e.get('name') == 'task_stop')))" "$TMP/s.names.json")
+wall=$(json "$TMP/s.json" wall_s)
+check "each task's task_stop carries its CPU seconds, in (0, 2 x ${wall} s] ($cpu)" python3 -c "
+import sys
+cpu = dict(kv.split('=') for kv in sys.argv[1].split())
+ok = sorted(cpu) == ['/job:ps/task:0', '/job:worker/task:0', '/job:worker/task:1']
+sys.exit(not (ok and all(0 < float(v) <= 2 * float(sys.argv[2]) for v in cpu.values())))" "$cpu" "$wall"
 V4="hidden/biases=120,hidden/weights=120,softmax/biases=120,softmax/weights=120"
 check "every pull, push and apply names its variable ($(echo $names))" test "$(echo $names)" = \
     "pull:global_step,hidden/biases,hidden/weights,softmax/biases,softmax/weights=same push:$V4 apply:$V4"
