@@ -77,6 +77,13 @@ import sys
 cpu = dict(kv.split('=') for kv in sys.argv[1].split())
 ok = sorted(cpu) == ['/job:ps/task:0', '/job:worker/task:0', '/job:worker/task:1']
 sys.exit(not (ok and all(0 < float(v) <= 2 * float(sys.argv[2]) for v in cpu.values())))" "$cpu" "$wall"
+# calibration pairs each apply with the acknowledgement its push got (by their message
+# id): the ps's message latency is measured from those pairs, not the network fit's
+# latency, which it falls back to when nothing pairs
+$DOWNPOUR sim --calibrate-from "$TMP/s.dptrace" --steps 5 --quiet >"$TMP/cal.json" 2>/dev/null
+check "calibration pairs applies with their acks: ps_latency_s $(json "$TMP/cal.json" ps_latency_s) is measured, not latency_s $(json "$TMP/cal.json" latency_s)" \
+    python3 -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(not (0 < a != b))" \
+    "$(json "$TMP/cal.json" ps_latency_s)" "$(json "$TMP/cal.json" latency_s)"
 V4="hidden/biases=120,hidden/weights=120,softmax/biases=120,softmax/weights=120"
 check "every pull, push and apply names its variable ($(echo $names))" test "$(echo $names)" = \
     "pull:global_step,hidden/biases,hidden/weights,softmax/biases,softmax/weights=same push:$V4 apply:$V4"
