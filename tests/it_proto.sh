@@ -114,6 +114,7 @@ s.sendall(hdr(HELLO, var=0, a0=config_hash(pslog)) + hdr(FINAL_STEP) + hdr(FINAL
 print("final step twice ->", drain(s, timeout=1))
 PY
 kill $PS 2>/dev/null; wait $PS 2>/dev/null
+check "a ps stopped by SIGTERM before its workers were done says so" grep -q "stopped by signal" "$TMP/ps3.err"
 check "a FINAL_STEP asked twice by the chief: the second is refused in an ERROR frame" \
     grep -q "final step twice -> .*unexpected FINAL_STEP (var 0) from worker 0" "$TMP/py3.out"
 check "... and the ps logs it" grep -q "unexpected FINAL_STEP (var 0) from worker 0" "$TMP/ps3.err"
