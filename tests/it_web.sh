@@ -135,6 +135,8 @@ render_ns "${pt:-0}" "$TMP/ref-pause.png"
 check "pause: the page then shows render of $pt ns (paused), byte for byte" cmp -s "$TMP/pause.png" "$TMP/ref-pause.png"
 check "... and keeps it: the next two frames and the position 0.5 s later are the same" \
     [ "$(val "$TMP/ctl.txt" pause_playing)" = 0 -a "$(val "$TMP/ctl.txt" pause_next_two_same)" = 1 -a "$(val "$TMP/ctl.txt" pause_state_t)" = "$pt" ]
+check "step while playing: answered, and the player pauses ($(val "$TMP/ctl.txt" step_while_playing))" \
+    [ "$(val "$TMP/ctl.txt" step_while_playing)" = 200:0 ]
 check "speed: 4 is taken, 1000 clamped to 100, 0.001 to 0.01 (rc:speed $(val "$TMP/ctl.txt" speed_1000) $(val "$TMP/ctl.txt" speed_0.001))" \
     [ "$(val "$TMP/ctl.txt" speed_4)" = 200:4 -a "$(val "$TMP/ctl.txt" speed_1000)" = 200:100 \
       -a "$(val "$TMP/ctl.txt" speed_0.001)" = 200:0.01 -a "$(val "$TMP/ctl.txt" speed_100)" = 200:100 ]

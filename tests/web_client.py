@@ -169,6 +169,9 @@ def mode_controls(url, outdir):
     out('pause_next_two_same', int(len(after) == 2 and all(x == now for x in after)))
     time.sleep(0.5)
     out('pause_state_t', get_json(url, '/state?id=ctl')[1]['t_ns'])
+    control(url, 'ctl', 'play')
+    st, j = control(url, 'ctl', 'step')   # a step while playing pauses, as in the window
+    out('step_while_playing', '%d:%d' % (st, j['playing']))
     for x, key in (('4', 'speed_4'), ('1000', 'speed_1000'), ('0.001', 'speed_0.001'), ('100', 'speed_100')):
         st, j = control(url, 'ctl', 'speed', x=x)
         out(key, '%d:%g' % (st, j.get('speed', -1)))
