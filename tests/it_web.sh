@@ -316,6 +316,8 @@ wait "$CL"
 rc=$?
 check "hub --http: the live page follows the run: 6 different frames, at the live end" \
     [ "$(val "$TMP/live.txt" changing_frames)" = 6 -a "$(val "$TMP/live.txt" live)" = 1 -a "$(val "$TMP/live.txt" at_live)" = 1 ]
+check "... paused for 0.5 s, then played at 4x, it catches up with the live end within 1 s (at_live then:now $(val "$TMP/live.txt" caught_up))" \
+    [ "$(val "$TMP/live.txt" caught_up)" = 0:1 ]
 check "... and the run finished normally (rc $rc)" [ "$rc" -eq 0 ]
 stop "$HUB"
 rc=$?

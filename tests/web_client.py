@@ -229,6 +229,15 @@ def mode_live(url):
     st = get_json(url, '/state?id=live')[1]
     out('live', int(st['live']))
     out('at_live', int(st['at_live']))
+    # paused half a second behind the run, then played at 4x: it catches up (a second of
+    # play gains three), and follows the live end again
+    control(url, 'live', 'pause')
+    time.sleep(0.5)
+    control(url, 'live', 'speed', x='4')
+    control(url, 'live', 'play')
+    behind = get_json(url, '/state?id=live')[1]['at_live']
+    time.sleep(1.0)
+    out('caught_up', '%d:%d' % (behind, get_json(url, '/state?id=live')[1]['at_live']))
     s.close()
 
 
