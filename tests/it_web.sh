@@ -233,6 +233,12 @@ check "bad input on every endpoint (22 kinds): a 4xx with a one-line JSON error 
 check "... unknown question 400, unknown choice 400, a bad id 400" \
     [ "$(val "$TMP/bad.txt" status_unknown_question)" = 400 -a "$(val "$TMP/bad.txt" status_choice_out_of_range)" = 400 -a "$(val "$TMP/bad.txt" status_id_space)" = 400 ]
 check "... and the server still serves after them (and a 20 kB request line, and non-HTTP bytes)" [ "$(val "$TMP/bad.txt" still_serving)" = 1 ]
+# a question keeps 4096 answers (web/internal.h): the 4097th is refused, 503, and
+# nothing is written past them
+timeout 60 $CLIENT full "$URL_L" 3 4096 >"$TMP/full.txt" 2>&1
+check "4096 answers to question 4 are taken, the 4097th refused: 503 'too many answers' ($(val "$TMP/full.txt" full_taken), $(val "$TMP/full.txt" full_last))" \
+    [ "$(val "$TMP/full.txt" full_taken)" = 4096 -a "$(val "$TMP/full.txt" full_last)" = 503:too_many_answers_to_this_question \
+      -a "$(val "$TMP/full.txt" full_answered)" = 4096 ]
 n=$(grep -c '^web: answers: question 1 ' "$TMP/L.err")
 check "the terminal: 20 answers in about 1 s give 1 to 4 lines (at most one a second), not one per change ($n)" [ "$n" -ge 1 -a "$n" -le 4 ]
 if ! command -v chromium >/dev/null 2>&1; then

@@ -452,6 +452,23 @@ def mode_lesson(url, outdir):
     s.close()
 
 
+def mode_full(url, q, n):
+    """Question q answered by n students (the server keeps WEB_MAX_ANSWERS = n a
+    question) over one kept-alive connection, then by one more."""
+    h, p = hostport(url)
+    c = http.client.HTTPConnection(h, p, timeout=20)
+    taken = 0
+    for i in range(n + 1):
+        c.request('POST', '/answer?id=full%d&q=%d&choice=A' % (i, q))
+        r = c.getresponse()
+        body = r.read()
+        taken += r.status == 200
+    c.close()
+    out('full_taken', taken)
+    out('full_last', '%d:%s' % (r.status, json.loads(body).get('error', '-').replace(' ', '_')))
+    out('full_answered', get_json(url, '/answers')[1]['questions'][q]['answered'])
+
+
 def mode_badinput(url):
     """Each bad request: its status, and whether the body is one line of JSON with an error."""
     def one_line_error(body):
@@ -617,6 +634,8 @@ def main():
         mode_rate(args[0], int(args[1]), float(args[2]))
     elif mode == 'lesson':
         mode_lesson(args[0], args[1])
+    elif mode == 'full':
+        mode_full(args[0], int(args[1]), int(args[2]))
     elif mode == 'badinput':
         mode_badinput(args[0])
     elif mode == 'slow':
