@@ -5,7 +5,8 @@
 # (trace info, captions); per-task delivery (resume point, dropped) is in it; and the
 # events each task emitted (its emitter's own exit line) are accounted for exactly:
 # the earlier hub's acknowledged ones (resume point) + the second trace's + the dropped.
-# Only the hub PIDs started here are signalled.
+# A hub stalled by SIGSTOP under a fast run: the tasks drop events and the summary counts
+# them. Only the hub PIDs started here are signalled.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 SYN="--data synthetic --model mlp --hidden 16 --batch 16 --eval-every 0 --log-every 100000"
@@ -94,6 +95,26 @@ j = lambda p: {t['task']: t for t in json.loads(subprocess.run(['$DOWNPOUR','tra
 a, b = j('$TMP/term-1.dptrace'), j('$TMP/term-2.dptrace')
 w = [k for k in a if k.startswith(('worker', 'ps')) and k in b]
 assert w and all(a[k]['hub_recorded'] is not None and a[k]['hub_recorded'] == a[k]['events'] >= b[k]['resumed_at'] > 0 for k in w), (a, b)"
+# A hub stalled (SIGSTOP, ours) for 3 s under a fast run: the tasks' 65536-event buffers
+# fill and they drop events, which the run's summary counts: the sum of the tasks' final
+# statistics, no more than their emitters' own exit lines say they dropped.
+check "stall: a hub listens on $ADDR" start_hub "$TMP/stall.dptrace" "$TMP/stall-hub.log"
+H=$HUB
+"$DOWNPOUR" cluster --mode async --workers 1 --steps 20000 --data synthetic --model softmax --batch 8 \
+    --eval-every 0 --log-every 1000000 --hub "$ADDR" >"$TMP/stall.out" 2>"$TMP/stall.err" &
+RUN=$!
+sleep 1
+kill -STOP "$H"
+sleep 3
+kill -CONT "$H"
+wait "$RUN"
+rc=$?
+kill -TERM "$H"; wait "$H"
+sum=$(sed -n 's/.*emitter: [a-z]*:[0-9]*: .* \([0-9]*\) dropped (buffer full).*/\1/p' "$TMP/stall.err" | awk '{s += $1} END {print s + 0}')
+dropped=$(json "$TMP/stall.out" events_dropped)
+check "stall: the run completes (rc $rc), its summary counts the events the tasks dropped ($dropped, of $sum by their emitters' lines)" \
+    bash -c "[ $rc -eq 0 ] && [ '${dropped:-0}' -gt 0 ] && [ '${dropped:-0}' -le '$sum' ]"
+
 # Where a hub listens unless told: the documented default, 127.0.0.1:7411, and with port 0
 # a free port it names. (Skipped when something else holds 7411 on this machine.)
 # first_line OUT ARGS...: starts `downpour hub --quiet ARGS`, waits for its line, stops it.
