@@ -74,6 +74,18 @@ check "... the launcher restarted worker 1, then stopped it, saying why" \
     bash -c "grep -q 'task:1 restarted by the launcher' '$TMP/gone.err' &&
              grep -q 'training is over: /job:worker/replica:0/task:1, restarted as it ended, finds no ps; stopping it' '$TMP/gone.err'"
 
+# --- two restarts, one made and one due after the end: only the second is dropped --------
+timeout 120 "$DOWNPOUR" cluster --mode async --workers 3 --steps 300 --pace 10ms $SYN \
+    --kill worker:1@step=5,restart=100ms --kill worker:2@step=20,restart=30s >"$TMP/two.out" 2>"$TMP/two.err"
+rc=$?
+check "two restarts, the second due after the end: the run completes at once (rc $rc, not 124)" test $rc -eq 0
+check "... worker 1 was restarted, and only worker 2 is said not to be" \
+    bash -c "grep -q 'task:1 restarted by the launcher' '$TMP/two.err' &&
+             [ \"\$(grep -c 'training is over: .* is not restarted' '$TMP/two.err')\" = 1 ] &&
+             grep -q 'training is over: /job:worker/replica:0/task:2 is not restarted' '$TMP/two.err'"
+check "... the summary counts 2 faults, 1 restart" \
+    test "$(json "$TMP/two.out" faults_injected)/$(json "$TMP/two.out" tasks_restarted)" = 2/1
+
 # --- a worker killed before it joins: the ps never hears of it, the chief does not wait
 # for its final step forever (FINAL_STEP is bounded), the run completes -------------------
 timeout 120 "$DOWNPOUR" cluster --mode async --workers 2 --steps 100 --pace 10ms $SYN --kill worker:1@time=1ms \
