@@ -187,6 +187,8 @@ check "ps lost: the run stops with exit 1 (rc $?)" test $? -eq 1
 check "ps lost: the error names the ps and the fault" \
     grep -q "^downpour: cluster: task /job:ps/replica:0/task:0 died: killed by signal 9 (injected by --fail ps:0@step=20); no restart= was asked" "$TMP/p.err"
 check "ps lost: the trace holds its failure" test "$(count "$TMP/p.dptrace" failure)" -ge 1
+check "ps lost: its caption says why the run stopped" \
+    bash -c "'$DOWNPOUR' trace captions '$TMP/p.dptrace' | grep -q 'ps 0 died: killed by signal 9 (injected by --fail ps:0@step=20); no restart= was asked'"
 
 # --- bad values: one line naming the flag --------------------------------------------------
 bad_kill() { # bad_kill DESCRIPTION EXPECTED-TEXT ARGS...
