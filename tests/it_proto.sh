@@ -69,25 +69,34 @@ check "... and so does the ERROR frame it sent before closing" \
     grep -q "push before init -> .*push to softmax/biases before it was initialised.* closed" "$TMP/py.out"
 check "every bad connection got an answer or was closed (no hang)" bash -c "! grep -q timeout '$TMP/py.out'"
 
-# A worker's DONE counts once: worker 1 of 2 (a python stand-in) says DONE twice and
-# leaves; the ps neither stops under worker 0 nor logs worker 1 as lost.
-P=$(port); W0=$(port); W1=$(port)
-HOSTS2="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W0,127.0.0.1:$W1 --mode async"
-$DOWNPOUR task --job_name=ps --task_index=0 $HOSTS2 --steps 30 $SYN >/dev/null 2>"$TMP/ps2.err" &
-PS=$!
-python3 - "$P" "$TMP/ps2.err" >"$TMP/py2.out" 2>&1 <<'PY'
+# stand_in N W FRAMES LABEL: a ps for 2 async workers (PS, HOSTS; its log $TMP/psN.err),
+# and a python stand-in for worker W that learns the config hash from a refused HELLO,
+# then says HELLO and sends FRAMES (ps_wire expressions); prints "LABEL -> " and what
+# came back to $TMP/pyN.out.
+stand_in() {
+    local n=$1 w=$2 frames=$3 label=$4
+    P=$(port); W0=$(port); W1=$(port)
+    HOSTS="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W0,127.0.0.1:$W1 --mode async"
+    $DOWNPOUR task --job_name=ps --task_index=0 $HOSTS --steps 30 $SYN >/dev/null 2>"$TMP/ps$n.err" &
+    PS=$!
+    python3 - "$P" "$TMP/ps$n.err" "$w" "$frames" "$label" >"$TMP/py$n.out" 2>&1 <<'PY'
 import sys
-port, pslog = int(sys.argv[1]), sys.argv[2]
+port, pslog, w, frames, label = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 sys.path.insert(0, "tests")
-from ps_wire import hdr, conn, drain, config_hash, HELLO, DONE
+from ps_wire import hdr, conn, drain, config_hash, HELLO, DONE, FINAL_STEP
 s = conn(port)
-s.sendall(hdr(HELLO, var=1, a0=12345))     # refused: the ps logs its own hash
+s.sendall(hdr(HELLO, var=w, a0=12345))     # refused: the ps logs its own hash
 drain(s)
 s = conn(port)
-s.sendall(hdr(HELLO, var=1, a0=config_hash(pslog)) + hdr(DONE) + hdr(DONE))
-print("done twice ->", drain(s, timeout=1)[:40])
+s.sendall(hdr(HELLO, var=w, a0=config_hash(pslog)) + eval(frames))
+print(label, "->", drain(s, timeout=1))
 PY
-$DOWNPOUR task --job_name=worker --task_index=0 $HOSTS2 --steps 30 $SYN >/dev/null 2>"$TMP/w2.err"
+}
+
+# A worker's DONE counts once: worker 1 of 2 (a python stand-in) says DONE twice and
+# leaves; the ps neither stops under worker 0 nor logs worker 1 as lost.
+stand_in 2 1 "hdr(DONE) + hdr(DONE)" "done twice"
+$DOWNPOUR task --job_name=worker --task_index=0 $HOSTS --steps 30 $SYN >/dev/null 2>"$TMP/w2.err"
 check "a DONE said twice by worker 1: worker 0 still trains to the end" test $? -eq 0
 wait $PS
 check "... and the ps exits cleanly after it" test $? -eq 0
@@ -97,22 +106,7 @@ check "... without calling worker 1, which said DONE before it left, lost" \
 # The chief's FINAL_STEP is answered once: worker 0 (a python stand-in) asks twice while
 # worker 1 still trains, so the first waits; the second is refused in an ERROR frame,
 # and the ps says so.
-P=$(port); W0=$(port); W1=$(port)
-HOSTS3="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W0,127.0.0.1:$W1 --mode async"
-$DOWNPOUR task --job_name=ps --task_index=0 $HOSTS3 --steps 30 $SYN >/dev/null 2>"$TMP/ps3.err" &
-PS=$!
-python3 - "$P" "$TMP/ps3.err" >"$TMP/py3.out" 2>&1 <<'PY'
-import sys
-port, pslog = int(sys.argv[1]), sys.argv[2]
-sys.path.insert(0, "tests")
-from ps_wire import hdr, conn, drain, config_hash, HELLO, FINAL_STEP
-s = conn(port)
-s.sendall(hdr(HELLO, var=0, a0=12345))     # refused: the ps logs its own hash
-drain(s)
-s = conn(port)
-s.sendall(hdr(HELLO, var=0, a0=config_hash(pslog)) + hdr(FINAL_STEP) + hdr(FINAL_STEP))
-print("final step twice ->", drain(s, timeout=1))
-PY
+stand_in 3 0 "hdr(FINAL_STEP) + hdr(FINAL_STEP)" "final step twice"
 kill $PS 2>/dev/null; wait $PS 2>/dev/null
 check "a ps stopped by SIGTERM before its workers were done says so" grep -q "stopped by signal" "$TMP/ps3.err"
 check "a FINAL_STEP asked twice by the chief: the second is refused in an ERROR frame" \
