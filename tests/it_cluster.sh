@@ -213,6 +213,19 @@ W1PID=""
 for _ in $(seq 100); do W1PID=$(child_pid $CL 'task --job_name=worker --task_index=1 ') && break; sleep 0.1; done
 TASKS=$(children $CL)
 sleep 1
+# Each task shares one of the pipes its launcher made (those this shell does not hold)
+# with it, its own stdout: the read ends of the tasks started before it stay in the
+# launcher (close-on-exec), or a task would hold them open.
+pipes_of() { readlink /proc/$1/fd/* 2>/dev/null | grep '^pipe:' | sort -u; }
+made=$(comm -23 <(pipes_of $CL) <(pipes_of $$))
+shared="" odd=""
+for t in $TASKS; do
+    n=$(comm -12 <(echo "$made") <(pipes_of $t) | wc -l)
+    shared="$shared $n"
+    [ "$n" -eq 1 ] || odd="$odd $t"
+done
+check "each of the $(echo $TASKS | wc -w) tasks shares one pipe with the launcher, its stdout (shared:$shared)" \
+    test -n "$TASKS" -a -z "$odd"
 [ -n "$W1PID" ] && kill -9 "$W1PID"
 wait $CL; rc=$?
 check "the launcher started worker 1 (pid ${W1PID:-none})" test -n "$W1PID"

@@ -78,6 +78,8 @@ check "the viewer is still open after the run (pid ${VIEW:-none})" test -n "$VIE
 [ -n "$VIEW" ] && kill "$VIEW"
 wait $RUN
 check "launcher exits 0 once the viewer closes" test $? -eq 0
+check "... and prints its summary once, not again as it exits ($(grep -c '"global_step"' "$TMP/v2.json"))" \
+    test "$(grep -c '"global_step"' "$TMP/v2.json")" -eq 1
 
 # `downpour run` with a display: a real scenario's viewer watches the live run (a child of
 # the run); a simulated one's opens on the trace once it is written (in the process: a
