@@ -42,24 +42,27 @@ check "the index names the latest, then every kept one" \
     test "$(grep -c all_model_checkpoint_paths "$TMP/p/checkpoint"):$(head -1 "$TMP/p/checkpoint")" = \
          '5:model_checkpoint_path: "model.ckpt-12"'
 check "no temporary file left behind" test -z "$(ls "$TMP/p" | grep tmp)"
-nw=$($DOWNPOUR trace info --json "$TMP/p.dptrace" | python3 -c \
-    "import json,sys; print(json.load(sys.stdin)['counts'].get('checkpoint_write', 0))")
+nw=$(trace_count "$TMP/p.dptrace" checkpoint_write)
 check "every save is a checkpoint_write event (6, got $nw)" test "$nw" = 6
 $DOWNPOUR cluster --ps 2 --workers 2 --steps 4 --optimizer momentum $SYN --checkpoint-dir "$TMP/p4" >/dev/null 2>&1
 check "the periodic checkpoint at step 4 == a 4-step run's, bit for bit (slots included)" \
     $DOWNPOUR checkpoint diff "$TMP/p/model.ckpt-4" "$TMP/p4" --tol 0
 $DOWNPOUR cluster --ps 2 --workers 2 --steps 14 --optimizer momentum $SYN --checkpoint-dir "$TMP/p" \
     --trace "$TMP/p2.dptrace" >/dev/null 2>&1
-nr=$($DOWNPOUR trace info --json "$TMP/p2.dptrace" | python3 -c \
-    "import json,sys; print(json.load(sys.stdin)['counts'].get('checkpoint_restore', 0))")
+nr=$(trace_count "$TMP/p2.dptrace" checkpoint_restore)
 check "a resume is a checkpoint_restore event" test "$nr" = 1
 check "a resumed run's save trims the list again (4 deleted)" test ! -e "$TMP/p/model.ckpt-4" -a -e "$TMP/p/model.ckpt-14"
 # The steps rule is anchored to the multiples of N, not to the last save: resumed at step
 # 7, saves every 5 land on 10, 15, 20, 25 (then the final 28), not on 12, 17, 22, 27.
 $DOWNPOUR cluster --ps 1 --workers 1 --steps 7 $SYN --checkpoint-dir "$TMP/a" >/dev/null 2>&1
-$DOWNPOUR cluster --ps 1 --workers 1 --steps 28 --save-checkpoint-steps 5 $SYN --checkpoint-dir "$TMP/a" >/dev/null 2>&1
+$DOWNPOUR cluster --ps 1 --workers 1 --steps 28 --save-checkpoint-steps 5 $SYN --checkpoint-dir "$TMP/a" \
+    --trace "$TMP/a.dptrace" >/dev/null 2>&1
 got=$(cd "$TMP/a" && ls model.ckpt-* | sed 's/model.ckpt-//' | sort -n | tr '\n' ' ')
 check "--save-checkpoint-steps 5 resumed at 7: saves at 10 15 20 25 28 ($got)" test "$got" = "10 15 20 25 28 "
+# The restored step counts as saved: 7 is not written again (the list's trimming to 5
+# would hide it).
+nw=$(trace_count "$TMP/a.dptrace" checkpoint_write)
+check "... and no other (5 checkpoint_write events, got $nw)" test "$nw" = 5
 $DOWNPOUR cluster --ps 1 --workers 2 --steps 40 --pace 100ms --save-checkpoint-secs 1 $SYN \
     --checkpoint-dir "$TMP/s" >/dev/null 2>&1
 n=$(ls "$TMP/s" | grep -c '^model.ckpt-')
@@ -86,8 +89,11 @@ for i in 1 2 3; do
 done
 
 # A resume with nothing left to do reports the restored step and evaluates.
-$DOWNPOUR cluster --ps 2 --workers 2 --steps 6 --optimizer momentum $SYN --checkpoint-dir "$TMP/p" >"$TMP/n.json" 2>"$TMP/n.err"
+$DOWNPOUR cluster --ps 2 --workers 2 --steps 6 --optimizer momentum $SYN --checkpoint-dir "$TMP/p" \
+    --trace "$TMP/n.dptrace" >"$TMP/n.json" 2>"$TMP/n.err"
 check "nothing left to do: exit 0" test $? -eq 0
+check "nothing left to do: the restored checkpoint is not written again" \
+    test "$(trace_count "$TMP/n.dptrace" checkpoint_write)" = 0
 check "nothing left to do: the summary's global_step is the restored 14" test "$(json "$TMP/n.json" global_step)" = 14
 check "nothing left to do: evaluated (test_accuracy $(json "$TMP/n.json" test_accuracy))" \
     fcmp "$(json "$TMP/n.json" test_accuracy)" '>' 0

@@ -12,8 +12,6 @@
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 SYN="--data synthetic --model mlp --hidden 16 --batch 16 --eval-every 0 --log-every 100000"
-# count TRACE KIND: events of KIND in TRACE, from trace info --json.
-count() { "$DOWNPOUR" trace info --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['counts'].get('$2', 0))"; }
 
 # --- async: a dead worker is not waited for -----------------------------------------------
 "$DOWNPOUR" cluster --mode async --workers 3 --steps 150 --pace 10ms $SYN --kill worker:1@step=5 \
@@ -29,7 +27,7 @@ check "async: summary counts 1 fault, 1 worker lost, 0 restarts" \
     test "$(json "$TMP/a.out" faults_injected)/$(json "$TMP/a.out" workers_lost)/$(json "$TMP/a.out" tasks_restarted)" = 1/1/0
 check "async: no event was lost (summary events_dropped 0)" test "$(json "$TMP/a.out" events_dropped)" = 0
 check "async: the trace holds 1 failure, 0 recoveries" \
-    test "$(count "$TMP/a.dptrace" failure)/$(count "$TMP/a.dptrace" recovery)" = 1/0
+    test "$(trace_count "$TMP/a.dptrace" failure)/$(trace_count "$TMP/a.dptrace" recovery)" = 1/0
 check "async: the caption says worker 1 died of the injected fault" \
     bash -c "'$DOWNPOUR' trace captions '$TMP/a.dptrace' | grep -q 'worker 1 died: killed by signal 9 (injected by --fail worker:1@step=5)'"
 
@@ -103,7 +101,7 @@ check "sync+backup: the global step is --steps, every variable at it" \
     test "$(json "$TMP/s.out" global_step)/$(json "$TMP/s.out" min_variable_step)" = 40/40
 check "sync+backup: the ps stops on its own" bash -c "! grep -q 'stopped by signal' '$TMP/s.err'"
 check "sync+backup: no barrier wait was reported" bash -c "! grep -q 'waiting for' '$TMP/s.err'"
-check "sync+backup: the trace holds 1 failure" test "$(count "$TMP/s.dptrace" failure)" = 1
+check "sync+backup: the trace holds 1 failure" test "$(trace_count "$TMP/s.dptrace" failure)" = 1
 
 # --- sync without a backup: waiting, then the barrier timeout ------------------------------
 # (timeout 120: a hang guard, so that a broken timeout fails here instead of stalling)
@@ -119,7 +117,7 @@ check "sync: the run's error is one line naming the barrier timeout" \
 STEP=$(sed -n 's/.*barrier timeout: step \([0-9]*\) waited.*/\1/p' "$TMP/b.err" | head -n1)
 check "sync: the chief saved a checkpoint at the step it stopped at ($STEP)" test -f "$TMP/ck/model.ckpt-$STEP"
 check "sync: the trace holds the barrier_timeout and the failures (lost worker, stopped run)" \
-    test "$(count "$TMP/b.dptrace" barrier_timeout)/$(count "$TMP/b.dptrace" failure)" = 1/2
+    test "$(trace_count "$TMP/b.dptrace" barrier_timeout)/$(trace_count "$TMP/b.dptrace" failure)" = 1/2
 check "sync: a caption explains the timeout" \
     bash -c "'$DOWNPOUR' trace captions '$TMP/b.dptrace' | grep -q 'worker 0 gives up waiting .* for worker 1 at step $STEP: sync needs every replica'"
 "$DOWNPOUR" cluster --mode sync --workers 2 --steps 40 $SYN --checkpoint-dir "$TMP/ck" >"$TMP/rs.out" 2>"$TMP/rs.err"
@@ -142,7 +140,7 @@ check "sync restart: summary counts 1 fault, 1 restart, 0 lost" \
     test "$(json "$TMP/r.out" faults_injected)/$(json "$TMP/r.out" tasks_restarted)/$(json "$TMP/r.out" workers_lost)" = 1/1/0
 check "sync restart: no event was lost" test "$(json "$TMP/r.out" events_dropped)" = 0
 check "sync restart: the trace holds 1 failure and 1 recovery" \
-    test "$(count "$TMP/r.dptrace" failure)/$(count "$TMP/r.dptrace" recovery)" = 1/1
+    test "$(trace_count "$TMP/r.dptrace" failure)/$(trace_count "$TMP/r.dptrace" recovery)" = 1/1
 check "sync restart: a caption says worker 1 recovers" \
     bash -c "'$DOWNPOUR' trace captions '$TMP/r.dptrace' | grep -q 'worker 1 recovers after'"
 "$DOWNPOUR" cluster --mode async --workers 2 --steps 200 --pace 10ms $SYN --kill worker:1@step=5,restart=200ms \
@@ -186,7 +184,7 @@ check "ssp restart: the trace's log event says it too ($SRL)" test "$SRL" = 1
 check "ps lost: the run stops with exit 1 (rc $?)" test $? -eq 1
 check "ps lost: the error names the ps and the fault" \
     grep -q "^downpour: cluster: task /job:ps/replica:0/task:0 died: killed by signal 9 (injected by --fail ps:0@step=20); no restart= was asked" "$TMP/p.err"
-check "ps lost: the trace holds its failure" test "$(count "$TMP/p.dptrace" failure)" -ge 1
+check "ps lost: the trace holds its failure" test "$(trace_count "$TMP/p.dptrace" failure)" -ge 1
 check "ps lost: its caption says why the run stopped" \
     bash -c "'$DOWNPOUR' trace captions '$TMP/p.dptrace' | grep -q 'ps 0 died: killed by signal 9 (injected by --fail ps:0@step=20); no restart= was asked'"
 
@@ -211,7 +209,7 @@ bad_kill "barrier timeout" '--barrier-timeout: "-1" is not a time' --barrier-tim
 "$DOWNPOUR" sim --workers 4 --steps 30 --kill 'worker:1@step=5,restart=2s' --trace "$TMP/sim.dptrace" --quiet >/dev/null 2>&1
 check "sim: --kill is the simulator's --fail (rc $?)" test $? -eq 0
 check "sim: its trace holds the failure and the recovery" \
-    test "$(count "$TMP/sim.dptrace" failure)/$(count "$TMP/sim.dptrace" recovery)" = 1/1
+    test "$(trace_count "$TMP/sim.dptrace" failure)/$(trace_count "$TMP/sim.dptrace" recovery)" = 1/1
 # the simulator's ssp follows the runtime's: a lost worker is retired from the gate (the
 # other goes on), and the restarted one counts on from the other's clock
 "$DOWNPOUR" sim --mode ssp --staleness 0 --workers 2 --steps 400 --kill 'worker:1@step=5,restart=2s' \

@@ -6,7 +6,6 @@
 # cluster (the ps, worker 0 and a hub are ours; only their PIDs are waited for).
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
-count() { "$DOWNPOUR" trace info --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['counts'].get('$2', 0))"; }
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 P=$(port); W0=$(port); W1=$(port)
 HOSTS="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W0,127.0.0.1:$W1"
@@ -63,7 +62,7 @@ check "the ps logs the sender and what was wrong" \
 check "the final accuracy is a number (nothing poisoned was applied)" \
     python3 -c "import json,math,sys; d=json.loads([l for l in open('$TMP/w0.out') if l.startswith('{')][-1]); sys.exit(0 if math.isfinite(d['test_accuracy']) else 1)"
 if [ -s "$TMP/n.dptrace" ]; then
-    check "the trace holds 3 grad_rejected events" test "$(count "$TMP/n.dptrace" grad_rejected)" = 3
+    check "the trace holds 3 grad_rejected events" test "$(trace_count "$TMP/n.dptrace" grad_rejected)" = 3
     "$DOWNPOUR" trace export --chrome "$TMP/n.json" "$TMP/n.dptrace" >/dev/null 2>&1
     rej=$(python3 -c "
 import json, sys

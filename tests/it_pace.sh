@@ -70,8 +70,6 @@ print(json.dumps({"workers": len(W), "steps": steps, "short_steps": short, "pace
                   "paced_sum_s": paced_max}))
 PY
 }
-# count TRACE KIND: events of KIND in the trace (trace info --json).
-count() { $DOWNPOUR trace info --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['counts']['$2'])"; }
 # keys SUMMARY: the summary's keys, sorted, one line.
 keys() { python3 -c "import json; print(' '.join(sorted(json.loads([l for l in open('$1') if l.startswith('{')][-1]))))"; }
 
@@ -94,7 +92,7 @@ check "paced spans sit after their step's compute and before its first push ($(F
     test "$(F misplaced)" = 0
 check "paced spans are disjoint from compute spans ($(F overlap) overlaps)" test "$(F overlap)" = 0
 check "trace info counts paced_begin = paced_end = $(F paced) spans" \
-    bash -c "[ '$(count "$TMP/p.dptrace" paced_begin)' = '$(F paced)' ] && [ '$(count "$TMP/p.dptrace" paced_end)' = '$(F paced)' ]"
+    bash -c "[ '$(trace_count "$TMP/p.dptrace" paced_begin)' = '$(F paced)' ] && [ '$(trace_count "$TMP/p.dptrace" paced_end)' = '$(F paced)' ]"
 ps=$(json "$TMP/p.json" paced_s)
 check "summary paced_s $ps = the most paced time of one worker in the trace, $(F paced_sum_s) s (0.1 ms)" \
     python3 -c "import sys; sys.exit(0 if abs($ps - $(F paced_sum_s)) <= 1e-4 else 1)"
@@ -110,14 +108,14 @@ check "samples_per_s_unpaced <= samples / (samples / samples_per_s - paced_s) ($
 $DOWNPOUR $RUN --trace "$TMP/n.dptrace" >"$TMP/n.json" 2>/dev/null
 check "unpaced run exits 0" test $? -eq 0
 check "unpaced run: no paced events in the trace" \
-    bash -c "[ '$(count "$TMP/n.dptrace" paced_begin)' = 0 ] && [ '$(count "$TMP/n.dptrace" paced_end)' = 0 ]"
+    bash -c "[ '$(trace_count "$TMP/n.dptrace" paced_begin)' = 0 ] && [ '$(trace_count "$TMP/n.dptrace" paced_end)' = 0 ]"
 want=$(keys "$TMP/p.json" | tr ' ' '\n' | grep -vxE 'pace_s|paced_s|samples_per_s_unpaced' | tr '\n' ' ' | sed 's/ $//')
 check "unpaced summary: the paced run's keys less pace_s, paced_s, samples_per_s_unpaced" \
     test "$(keys "$TMP/n.json")" = "$want"
 $DOWNPOUR $RUN --pace 0 --trace "$TMP/z.dptrace" >"$TMP/z.json" 2>/dev/null
 check "--pace 0 run exits 0" test $? -eq 0
 check "--pace 0 is off: no paced events, the unpaced summary's keys" \
-    bash -c "[ '$(count "$TMP/z.dptrace" paced_begin)' = 0 ] && [ '$(keys "$TMP/z.json")' = '$want' ]"
+    bash -c "[ '$(trace_count "$TMP/z.dptrace" paced_begin)' = 0 ] && [ '$(keys "$TMP/z.json")' = '$want' ]"
 # ---- pacing never hides a straggler ----------------------------------------------------
 # Worker 1 is slowed 4x: with --pace T its steps last at least 4T (T for the others), so the
 # straggler still shows in a paced run. Shortest step per worker from the Chrome export.

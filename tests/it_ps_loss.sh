@@ -13,7 +13,6 @@
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 SYN="--data synthetic --model mlp --hidden 16 --batch 16 --eval-every 0 --log-every 100000"
-count() { "$DOWNPOUR" trace info --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['counts'].get('$2', 0))"; }
 last() { tail -n1 "$1"; }
 
 # --- sync: the restored run equals an undisturbed one, bit for bit ------------------------
@@ -44,7 +43,7 @@ for opt in sgd momentum; do
 done
 d="$TMP/k-momentum-ps:1"
 check "the trace holds a PS_RETRY per worker (the loss), one restore, one failure and recovery" \
-    test "$(count "$d.dptrace" ps_retry)/$(count "$d.dptrace" checkpoint_restore)/$(count "$d.dptrace" failure)/$(count "$d.dptrace" recovery)" = 3/1/1/1
+    test "$(trace_count "$d.dptrace" ps_retry)/$(trace_count "$d.dptrace" checkpoint_restore)/$(trace_count "$d.dptrace" failure)/$(trace_count "$d.dptrace" recovery)" = 3/1/1/1
 check "a caption says a worker lost ps 1 and the chief restores" \
     bash -c "'$DOWNPOUR' trace captions '$d.dptrace' | grep -q 'lost ps 1 at global step 3[0-9]: it reconnects, and the chief restores the session on every ps from the last checkpoint'"
 check "the caption track's steps follow the global step back (none past --steps 80: barrier waits carry the global step)" \
@@ -119,7 +118,7 @@ rc=$?
 check "the chief killed and restarted: the run completes (rc $rc)" test $rc -eq 0
 check "the restarted chief says the ps hold the variables and restores nothing" \
     grep -q "the ps tasks hold the variables already (a restarted chief): .*model.ckpt-[0-9]* not restored" "$d.err"
-check "... and the trace has no checkpoint_restore" test "$(count "$d.dptrace" checkpoint_restore)" = 0
+check "... and the trace has no checkpoint_restore" test "$(trace_count "$d.dptrace" checkpoint_restore)" = 0
 
 # --- hand-started: the ps is really down, workers retry with backoff --------------------
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -156,7 +155,7 @@ check "hand-started: worker 1 reconnects after the ps is back" grep -q "reconnec
 check "hand-started: the chief's final evaluation is at --steps" grep -q "final evaluation at global step 150" "$TMP/hw0.err"
 if [ -s "$TMP/hand.dptrace" ]; then
     check "hand-started: retries while down are events (PS_RETRY attempts beyond the loss)" \
-        fcmp "$(count "$TMP/hand.dptrace" ps_retry)" '>' 4
+        fcmp "$(trace_count "$TMP/hand.dptrace" ps_retry)" '>' 4
 else
     bad "hand-started: the hub recorded no trace ($(head -c 300 "$TMP/hub.err"))"
 fi

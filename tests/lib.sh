@@ -24,6 +24,12 @@ v = json.loads(line).get(sys.argv[2])
 print('null' if v is None else v)
 PY
 }
+# trace_count TRACE KIND: how many events of KIND the trace holds (trace info --json; 0
+# when none).
+trace_count() {
+    "$DOWNPOUR" trace info --json "$1" |
+        python3 -c "import json, sys; print(json.load(sys.stdin)['counts'].get(sys.argv[1], 0))" "$2"
+}
 # fcmp A OP B: float comparison, e.g. fcmp 0.93 '>' 0.9
 fcmp() { python3 -c "import sys; sys.exit(0 if float('$1') $2 float('$3') else 1)"; }
 # child_pid PARENT PATTERN: the PID of PARENT's direct child whose command line matches
