@@ -5,8 +5,9 @@
 # playback stops at step 10 with the question card up (a large white card with text, no
 # choice highlighted); space reveals the answer (the right choice filled in Okabe-Ito
 # bluish green #009E73, literal RGB, the wrong ones not); space again plays on (the headless
-# caption bar is checked in test_viz_lesson.c, through viz_render_image). Rows and the card come from the
-# window's "saved" line; pixels are read by tests/png_compare.py's reader, not the viewer.
+# caption bar is checked in test_viz_lesson.c, through viz_render_image); a click on the
+# caption bar opens its history and a second closes it. Rows, the card and the bar come from
+# the window's "saved" line; pixels are read by tests/png_compare.py's reader, not the viewer.
 # Without Xvfb it prints "skipped: why" and counts one skip.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
@@ -88,7 +89,7 @@ check "after space: revealed, still paused: '${l2#* t=}'" grep -q 'paused=1 .*qu
 check "the answer is choice B (index 1, from the lesson file)" grep -q ' answer=1 ' <<<"$l1"
 t2=$(field t "$l2") t3=$(field t "$l3")
 check "space again plays on: no question, later than the stop ($t3 > $t2): '${l3#* t=}'" \
-    eval "grep -q 'captions=1 question=0' <<<\"\$l3\" && [ \"${t3:-0}\" -gt \"${t2:-0}\" ]"
+    eval "grep -q 'captions=1 history=0 question=0' <<<\"\$l3\" && [ \"${t3:-0}\" -gt \"${t2:-0}\" ]"
 read -r cx0 cy0 cx1 cy1 <<<"$(field card "$l1")"
 area=$(( (cx1 - cx0) * (cy1 - cy0) ))
 check "the card is large: ${area} px >= 1/6 of 1280x720" [ "${area:-0}" -ge $((1280 * 720 / 6)) ]
@@ -108,6 +109,32 @@ for i in 0 1 2; do
         check "after the key wrong choice $i is not green ($g2 px)" [ "${g2:-999999}" -lt $((a / 100)) ]
     fi
 done
+
+# A click on the caption bar opens the caption history over the cluster, a second closes
+# it: paused where the third screenshot was, the bar's rectangle read from its line.
+read -r bx0 by0 bx1 by1 <<<"$(field bar "$l3")"
+check "the third screenshot's line gives the caption bar ($bx0 $by0 $bx1 $by1)" [ -n "$by1" ]
+bx=$(( (${bx0:-0} + ${bx1:-0}) / 2 )) by=$(( (${by0:-0} + ${by1:-0}) / 2 ))
+mkdir -p "$TMP/hshots"
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 30 "$DOWNPOUR" view "$T" \
+    --at "$(python3 -c "print(${t3:-0} / 1e9)")" --paused --size 1280x720 --screenshot-dir "$TMP/hshots" \
+    --script "s,click:$bx:$by,wait:200,s,click:$bx:$by,wait:200,s,q" >"$TMP/hview.out" 2>"$TMP/hview.err"
+hs=$(grep '^saved ' "$TMP/hview.out" | sed 's/.* \(history=[0-9]\).*/\1/' | tr '\n' ' ')
+check "caption bar clicked twice: the history opens, then closes ($hs)" \
+    test "$hs" = "history=0 history=1 history=0 "
+# the history's panel, above the bar: most of a band there changes as it opens
+changed=$(python3 - "$TMP/hshots/downpour-0001.png" "$TMP/hshots/downpour-0002.png" \
+    "${bx0:-0}" "$(( ${by0:-0} - 150 ))" "${bx1:-0}" "$(( ${by0:-0} - 20 ))" <<'PY'
+import sys
+sys.path.insert(0, 'tests')
+from png_compare import load
+(_, _, a), (_, _, b) = load(sys.argv[1]), load(sys.argv[2])
+x0, y0, x1, y1 = map(int, sys.argv[3:7])
+print(sum(a[y][3 * x:3 * x + 3] != b[y][3 * x:3 * x + 3] for y in range(y0, y1) for x in range(x0, x1)))
+PY
+)
+band=$(( (${bx1:-0} - ${bx0:-0}) * 130 ))
+check "... and draws its panel: $changed of the $band px above the bar change" [ "${changed:-0}" -ge $((band / 3)) ]
 cp "$s1" "$TMP/../lesson_question_last.png" 2>/dev/null
 cp "$s2" "$TMP/../lesson_answer_last.png" 2>/dev/null
 kill "$XVFB" 2>/dev/null

@@ -348,8 +348,10 @@ void viz_lesson_card_layout(const viz_layout *l, int n_choices, viz_rect *card, 
 void viz_draw_lesson(viz_ctx *c);
 /* Whether (x, y) is on the caption bar of the frame for v. */
 int viz_lesson_bar_hit(viz_source *s, const viz_view *v, double x, double y);
-/* " captions=1 question=1 revealed=0 answer=1 card=x0,y0,x1,y1 choice0=..." into buf, for
- * the window's "saved" line (tests read the rows from it). */
+/* " captions=1 history=0 question=1 revealed=0 bar=x0,y0,x1,y1 answer=1 card=x0,y0,x1,y1
+ * choice0=..." into buf, for the window's "saved" line (tests read the rectangles from it:
+ * the caption bar's while captions are shown, the card's and choices' while a question is
+ * up). */
 void viz_lesson_describe(viz_source *s, const viz_view *v, char *buf, size_t n);
 /* The timeline's time axis (panels.c): the start-up (from the first event to the first
  * pull or global step, viz_source_story_start) takes a fixed narrow segment at the left

@@ -350,15 +350,20 @@ int viz_lesson_bar_hit(viz_source *s, const viz_view *v, double x, double y)
 
 void viz_lesson_describe(viz_source *s, const viz_view *v, char *buf, size_t n)
 {
-    int len = snprintf(buf, n, " captions=%d question=%d revealed=%d", viz_captions_on(s, v), v->question,
+    int on = viz_captions_on(s, v);
+    int len = snprintf(buf, n, " captions=%d history=%d question=%d revealed=%d", on, v->history, v->question,
                        v->revealed);
     int answer = -1, k = viz_lesson_choices(s, v->question - 1, &answer);
-    if (!k || len < 0 || (size_t)len >= n) return;
+    int bar = on && !v->compare;   /* where a click opens the history (viz_lesson_bar_hit) */
+    if ((!k && !bar) || len < 0 || (size_t)len >= n) return;
     viz_ctx c;
-    viz_rect card, ch[VIZ_LESSON_CHOICES];
+    viz_rect card, ch[VIZ_LESSON_CHOICES], b = {0, 0, 0, 0};
     viz_ctx_begin(&c, NULL, s, v, v->t, v->width, v->height, 1);
-    viz_lesson_card_layout(&c.lay, k, &card, ch);
+    if (k) viz_lesson_card_layout(&c.lay, k, &card, ch);
+    if (bar) b = viz_lesson_bar_rect(&c.lay);
     viz_ctx_end(&c);
+    if (bar) len += snprintf(buf + len, n - (size_t)len, " bar=%.0f,%.0f,%.0f,%.0f", b.x, b.y, b.x + b.w, b.y + b.h);
+    if (!k || len < 0 || (size_t)len >= n) return;
     len += snprintf(buf + len, n - (size_t)len, " answer=%d card=%.0f,%.0f,%.0f,%.0f", answer, card.x, card.y,
                     card.x + card.w, card.y + card.h);
     for (int i = 0; i < k && len >= 0 && (size_t)len < n; i++)
