@@ -163,11 +163,11 @@ CL=$!
 sleep 0.5
 vstart=$(date +%s.%N)
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 20 "$DOWNPOUR" view --connect "$ADDR" --screenshot-dir "$TMP/shots" \
-    --script "wait:800,s,space,wait:150,s,c,wait:250,s,q" >"$TMP/live.out" 2>"$TMP/live.err"
+    --script "wait:800,s,space,wait:150,s,wait:300,s,c,wait:250,s,q" >"$TMP/live.out" 2>"$TMP/live.err"
 rc=$?
 echo "live viewer ran $(python3 -c "import time; print(round(time.time() - $vstart, 1))") s"
 check "live viewer exits cleanly mid-run (rc $rc)" [ "$rc" -eq 0 ]
-check "three live screenshots" [ "$(grep -c '^saved ' "$TMP/live.out")" -eq 3 ]
+check "four live screenshots" [ "$(grep -c '^saved ' "$TMP/live.out")" -eq 4 ]
 s1=$(sed -n 1p "$TMP/live.out" | awk '{print $2}')
 # literal RGB: Okabe-Ito vermillion (LIVE, B's loss) and blue (REPLAY, A's loss), Tol indigo
 n=$(pixels color "$s1" 213 94 0 3 900 0 1280 40)
@@ -175,7 +175,10 @@ check "LIVE badge: >= 600 vermillion pixels in the top bar's right end ($n)" [ "
 n=$(pixels color "$s1" 51 34 136 3 0 44 880 520)
 check "live frame: >= 200 pixels of the first variable's indigo in the cluster ($n)" [ "${n:-0}" -ge 200 ]
 check "pausing the live view is marked" grep -q 'paused=1' <<<"$(sed -n 2p "$TMP/live.out")"
-check "catch up resumes" grep -q 'paused=0' <<<"$(sed -n 3p "$TMP/live.out")"
+lt2=$(sed -n 2p "$TMP/live.out" | sed 's/.* t=\([0-9]*\) .*/\1/') lt3=$(sed -n 3p "$TMP/live.out" | sed 's/.* t=\([0-9]*\) .*/\1/')
+check "a paused live view stays where it was paused while the run goes on (t $lt2, 300 ms later $lt3)" \
+    test -n "$lt2" -a "$lt2" = "$lt3"
+check "catch up resumes" grep -q 'paused=0' <<<"$(sed -n 4p "$TMP/live.out")"
 still=0; kill -0 "$CL" 2>/dev/null && still=1; echo "cl=$CL still=$still"; tail -3 "$TMP/cluster.err"
 check "cluster still running when the viewer closed" [ "$still" -eq 1 ]
 # the live run beside a recorded one: A live, B replayed on A's clock, both loss curves
