@@ -12,7 +12,8 @@
 # the DevTools pipe) are counted on /answers, on the page and on the terminal (rate-limited),
 # and bad input on every endpoint gets a one-line error; (e) a client that reads slowly
 # skips frames, then is dropped past the bound while a normal one keeps receiving; (f)
-# `view --serve --follow` under Xvfb: the page follows the window. Clients are
+# `view --serve --follow` under Xvfb: the page follows the window, and the answers given
+# on a lesson window's page show on the window's message line. Clients are
 # tests/web_client.py (standard library); every wait is bounded. Without chromium or
 # Xvfb those checks print "skipped: why" (CI installs both and fails).
 cd "$(dirname "$0")/.." || exit 1
@@ -293,6 +294,19 @@ else
     timeout 40 $CLIENT drive "$VURL" "$TMP" >"$TMP/drive.txt" 2>&1
     wait "$VIEW"
     rc=$?
+    # The page's answers reach the window: 3 students answer question 1 on the page of a
+    # lesson's window, whose message line then holds the count (the screenshot's message=).
+    mkdir -p "$TMP/vn"
+    DISPLAY=":$DISP" ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 60 "$DOWNPOUR" view "$LES" --paused \
+        --size 1280x720 --serve 127.0.0.1:0 --screenshot-dir "$TMP/vn" --script "wait:4000,s,q" \
+        >"$TMP/vn.out" 2>"$TMP/vn.err" &
+    NVIEW=$!
+    for _ in $(seq 100); do grep -q '^serving ' "$TMP/vn.out" && break; sleep 0.1; done
+    timeout 20 $CLIENT full "$(awk '/^serving /{print $2}' "$TMP/vn.out")" 0 2 >"$TMP/vn.txt" 2>&1
+    wait "$NVIEW"
+    shown=$(sed -n 's/^saved .* message=//p' "$TMP/vn.out")
+    check "view --serve: 3 answers on the page are on the window's message line ('$shown')" \
+        test "$shown" = "question 1 (step 10): 3 answered: A 3, B 0, C 0"
     kill "$XVFB" 2>/dev/null; wait "$XVFB" 2>/dev/null
     "$DOWNPOUR" render "$T" --at 2.5 --out "$TMP/ref720.png" 2>/dev/null
     check "view --serve: the window quits on q (rc $rc) and the page was served ($VURL)" \
