@@ -255,6 +255,25 @@ int main(void)
                   json_is_array(json_object_get(lexp, "traceEvents")),
               "trace_tool_export_chrome: %d %s", lrc, err);
     json_decref(lexp);
+    /* captions: a trace without a lesson has only rule captions; the JSON's list and
+     * counts agree, and the text has one line per caption */
+    lrc = trace_tool_captions(lo, tpath, 1, &rep, err);
+    char *cap_json = drain(lo);
+    json_t *cj = json_loads(cap_json, 0, &jerr);
+    size_t n_caps = cj ? json_array_size(json_object_get(cj, "captions")) : 0;
+    CHECK_MSG(lrc == 0 && cj && n_caps > 0 &&
+                  json_integer_value(json_object_get(cj, "lesson_captions")) == 0 &&
+                  json_integer_value(json_object_get(cj, "rule_captions")) == (json_int_t)n_caps,
+              "trace_tool_captions --json: %d %s: %s", lrc, err, cap_json);
+    json_decref(cj);
+    free(cap_json);
+    lrc = trace_tool_captions(lo, tpath, 0, &rep, err);
+    char *cap_text = drain(lo);
+    size_t lines = 0;
+    for (const char *q = cap_text; *q; q++) lines += *q == '\n';
+    CHECK_MSG(lrc == 0 && lines == n_caps, "trace_tool_captions: %d, %zu lines for %zu captions:\n%s",
+              lrc, lines, n_caps, cap_text);
+    free(cap_text);
     lrc = trace_tool_export_chrome(tpath, "/nonexistent/dir/x.json", &rep, err);
     CHECK_MSG(lrc < 0 && strstr(err, "/nonexistent/dir/x.json") && rep.events == n_events,
               "export to a missing folder: %d \"%s\", %llu events", lrc, err,
