@@ -4,6 +4,7 @@
 
 #include "cli/cmds.h"
 #include "common/dp.h"
+#include "runtime/ckpt.h"
 #include "runtime/config.h"
 #include "runtime/local.h"
 
@@ -26,6 +27,7 @@ int cmd_local(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (rc == 0 && cfg.checkpoint_dir[0]) rc = ckpt_dir_check(cfg.checkpoint_dir, err);   /* as cluster's */
     if (rc < 0) {
         fprintf(stderr, "downpour: local: %s\n", err);
         return 2;

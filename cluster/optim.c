@@ -39,6 +39,11 @@ const char *optim_name(opt_kind k)
     return "?";
 }
 
+const char *optim_slot_name(opt_kind k)
+{
+    return k == OPT_MOMENTUM ? "Momentum" : k == OPT_ADAGRAD ? "Adagrad" : NULL;
+}
+
 int optim_slot_width(opt_kind k)
 {
     return k == OPT_SGD ? 0 : 1;

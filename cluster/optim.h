@@ -24,6 +24,10 @@ void optim_conf_init(optim_conf *c, opt_kind kind, float lr);
 int optim_parse(const char *s, opt_kind *out);
 const char *optim_name(opt_kind k);
 
+/* The slot variable's name after its variable's, as TensorFlow's ("hidden/weights/Momentum"):
+ * "Momentum", "Adagrad", or NULL (sgd has no slot). */
+const char *optim_slot_name(opt_kind k);
+
 /* Number of slot floats needed per variable float: 0 (sgd) or 1. */
 int optim_slot_width(opt_kind k);
 

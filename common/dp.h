@@ -73,6 +73,16 @@ static inline uint64_t dp_get_u64(const uint8_t *p)
     return (uint64_t)dp_get_u32(p) | (uint64_t)dp_get_u32(p + 4) << 32;
 }
 
+/* FNV-1a, 64 bits, over n bytes, going on from h (DP_FNV1A_INIT to begin): the config
+ * hash, the parameters' checksum, the string table's hash. */
+#define DP_FNV1A_INIT 0xcbf29ce484222325ull   /* the FNV offset basis */
+static inline uint64_t dp_fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = (const uint8_t *)p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
 /* Allocation that aborts with a message on out-of-memory; never returns NULL
  * (xmalloc(0) returns a unique pointer). Free with free(). */
 void *xmalloc(size_t n);

@@ -89,11 +89,7 @@ struct evt_strtab {
 
 static uint64_t hash_bytes(const char *s, size_t len)
 {
-    uint64_t h = 1469598103934665603ull;           /* FNV-1a */
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
+    uint64_t h = dp_fnv1a(DP_FNV1A_INIT, s, len);
     return h ^ (h >> 29);
 }
 

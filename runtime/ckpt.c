@@ -28,10 +28,19 @@ static void put(wbuf *w, const void *p, size_t n)
     w->crc = crc32(w->crc, p, (uInt)n);
 }
 
+int ckpt_due(int64_t gs, int64_t saved_step, uint64_t saved_ns, uint64_t now_ns, int every_steps,
+             int every_secs)
+{
+    if (gs <= saved_step) return 0;
+    return (every_steps > 0 && gs / every_steps > saved_step / every_steps) ||
+           (every_secs > 0 && now_ns - saved_ns >= (uint64_t)every_secs * 1000000000ull);
+}
+
 int ckpt_dir_check(const char *dir, char *err)
 {
-    if (mkdir(dir, 0777) < 0 && errno != EEXIST)
-        return dp_fail(err, DP_EIO, "--checkpoint-dir %s: cannot create it: %s", dir, strerror(errno));
+    char why[DP_ERRLEN];
+    if (dp_mkdirs(dir, why))   /* with its parents, as TensorFlow's Saver makes it */
+        return dp_fail(err, DP_EIO, "--checkpoint-dir %s: cannot create it (%s)", dir, why);
     struct stat st;
     if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
         return dp_fail(err, DP_EIO, "--checkpoint-dir %s: not a directory", dir);
@@ -85,8 +94,8 @@ static int index_names(const char *dir, const char *skip, char names[][64], int 
 int ckpt_save(const char *dir, int64_t global_step, const ckpt_tensor *t, int n, char *path_out,
               char *err)
 {
-    if (mkdir(dir, 0777) < 0 && errno != EEXIST)
-        return dp_fail(err, DP_EIO, "%s: cannot create checkpoint directory: %s", dir, strerror(errno));
+    char why[DP_ERRLEN];
+    if (dp_mkdirs(dir, why)) return dp_fail(err, DP_EIO, "cannot create checkpoint directory %s", why);
     char path[1024], tmp[1100], name[64];
     snprintf(name, sizeof name, "model.ckpt-%lld", (long long)global_step);
     snprintf(path, sizeof path, "%s/%s", dir, name);

@@ -21,7 +21,7 @@ typedef struct ckpt_tensor {
     size_t count;
 } ckpt_tensor;
 
-/* Creates dir if missing and checks that a file can be written in it (a probe file,
+/* Creates dir (and its parents) if missing and checks that a file can be written in it (a probe file,
  * removed). Returns 0, or DP_EIO with a one-line message naming the directory. */
 int ckpt_dir_check(const char *dir, char *err);
 
@@ -31,6 +31,15 @@ int ckpt_dir_check(const char *dir, char *err);
  * file written. t is borrowed for the call. */
 int ckpt_save(const char *dir, int64_t global_step, const ckpt_tensor *t, int n, char *path_out,
               char *err);
+
+/* --save-checkpoint-steps / --save-checkpoint-secs: is a checkpoint due at global step gs,
+ * the last saved (or restored) being of saved_step at saved_ns? Never for a step not past
+ * saved_step. The steps rule is anchored to the multiples of every_steps (the first step
+ * read at or past each), not to the last save: a chief that reads 26 once still saves 50,
+ * 75, ... rather than drifting to 51, 76, ... as TensorFlow's SecondOrStepTimer would.
+ * 0 turns a rule off. */
+int ckpt_due(int64_t gs, int64_t saved_step, uint64_t saved_ns, uint64_t now_ns, int every_steps,
+             int every_secs);
 
 /* Finds the latest checkpoint in dir: 1 found (path in path_out, 1024 bytes), 0 none
  * (no index file, or dir is not a directory), or a dp_err. */

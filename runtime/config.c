@@ -247,9 +247,7 @@ uint64_t rt_config_hash(const rt_config *c)
     snprintf(buf, sizeof buf, "%d|%d|%d|%d|%d|%.17g|%d|%d|%d|%d|%d", c->mode, c->backup_workers,
              c->staleness, c->batch, c->optimizer, c->lr, c->model, c->hidden, c->placement,
              c->partition, c->n_workers);
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = buf; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
-    return h;
+    return dp_fnv1a(DP_FNV1A_INIT, buf, strlen(buf));
 }
 
 typedef struct args_ctx {

@@ -398,6 +398,7 @@ static void print_summary(launcher *l, double wall_s)
     double reconnects = 0;                 /* workers' reconnections after a lost ps */
     double rejected = 0;                   /* gradients holding NaN or Inf, refused by the ps */
     double in_place = 0;                   /* pushes applied where they lay in a shm ring */
+    const char *checksum = NULL;           /* the chief's, of the parameters it read last */
     int n_loss = 0;
     for (int i = 0; i < l->n_kids; i++) {
         child *c = &l->kids[i];
@@ -420,6 +421,7 @@ static void print_summary(launcher *l, double wall_s)
             if (c->index == 0) {
                 gs = jnum(s, "global_step");
                 if (json_object_get(s, "test_accuracy")) acc = jnum(s, "test_accuracy");
+                checksum = json_string_value(json_object_get(s, "param_checksum"));
             }
         } else {
             stale_n += jnum(s, "stale_n");
@@ -453,6 +455,7 @@ static void print_summary(launcher *l, double wall_s)
     if (l->irq_s >= 0) json_object_set_new(o, "host_irq_s", json_real(l->irq_s));
     if (rejected > 0) json_object_set_new(o, "gradients_rejected", json_integer((json_int_t)rejected));
     if (in_place > 0) json_object_set_new(o, "pushes_in_place", json_integer((json_int_t)in_place));
+    if (checksum) json_object_set_new(o, "param_checksum", json_string(checksum));
     if (cfg->n_faults) {
         /* --fail: what was injected and what became of it */
         json_object_set_new(o, "faults_injected", json_integer(l->faults_injected));

@@ -2,7 +2,9 @@
  * print the placement log when asked, then loop { gather the batch, run the towers,
  * apply the averaged gradient on the variables' device } to --steps, evaluate, and print
  * the summary. Events go to our own in-process hub (--trace, --view) or to --hub, as
- * one worker task (job worker, task 0) whose devices are /job:localhost/... . */
+ * one worker task (job worker, task 0) whose devices are /job:localhost/... . With
+ * --checkpoint-dir it resumes from the latest checkpoint there and saves as the cluster's
+ * chief does (the same files: either resumes the other's). */
 #include "runtime/local.h"
 
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include "cluster/optim.h"
 #include "common/dp.h"
 #include "hub/hub.h"
+#include "runtime/ckpt.h"
 #include "runtime/data.h"
 #include "runtime/device.h"
 #include "runtime/gpu/gpu.h"
@@ -41,6 +44,10 @@ typedef struct lc_run {
     int n_tensors;
     float *params[4], *grads[4], *slots[4];
     size_t sizes[4];
+    const char *names[4];            /* the model's tensors (nn_tensor_name: static) */
+    char slot_names[4][96];          /* their optimizer slots', TensorFlow's names */
+    int64_t ckpt_step;               /* the last checkpoint saved or restored, and when */
+    uint64_t ckpt_ns;
     char hub_addr[RT_PATH_MAX];
     char *meta;
     uint64_t events, events_dropped;
@@ -210,7 +217,9 @@ static int load_data(lc_run *r, char *err)
     return rc;
 }
 
-static void print_summary(lc_run *r, double wall_s, double train_s, int64_t steps, double loss, double acc)
+/* steps: the global step reached; trained: the steps this run took (fewer after a resume). */
+static void print_summary(lc_run *r, double wall_s, double train_s, int64_t steps, int64_t trained, double loss,
+                          double acc)
 {
     const rt_config *cfg = r->cfg;
     run_desc d = cfg->run;
@@ -218,8 +227,8 @@ static void print_summary(lc_run *r, double wall_s, double train_s, int64_t step
     d.n_workers = 1;
     run_result rr = {
         .engine = "local", .global_step = steps, .wall_s = wall_s,
-        .mean_step_s = steps > 0 ? train_s / (double)steps : 0,
-        .samples_per_s = train_s > 0 ? (double)steps * cfg->batch / train_s : 0,
+        .mean_step_s = trained > 0 ? train_s / (double)trained : 0,
+        .samples_per_s = train_s > 0 ? (double)trained * cfg->batch / train_s : 0,
         .final_loss = loss, .test_accuracy = acc, .min_variable_step = steps,
         .events = r->events, .events_dropped = r->events_dropped, .trace = cfg->trace,
     };
@@ -230,19 +239,72 @@ static void print_summary(lc_run *r, double wall_s, double train_s, int64_t step
     json_t *devs = json_array();
     for (int i = 0; i < dev_count(r->devs); i++) json_array_append_new(devs, json_string(dev_name(r->devs, i)));
     json_object_set_new(o, "devices", devs);
-    uint64_t h = 1469598103934665603ull;
-    for (int k = 0; k < r->n_tensors; k++) {
-        const uint8_t *p = (const uint8_t *)r->params[k];
-        for (size_t b = 0; b < r->sizes[k] * sizeof(float); b++) h = (h ^ p[b]) * 1099511628211ull;
-    }
+    uint64_t h = DP_FNV1A_INIT;
+    for (int k = 0; k < r->n_tensors; k++) h = dp_fnv1a(h, r->params[k], r->sizes[k] * sizeof(float));
     char sum[32];
     snprintf(sum, sizeof sum, "%016llx", (unsigned long long)h);
     json_object_set_new(o, "param_checksum", json_string(sum));
     run_summary_emit(o, cfg->summary, "local");
 }
 
-/* The training loop; returns 0 or a dp_err. */
-static int train(lc_run *r, int64_t *steps, double *loss_out, char *err)
+/* ---- --checkpoint-dir (runtime/ckpt.h) ----------------------------------------------- */
+
+/* The checkpoint's tensors, as the chief writes them: the model's, then each one's slot
+ * (optimizers with one). Fills t (room for 8); returns their count. */
+static int ckpt_tensors(lc_run *r, ckpt_tensor *t)
+{
+    int n = 0;
+    for (int k = 0; k < r->n_tensors; k++) t[n++] = (ckpt_tensor){r->names[k], r->params[k], r->sizes[k]};
+    for (int k = 0; k < r->n_tensors && r->slots[0]; k++)
+        t[n++] = (ckpt_tensor){r->slot_names[k], r->slots[k], r->sizes[k]};
+    return n;
+}
+
+static void emit_path(lc_run *r, evt_kind kind, const char *path, int64_t step)
+{
+    if (!r->in) return;
+    evt_record e = rt_instr_record(r->in, kind);
+    e.str = rt_instr_str(r->in, path);
+    e.step = step;
+    rt_instr_emit(r->in, &e);
+}
+
+static int save_checkpoint(lc_run *r, int64_t step, char *err)
+{
+    ckpt_tensor t[8];
+    char path[1024];
+    int rc = ckpt_save(r->cfg->checkpoint_dir, step, t, ckpt_tensors(r, t), path, err);
+    if (rc) return rc;
+    r->ckpt_step = step;
+    r->ckpt_ns = dp_now_ns();
+    dp_log(DP_LOG_INFO, "local", "saved checkpoint %s", path);
+    emit_path(r, EVT_CHECKPOINT_WRITE, path, step);
+    return DP_OK;
+}
+
+/* The latest checkpoint in --checkpoint-dir, if any, into the variables and slots: *step
+ * gets its global step (else 0). */
+static int restore_checkpoint(lc_run *r, int64_t *step, char *err)
+{
+    const char *dir = r->cfg->checkpoint_dir;
+    *step = 0;
+    r->ckpt_ns = dp_now_ns();
+    if (!dir[0]) return DP_OK;
+    char path[1024];
+    int rc = ckpt_latest(dir, path, err);
+    if (rc <= 0) return rc;
+    ckpt_tensor t[8];
+    rc = ckpt_load(path, step, t, ckpt_tensors(r, t), err);
+    if (rc) return rc;
+    r->ckpt_step = *step;
+    dp_log(DP_LOG_INFO, "local", "restored %s (global step %lld)", path, (long long)*step);
+    emit_path(r, EVT_CHECKPOINT_RESTORE, path, *step);
+    return DP_OK;
+}
+
+/* The training loop from global step s0 (a restored checkpoint's, else 0); returns 0 or a
+ * dp_err. */
+static int train(lc_run *r, int64_t s0, int64_t *steps, double *loss_out, char *err)
 {
     const rt_config *cfg = r->cfg;
     int b = cfg->batch;
@@ -251,7 +313,7 @@ static int train(lc_run *r, int64_t *steps, double *loss_out, char *err)
     uint8_t *by = xmalloc((size_t)b);
     double losses[LC_LOSS_WINDOW];
     int n_losses = 0, rc = DP_OK;
-    int64_t s = 0;
+    int64_t s = s0;
     nn_net *eval = NULL;
     for (; s < cfg->steps && !rt_stop_requested; s++) {
         if (cfg->eval_every > 0 && s > 0 && s % cfg->eval_every == 0) {
@@ -301,6 +363,10 @@ static int train(lc_run *r, int64_t *steps, double *loss_out, char *err)
         losses[n_losses++ % LC_LOSS_WINDOW] = loss;
         emit(r, EVT_STEP_END, s, loss, (double)s);
         emit(r, EVT_GLOBAL_STEP, s + 1, 0, 0);
+        if (cfg->checkpoint_dir[0] && s + 1 < cfg->steps &&
+            ckpt_due(s + 1, r->ckpt_step, r->ckpt_ns, dp_now_ns(), cfg->save_ckpt_steps, cfg->save_ckpt_secs) &&
+            (rc = save_checkpoint(r, s + 1, err)))
+            break;
         if (!cfg->quiet && (s + 1) % cfg->log_every == 0) {
             int n = n_losses < LC_LOSS_WINDOW ? n_losses : LC_LOSS_WINDOW;
             double m = 0;
@@ -338,13 +404,18 @@ static int setup(lc_run *r, char *err)
         r->sizes[k] = nn_tensor_size(probe, k);
         r->params[k] = xcalloc(r->sizes[k], sizeof(float));
         r->grads[k] = xcalloc(r->sizes[k], sizeof(float));
+        r->names[k] = nn_tensor_name(probe, k);
         if (optim_slot_width(cfg->optimizer)) {
             r->slots[k] = xcalloc(r->sizes[k], sizeof(float));
             optim_slot_init(&r->oc, r->slots[k], r->sizes[k]);
+            snprintf(r->slot_names[k], sizeof r->slot_names[k], "%s/%s", r->names[k],
+                     optim_slot_name(cfg->optimizer));
         }
     }
     nn_init_params(probe, r->params, (uint64_t)cfg->seed);
     nn_free(probe);
+    /* an unwritable --checkpoint-dir fails now, not after training */
+    if (cfg->checkpoint_dir[0] && (rc = ckpt_dir_check(cfg->checkpoint_dir, err))) return rc;
     rc = load_data(r, err);
     if (!rc) rc = batch_order_init(&r->order, r->train.n, 1, cfg->batch, (uint64_t)cfg->seed, err);
     return rc;
@@ -416,10 +487,15 @@ int local_run(const rt_config *cfg, const char *self, char *err)
                : dev_count(r->devs) > 1 ? ": virtual CPU devices, no GPU here"
                                         : ": the CPU, no GPU here",
                local_strategy_name(cfg->strategy), tw_towers(r->tw), tw_towers(r->tw) == 1 ? "" : "s");
+    int64_t s0 = 0, steps = 0;
+    rc = restore_checkpoint(r, &s0, err);
+    if (rc) goto out;
+    if (s0 >= cfg->steps)
+        dp_log(DP_LOG_INFO, "local", "nothing to train: global step %lld already reaches --steps %lld",
+               (long long)s0, (long long)cfg->steps);
     uint64_t t0 = dp_now_ns();
-    int64_t steps = 0;
     double loss = NAN;
-    rc = train(r, &steps, &loss, err);
+    rc = train(r, s0, &steps, &loss, err);
     double train_s = (double)(dp_now_ns() - t0) / 1e9;
     double acc = NAN;
     if (!rc) {
@@ -437,11 +513,13 @@ int local_run(const rt_config *cfg, const char *self, char *err)
             e.value2 = tl;
             rt_instr_emit(r->in, &e);
         }
+        /* the final checkpoint; a resume with nothing to do leaves the restored one */
+        if (cfg->checkpoint_dir[0] && steps != r->ckpt_step) rc = save_checkpoint(r, steps, err);
         emit(r, EVT_TASK_STOP, steps, 0, 0);
     }
     double wall_s = (double)(dp_now_ns() - t0) / 1e9;
     stop_events(r, wall_s);
-    if (!rc) print_summary(r, wall_s, train_s, steps, loss, acc);
+    if (!rc) print_summary(r, wall_s, train_s, steps, steps - s0, loss, acc);
 out:
     if (r->in || r->hub) stop_events(r, 0);
     teardown(r);

@@ -127,19 +127,14 @@ static int save_checkpoint(worker *wk, int64_t gs, char *path, char *err)
     return DP_OK;
 }
 
-/* --save-checkpoint-steps / --save-checkpoint-secs: is a periodic checkpoint due at the
- * global step just read? Sync: only when every variable read is of that step (with
- * backup workers the others may have moved a variable on between our pulls). The steps
- * rule is anchored to the multiples of N (the first step read at or past each), not to
- * the last save: a chief that reads 26 once (dropped as a backup) still saves 50, 75, ...
- * rather than drifting to 51, 76, ... as TensorFlow's SecondOrStepTimer would. */
+/* The chief: is a periodic checkpoint due at the global step just read (ckpt_due)? Sync:
+ * only when every variable read is of that step (with backup workers the others may have
+ * moved a variable on between our pulls: the caller checks). */
 static int checkpoint_due(const worker *wk)
 {
     const rt_config *cfg = wk->cfg;
-    if (!wk->chief || !cfg->checkpoint_dir[0] || wk->gs >= cfg->steps || wk->gs <= wk->ckpt_step) return 0;
-    int due = (cfg->save_ckpt_steps > 0 && wk->gs / cfg->save_ckpt_steps > wk->ckpt_step / cfg->save_ckpt_steps) ||
-              (cfg->save_ckpt_secs > 0 && dp_now_ns() - wk->ckpt_ns >= (uint64_t)cfg->save_ckpt_secs * 1000000000ull);
-    return due;
+    if (!wk->chief || !cfg->checkpoint_dir[0] || wk->gs >= cfg->steps) return 0;
+    return ckpt_due(wk->gs, wk->ckpt_step, wk->ckpt_ns, dp_now_ns(), cfg->save_ckpt_steps, cfg->save_ckpt_secs);
 }
 
 static int versions_at_step(const worker *wk)
@@ -382,12 +377,9 @@ static double mean_recent_loss(const worker *wk)
 
 static uint64_t params_checksum(const worker *wk)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < wk->n_tensors; i++) {
-        const uint8_t *p = (const uint8_t *)wk->params[i];
-        size_t n = nn_tensor_size(wk->net, i) * sizeof(float);
-        for (size_t k = 0; k < n; k++) h = (h ^ p[k]) * 1099511628211ull;
-    }
+    uint64_t h = DP_FNV1A_INIT;
+    for (int i = 0; i < wk->n_tensors; i++)
+        h = dp_fnv1a(h, wk->params[i], nn_tensor_size(wk->net, i) * sizeof(float));
     return h;
 }
 
@@ -525,7 +517,7 @@ int worker_run(const rt_config *cfg, const cluster_spec *spec, int index, char *
         if (wk->chief && optim_slot_width(cfg->optimizer)) {
             wk->slots[i] = xcalloc(n, sizeof(float));
             snprintf(wk->slot_names[i], sizeof wk->slot_names[i], "%s/%s", nn_tensor_name(wk->net, i),
-                     cfg->optimizer == OPT_MOMENTUM ? "Momentum" : "Adagrad");
+                     optim_slot_name(cfg->optimizer));
         }
     }
     rc = load_data(wk, &train, &test, err);

@@ -88,6 +88,14 @@ for i in 1 2 3; do
         test "$ck" = "$vm" -a "$gs" = "$vm"
 done
 
+# The summary's param_checksum is FNV-1a (64 bits) of the parameters the chief read last:
+# in a sync run, of the final checkpoint's tensors, computed here from the file.
+$DOWNPOUR cluster --ps 2 --workers 2 --steps 8 $SYN --checkpoint-dir "$TMP/sum" >"$TMP/sum.json" 2>/dev/null
+want=$(ckpt_fnv "$TMP/sum/model.ckpt-8")
+got=$(json "$TMP/sum.json" param_checksum)
+check "the summary's param_checksum is FNV-1a of the final checkpoint's tensors ($got, $want)" \
+    test -n "$want" -a "$got" = "$want"
+
 # A resume with nothing left to do reports the restored step and evaluates.
 $DOWNPOUR cluster --ps 2 --workers 2 --steps 6 --optimizer momentum $SYN --checkpoint-dir "$TMP/p" \
     --trace "$TMP/n.dptrace" >"$TMP/n.json" 2>"$TMP/n.err"

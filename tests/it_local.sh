@@ -269,4 +269,39 @@ check "SIGINT: exit 130 and 'interrupted' (rc $rc)" \
 rc=$?
 check "missing data: exit 1 and one line naming the file (rc $rc: $(head -c 160 "$TMP/nodata.err"))" \
     bash -c "[ $rc -eq 1 ] && [ \$(wc -l <'$TMP/nodata.err') -eq 1 ] && grep -qF '$TMP/no-data/train-images-idx3-ubyte' '$TMP/nodata.err'"
+
+# --checkpoint-dir: local saves and resumes as a cluster's chief does, in the same files.
+M="--optimizer momentum --seed 3"
+$L --steps 6 $M --checkpoint-dir "$TMP/ck6" >"$TMP/ck6.json" 2>/dev/null
+$L --steps 3 $M --checkpoint-dir "$TMP/ck3" >/dev/null 2>&1
+$L --steps 6 $M --checkpoint-dir "$TMP/ck3" --trace "$TMP/ck3.dptrace" >"$TMP/ck3.json" 2>"$TMP/ck3.err"
+check "local resumes from its checkpoint of step 3" grep -q "restored .*/ck3/model.ckpt-3 (global step 3)" "$TMP/ck3.err"
+check "local: 6 steps == 3 + resume to 6, bit for bit, momentum's slots included" \
+    "$DOWNPOUR" checkpoint diff "$TMP/ck6" "$TMP/ck3" --tol 0
+c6=$(json "$TMP/ck6.json" param_checksum) c3=$(json "$TMP/ck3.json" param_checksum)
+check "... and the summaries agree: global step 6 both, param_checksum $c6 = $c3" \
+    test "$(json "$TMP/ck6.json" global_step):$(json "$TMP/ck3.json" global_step)" = 6:6 -a "$c6" = "$c3"
+want=$(ckpt_fnv "$TMP/ck6/model.ckpt-6")
+check "local: the summary's param_checksum is FNV-1a of the final checkpoint's parameters ($want)" test "$c6" = "$want"
+check "the resumed run's trace: one checkpoint_restore, one checkpoint_write (the final)" \
+    test "$(trace_count "$TMP/ck3.dptrace" checkpoint_restore):$(trace_count "$TMP/ck3.dptrace" checkpoint_write)" = 1:1
+$L --steps 7 --save-checkpoint-steps 2 --checkpoint-dir "$TMP/ck7" >/dev/null 2>&1
+got=$(cd "$TMP/ck7" 2>/dev/null && ls model.ckpt-* | sed 's/model.ckpt-//' | sort -n | tr '\n' ' ')
+check "local --save-checkpoint-steps 2 over 7 steps: saves at 2 4 6, then the final 7 ($got)" test "$got" = "2 4 6 7 "
+$L --steps 4 $M --checkpoint-dir "$TMP/ck3" --trace "$TMP/ck4.dptrace" >"$TMP/ck4.json" 2>"$TMP/ck4.err"
+check "a resume with nothing left to do says so (global step 6, --steps 4)" \
+    grep -q "nothing to train: global step 6 already reaches --steps 4" "$TMP/ck4.err"
+check "... evaluates at the restored step and writes no checkpoint" \
+    test "$(json "$TMP/ck4.json" global_step):$(trace_count "$TMP/ck4.dptrace" checkpoint_write)" = 6:0
+# a cluster's checkpoint resumes in local (the same file format and tensor names)
+"$DOWNPOUR" cluster --ps 1 --workers 1 --steps 3 --data synthetic --synthetic-samples 500 $M --quiet \
+    --checkpoint-dir "$TMP/ckc" >/dev/null 2>&1
+$L --steps 5 $M --checkpoint-dir "$TMP/ckc" >"$TMP/ckc.json" 2>"$TMP/ckc.err"
+check "local resumes a 1 ps + 1 worker cluster's checkpoint of step 3 and trains to 5" \
+    bash -c "grep -q 'restored .*/ckc/model.ckpt-3 (global step 3)' '$TMP/ckc.err' && [ \"\$(cd '$TMP/ckc' && ls model.ckpt-5)\" = model.ckpt-5 ]"
+: >"$TMP/afile"
+$L --steps 4 --checkpoint-dir "$TMP/afile/ck" >/dev/null 2>"$TMP/ckbad.err"
+rc=$?
+check "local: a --checkpoint-dir that cannot be made: exit 2, one line naming it (rc $rc)" \
+    bash -c "[ $rc -eq 2 ] && [ \$(wc -l <'$TMP/ckbad.err') -eq 1 ] && grep -qF -- '--checkpoint-dir $TMP/afile/ck: cannot create it' '$TMP/ckbad.err'"
 done_tests

@@ -30,6 +30,29 @@ trace_count() {
     "$DOWNPOUR" trace info --json "$1" |
         python3 -c "import json, sys; print(json.load(sys.stdin)['counts'].get(sys.argv[1], 0))" "$2"
 }
+# ckpt_fnv FILE: FNV-1a (64 bits, hex) of a checkpoint's parameter tensors, their floats'
+# bytes in the file's order (its optimizer slots, */Momentum and */Adagrad, left out):
+# what a summary's param_checksum must be. The file read by the documented format
+# (docs/runtime.md, "Checkpoints"), not by downpour.
+ckpt_fnv() {
+    python3 - "$1" <<'PY'
+import struct, sys
+b = open(sys.argv[1], 'rb').read()
+assert b[:8] == b'DPCKPT01', 'not a checkpoint'
+_, _, n = struct.unpack_from('<IqI', b, 8)
+o, h = 24, 0xcbf29ce484222325
+for _ in range(n):
+    (l,) = struct.unpack_from('<H', b, o)
+    name = b[o + 2:o + 2 + l]
+    (c,) = struct.unpack_from('<Q', b, o + 2 + l)
+    o += 2 + l + 8
+    if not name.endswith((b'/Momentum', b'/Adagrad')):
+        for x in b[o:o + 4 * c]:
+            h = ((h ^ x) * 0x100000001b3) & 0xffffffffffffffff
+    o += 4 * c
+print('%016x' % h)
+PY
+}
 # fcmp A OP B: float comparison, e.g. fcmp 0.93 '>' 0.9
 fcmp() { python3 -c "import sys; sys.exit(0 if float('$1') $2 float('$3') else 1)"; }
 # child_pid PARENT PATTERN: the PID of PARENT's direct child whose command line matches
