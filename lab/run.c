@@ -204,7 +204,7 @@ int lab_run_variant(const scenario *s, int engine, int variant, const lab_option
     if (engine == RUN_REAL) {
         rt_config cfg;
         rc = lab_config_real(s, variant, o, &cfg, skipped, sizeof skipped, err);
-        if (!rc && !s->local) rc = variant_checkpoints(&cfg, dir, err);
+        if (!rc) rc = variant_checkpoints(&cfg, dir, err);   /* local saves as the chief does */
         if (!rc) rc = fresh_output(dir, trace, err);
         if (rc) {
             free(lesson);

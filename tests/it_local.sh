@@ -182,6 +182,12 @@ check "towers: 60 copies of variables in and 60 of gradients out, each with its 
 # a scenario file may say engine = local
 printf '[scenario]\ntitle = towers\nengine = local\n[training]\nsteps = 5\n[placement]\nstrategy = towers\ncpu_devices = 2\ndevice_for = tower_1/*=/cpu:0\n' >"$TMP/local.ini"
 check "a scenario with engine = local checks" "$DOWNPOUR" run --check "$TMP/local.ini"
+# ... and save checkpoints, in its output folder (each variant its own), as a cluster scenario does
+printf '[scenario]\ntitle = ck\nengine = local\n[training]\nsteps = 4\ndata = synthetic\nsynthetic_samples = 500\n[faults]\nsave_checkpoint_steps = 2\n' >"$TMP/lck.ini"
+"$DOWNPOUR" run "$TMP/lck.ini" --no-view --out "$TMP/lck" >/dev/null 2>&1
+got=$(cd "$TMP/lck/checkpoints" 2>/dev/null && ls model.ckpt-* | tr '\n' ' ')
+check "a local scenario with save_checkpoint_steps = 2 over 4 steps: its checkpoints/ folder holds 2 and 4 ($got)" \
+    test "$got" = "model.ckpt-2 model.ckpt-4 "
 printf '[scenario]\ntitle = t\nengine = local\n[placement]\nstrategy = sideways\n' >"$TMP/bad.ini"
 "$DOWNPOUR" run --check "$TMP/bad.ini" >/dev/null 2>"$TMP/e.err"
 check "a bad strategy in a file names the file and line" grep -q 'bad.ini:5.*strategy.*"sideways" is not one of single, towers or split' "$TMP/e.err"
