@@ -84,6 +84,15 @@ uint32_t rt_instr_cpu(rt_instr *in, int job, int task)
     return evt_emitter_intern(in->em, name);
 }
 
+void rt_instr_checkpoint(rt_instr *in, evt_kind kind, const char *path, int64_t step)
+{
+    if (!in) return;
+    evt_record e = rt_instr_record(in, kind);
+    e.str = rt_instr_str(in, path);
+    e.step = step;
+    rt_instr_emit(in, &e);
+}
+
 void rt_instr_log(rt_instr *in, const char *fmt, ...)
 {
     if (!in) return;

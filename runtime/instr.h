@@ -37,6 +37,10 @@ void rt_instr_define_var(rt_instr *in, int v, const var_def *d);
 /* "/job:ps/replica:0/task:1/device:CPU:0" of a task's CPU device. */
 uint32_t rt_instr_cpu(rt_instr *in, int job, int task);
 
+/* Emits a checkpoint's event (CHECKPOINT_WRITE, CHECKPOINT_RESTORE): its file and global
+ * step. Nothing without instrumentation (in NULL). */
+void rt_instr_checkpoint(rt_instr *in, evt_kind kind, const char *path, int64_t step);
+
 /* Emits a LOG event with printf-style text (level DP_LOG_INFO). */
 void rt_instr_log(rt_instr *in, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

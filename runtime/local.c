@@ -260,15 +260,6 @@ static int ckpt_tensors(lc_run *r, ckpt_tensor *t)
     return n;
 }
 
-static void emit_path(lc_run *r, evt_kind kind, const char *path, int64_t step)
-{
-    if (!r->in) return;
-    evt_record e = rt_instr_record(r->in, kind);
-    e.str = rt_instr_str(r->in, path);
-    e.step = step;
-    rt_instr_emit(r->in, &e);
-}
-
 static int save_checkpoint(lc_run *r, int64_t step, char *err)
 {
     ckpt_tensor t[8];
@@ -278,7 +269,7 @@ static int save_checkpoint(lc_run *r, int64_t step, char *err)
     r->ckpt_step = step;
     r->ckpt_ns = dp_now_ns();
     dp_log(DP_LOG_INFO, "local", "saved checkpoint %s", path);
-    emit_path(r, EVT_CHECKPOINT_WRITE, path, step);
+    rt_instr_checkpoint(r->in, EVT_CHECKPOINT_WRITE, path, step);
     return DP_OK;
 }
 
@@ -298,7 +289,7 @@ static int restore_checkpoint(lc_run *r, int64_t *step, char *err)
     if (rc) return rc;
     r->ckpt_step = *step;
     dp_log(DP_LOG_INFO, "local", "restored %s (global step %lld)", path, (long long)*step);
-    emit_path(r, EVT_CHECKPOINT_RESTORE, path, *step);
+    rt_instr_checkpoint(r->in, EVT_CHECKPOINT_RESTORE, path, *step);
     return DP_OK;
 }
 

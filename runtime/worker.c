@@ -91,15 +91,6 @@ void wk_emit_step(worker *wk, evt_kind kind, int64_t t, int64_t dur, double valu
     rt_instr_emit(wk->in, &e);
 }
 
-static void emit_path(worker *wk, evt_kind kind, const char *path, int64_t gs)
-{
-    if (!wk->in) return;
-    evt_record e = rt_instr_record(wk->in, kind);
-    e.str = rt_instr_str(wk->in, path);
-    e.step = gs;
-    rt_instr_emit(wk->in, &e);
-}
-
 /* The checkpoint's tensors: the model's, then (optimizer with slots) each one's slot
  * under TensorFlow's name. Fills t (room for 2 * n_tensors); returns their count. */
 static int tensors_of(worker *wk, ckpt_tensor *t)
@@ -123,7 +114,7 @@ static int save_checkpoint(worker *wk, int64_t gs, char *path, char *err)
     wk->ckpt_step = gs;
     wk->ckpt_ns = dp_now_ns();
     dp_log(DP_LOG_INFO, wk->name, "saved checkpoint %s", path);
-    emit_path(wk, EVT_CHECKPOINT_WRITE, path, gs);
+    rt_instr_checkpoint(wk->in, EVT_CHECKPOINT_WRITE, path, gs);
     return DP_OK;
 }
 
@@ -322,12 +313,12 @@ static int chief_init(worker *wk, int restore, char *err)
     /* A restarted chief finds the variables on the ps tasks: nothing was restored. */
     if (restored && wk->inits_taken) {
         dp_log(DP_LOG_INFO, wk->name, "restored %s (global step %lld)", path, (long long)gs0);
-        emit_path(wk, EVT_CHECKPOINT_RESTORE, path, gs0);
+        rt_instr_checkpoint(wk->in, EVT_CHECKPOINT_RESTORE, path, gs0);
     } else if (restored) {
         dp_log(DP_LOG_INFO, wk->name, "the ps tasks hold the variables already (a restarted chief): %s not "
                "restored", path);
     } else if (restore) {
-        emit_path(wk, EVT_CHECKPOINT_RESTORE, "", gs0);   /* no path: the initial values */
+        rt_instr_checkpoint(wk->in, EVT_CHECKPOINT_RESTORE, "", gs0);   /* no path: the initial values */
     }
     if (!wk->inits_taken) return DP_OK;
     wk->gs = gs0;
