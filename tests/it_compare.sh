@@ -25,6 +25,9 @@ variants = sorted(os.listdir(os.path.join(out, 'variants')))
 line(sorted(r['variant'] for r in rows) == variants and len(rows) >= 2,
      'summary.csv has one row per variant folder (%s)' % ', '.join(variants))
 report = open(os.path.join(out, 'report.md')).read()
+common = min(int(r['global_step']) for r in rows)
+line('| time to step %d (s) |' % common in report,
+     'report.md: the times to step %d, the last global step every variant reached' % common)
 def points(name):
     res = {}
     for r in csv.DictReader(open(os.path.join(out, name))):

@@ -81,6 +81,7 @@ echo "the class's notes" >"$TMP/ckdir/checkpoints/notes.txt"
 check "a rerun's checkpoints/ folder: the run's own checkpoints, written again" \
     test "$(LC_ALL=C ls "$TMP/ckdir/checkpoints" | tr '\n' ' ')" = "checkpoint model.ckpt-10 model.ckpt-5 notes.txt "
 check "... from step 0, not restored from the last run's" bash -c "! grep -q restored '$TMP/ckdir.err'"
+check "a real scenario's run says so: (real engine)" grep -q "^downpour: run: .* (real engine) into $TMP/ckdir/" "$TMP/ckdir.err"
 check "... and a file of the user's in it kept" test "$(cat "$TMP/ckdir/checkpoints/notes.txt")" = "the class's notes"
 # A simulated run shows its progress bar on a terminal, up to its last step, and none
 # into a file.
@@ -234,8 +235,10 @@ check "summary.json is the printed summary" same_summary "$TMP/real-file.out" "$
 printf '%s\n' '[scenario]' 'title = small sim' 'engine = sim' 'seed = 3' '[cluster]' 'ps = 2' 'workers = 16' \
     'compute = lognormal:mean=20ms,sigma=0.3' '[training]' 'mode = async' 'steps = 50' 'model_bytes = 4MB' \
     '[network]' 'bandwidth = 1Gbit' 'latency = 100us' '[faults]' 'straggler = worker:3x4' >"$TMP/sim.ini"
-"$DOWNPOUR" run "$TMP/sim.ini" --no-view --out "$TMP/sim-file" >"$TMP/sim-file.out" 2>/dev/null
+"$DOWNPOUR" run "$TMP/sim.ini" --no-view --out "$TMP/sim-file" >"$TMP/sim-file.out" 2>"$TMP/sim-file.err"
 check "run of a sim scenario exits 0" test $? -eq 0
+check "... and says which engine runs it, into which folder" \
+    grep -qF "downpour: run: $(sed -n 's/^title = //p' "$TMP/sim.ini") (sim engine) into $TMP/sim-file/" "$TMP/sim-file.err"
 "$DOWNPOUR" sim --seed 3 --ps 2 --workers 16 --compute 'lognormal:mean=20ms,sigma=0.3' --mode async \
     --steps 50 --model-bytes 4MB --bandwidth 1Gbit --latency 100us --straggler worker:3x4 \
     --trace "$TMP/sim-flags.dptrace" --quiet >"$TMP/sim-flags.out" 2>/dev/null
@@ -244,6 +247,7 @@ check "a sim run by file and by flags: same summary (but wall time, trace path, 
 "$DOWNPOUR" run "$TMP/real.ini" --engine sim --no-view --out "$TMP/scaled" --set workers=64 >"$TMP/scaled.out" 2>"$TMP/scaled.err"
 check "a real scenario runs in the simulator (--engine sim --set workers=64)" \
     test "$(json "$TMP/scaled.out" engine)" = sim -a "$(json "$TMP/scaled.out" workers)" = 64
+check "... and says so: (sim engine)" grep -q "^downpour: run: .* (sim engine) into $TMP/scaled/" "$TMP/scaled.err"
 check "the simulator names the real runtime's keys it ignores" grep -q "ignores the real runtime's keys: data" "$TMP/scaled.err"
 # A refused run loses nothing: the last run's trace and summary in its folder stay as
 # they were, and the refusal is the only line.

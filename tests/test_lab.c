@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "common/dp.h"
+#include "events/trace.h"
 #include "lab/lab.h"
 
 static char dir[64];
@@ -98,6 +99,24 @@ static void test_run(void)
               "%s", err);
 }
 
+/* `downpour fork` of the run's trace at step 20, with a backup worker: a simulated trace
+ * that says what it forked from. */
+static void test_fork(void)
+{
+    char err[DP_ERRLEN] = "", run[512], out[512];
+    snprintf(run, sizeof run, "%s/run/trace.dptrace", dir);
+    snprintf(out, sizeof out, "%s/fork.dptrace", dir);
+    lab_options o = options(NULL);
+    o.sets[o.n_sets++] = "backup_workers=1";
+    int rc = lab_fork(run, 20, &o, out, err);   /* prints the fork's summary line */
+    CHECK_MSG(rc == 0 && exists(out), "lab_fork: %d %s", rc, err);
+    trace_reader *r = trace_reader_open(out, err);
+    const char *meta = r ? trace_reader_metadata(r) : NULL;
+    CHECK_MSG(meta && strstr(meta, "\"fork\"") && strstr(meta, "\"at_step\":20") && strstr(meta, "backup_workers=1"),
+              "the fork's metadata: %s", meta ? meta : err);
+    if (r) trace_reader_close(r);
+}
+
 /* `downpour compare` of two simulated variants: the report folder's table has both. */
 static void test_compare(void)
 {
@@ -126,6 +145,7 @@ int main(void)
     }
     test_lessons();
     test_run();
+    test_fork();
     test_compare();
     nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return CHECK_DONE();
