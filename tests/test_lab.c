@@ -1,10 +1,9 @@
 /* test_lab.c — the lab's commands in process, where `make asan-unit` sees them: `downpour
  * lessons` over scenarios/lessons, `run` and `compare` of small simulated scenarios and
  * `fork` of the run's trace (no child process, no window). The integration tests
- * (it_scenario, it_compare, it_fork, it_lesson)
- * check what these write in depth; this one is here so that a leak or an overrun on
- * their paths (a report's series, a lesson folder's handle, a variant's options) fails a
- * sanitizer build. Run from the repository root (tests/run.sh does). */
+ * (it_scenario, it_compare, it_fork, it_lesson) check what these write in depth; this one
+ * is here so that a leak or an overrun on their paths (a report's series, a lesson
+ * folder's handle, a variant's options, a fork's) fails a sanitizer build. Run from the repository root (tests/run.sh does). */
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
 #include <ftw.h>
