@@ -28,12 +28,18 @@ report = open(os.path.join(out, 'report.md')).read()
 common = min(int(r['global_step']) for r in rows)
 line('| time to step %d (s) |' % common in report,
      'report.md: the times to step %d, the last global step every variant reached' % common)
+shown = [l for l in report.splitlines() if l.startswith('![')]
+line(shown == ['![%s](%s.png)' % p for p in (('Loss by global step', 'loss_vs_step'), ('Loss over time', 'loss_vs_time'),
+     ('Test accuracy over time', 'accuracy_vs_time'), ('Throughput', 'throughput'),
+     ('Staleness of applied gradients', 'staleness'), ('Traffic per ps', 'ps_traffic'))],
+     'report.md shows the 6 plots, each once (%d image lines)' % len(shown))
 def points(name):
     res = {}
     for r in csv.DictReader(open(os.path.join(out, name))):
         res.setdefault(r['series'], []).append(r)
     return res
 loss_step, loss_time, stale, thr = (points(n) for n in ('loss_vs_step.csv', 'loss_vs_time.csv', 'staleness.csv', 'throughput.csv'))
+acc_pts = points('accuracy_vs_time.csv')
 def l_ends(t): return all(l.endswith('|') for l in t)
 def close(a, b): return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 # report.md's table is a Markdown table: header, separator, one row per variant, each
@@ -52,6 +58,9 @@ for r in rows:
     line(any(l.startswith('| %s | %s | %s |' % (v, summ['engine'], summ['mode'])) for l in report.splitlines()),
          '%s: report.md has its row, on a line of its own' % v)
     line(abs(float(r['samples_per_s']) - summ['samples_per_s']) <= 0.5, '%s: samples/s in the table' % v)
+    per_ps = ('%.0f' % (summ['bytes_pulled'] / summ['ps']), '%.0f' % (summ['bytes_pushed'] / summ['ps']))
+    line((r['bytes_pulled_per_ps'], r['bytes_pushed_per_ps']) == per_ps,
+         '%s: bytes pulled and pushed per ps in the table = the summary\'s over %d ps (%s, %s)' % ((v, summ['ps']) + per_ps))
     traffic = sum(float(p['value']) for p in points('ps_traffic.csv').get(v, []))
     line(close(traffic, summ['bytes_pulled'] + summ['bytes_pushed']),
          '%s: the ps traffic bars add up to the summary\'s bytes pulled + pushed (%.0f)' % (v, traffic))
@@ -80,6 +89,10 @@ for r in rows:
     got = [(float(p['x']), float(p['y'])) for p in loss_time.get(v, [])]
     line(len(got) == len(want) and all(abs(a[0] - b[0]) <= 2e-6 and abs(a[1] - b[1]) <= 1e-5 * max(1, abs(a[1]))
          for a, b in zip(want, got)), '%s: loss_vs_time.csv = the trace\'s step_end losses by time (%d points)' % (v, len(got)))
+    evals = [e for e in ev if e.get('name') == 'eval' and isinstance(e['args'].get('value'), (int, float))
+             and math.isfinite(e['args']['value'])]
+    line(len(acc_pts.get(v, [])) == len(evals),
+         '%s: accuracy_vs_time.csv has a point per evaluation with an accuracy (%d)' % (v, len(evals)))
     applies = [e['args']['staleness'] for e in ev if e.get('name') == 'apply']
     hist = {str(k): 0 for k in range(8)}; hist['8+'] = 0
     for s_ in applies: hist[str(int(s_)) if s_ < 8 else '8+'] += 1
@@ -89,10 +102,11 @@ for r in rows:
 PY
 }
 
-# A simulated comparison: sync vs async, 32 workers.
+# A simulated comparison: sync vs async, 32 workers; its evaluations have no accuracy
+# (the simulator has none), so they plot no point.
 printf '%s\n' '[scenario]' 'title = small sim compare' 'engine = sim' '[cluster]' 'ps = 2' 'workers = 32' \
-    'compute = exponential:mean=20ms' '[training]' 'steps = 60' 'model_bytes = 2MB' '[compare]' \
-    'vary = mode: sync, async' >"$TMP/sim.ini"
+    'compute = exponential:mean=20ms' '[training]' 'steps = 60' 'model_bytes = 2MB' 'eval_every = 20' \
+    '[compare]' 'vary = mode: sync, async' >"$TMP/sim.ini"
 "$DOWNPOUR" compare "$TMP/sim.ini" --out "$TMP/simrep" >"$TMP/sim.out" 2>"$TMP/sim.err"
 check "compare of a sim scenario exits 0" test $? -eq 0
 check "compare says which variant of how many" grep -q "variant 2 of 2: mode-async" "$TMP/sim.err"

@@ -83,6 +83,10 @@ check "a rerun's checkpoints/ folder: the run's own checkpoints, written again" 
 check "... from step 0, not restored from the last run's" bash -c "! grep -q restored '$TMP/ckdir.err'"
 check "a real scenario's run says so: (real engine)" grep -q "^downpour: run: .* (real engine) into $TMP/ckdir/" "$TMP/ckdir.err"
 check "... and a file of the user's in it kept" test "$(cat "$TMP/ckdir/checkpoints/notes.txt")" = "the class's notes"
+# A checkpoint directory given with --set is the run's: no checkpoints/ folder of its own.
+"$DOWNPOUR" run "$TMP/ckdir.ini" --out "$TMP/ckset" --no-view --set checkpoint_dir="$TMP/mine" >/dev/null 2>&1
+check "--set checkpoint_dir=DIR: the checkpoints go there, not to the output's checkpoints/" \
+    bash -c "[ -e '$TMP/mine/model.ckpt-10' ] && [ ! -e '$TMP/ckset/checkpoints' ]"
 # A simulated run shows its progress bar on a terminal, up to its last step, and none
 # into a file.
 printf '%s\n' '[scenario]' 'title = sim bar' 'engine = sim' '[cluster]' 'ps = 1' 'workers = 4' \

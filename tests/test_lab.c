@@ -6,6 +6,7 @@
  * folder's handle, a variant's options, a fork's) fails a sanitizer build. Run from the repository root (tests/run.sh does). */
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
+#include <math.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "common/dp.h"
 #include "events/trace.h"
 #include "lab/lab.h"
+#include "lab/series.h"
 
 static char dir[64];
 
@@ -117,6 +119,35 @@ static void test_fork(void)
     if (r) trace_reader_close(r);
 }
 
+/* A report's accuracy curve: the evaluations with an accuracy (the simulator's have none,
+ * NaN), at most LAB_MAX_EVALS of them (a run evaluating every step for longer is cut). */
+static void test_series_evals(void)
+{
+    char err[DP_ERRLEN] = "";
+    const char *path = check_path(dir, "evals.dptrace");
+    trace_writer *w = trace_writer_open(path, "{\"engine\":\"real\"}", err);
+    CHECK_MSG(w != NULL, "%s", err);
+    if (!w) return;
+    int n = LAB_MAX_EVALS + 500;
+    for (int i = 0; i < 3 + n; i++) {
+        evt_record e;
+        evt_init(&e, EVT_EVAL, EVT_JOB_WORKER, 0);
+        e.t = 1000000 * (int64_t)(i + 1);
+        e.step = i;
+        e.value = i < 3 ? NAN : (double)(i - 3) / n;   /* 3 without an accuracy first */
+        trace_writer_add(w, &e);
+    }
+    CHECK(trace_writer_close(w, err) == 0);
+    lab_series s;
+    CHECK_MSG(lab_series_read(path, &s, err) == 0, "%s", err);
+    int finite = 1;
+    for (size_t i = 0; i < s.accuracy.n; i++) finite &= isfinite(s.accuracy.y[i]);
+    CHECK_MSG(s.accuracy.n == LAB_MAX_EVALS && finite && s.accuracy.y[0] == 0.0,
+              "%zu accuracy points (want %d, the first 0, none NaN): %s", s.accuracy.n, LAB_MAX_EVALS,
+              finite ? "all finite" : "a NaN among them");
+    lab_series_release(&s);
+}
+
 /* `downpour compare` of two simulated variants: the report folder's table has both. */
 static void test_compare(void)
 {
@@ -146,6 +177,7 @@ int main(void)
     test_lessons();
     test_run();
     test_fork();
+    test_series_evals();
     test_compare();
     nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return CHECK_DONE();
