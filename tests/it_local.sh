@@ -163,8 +163,13 @@ check "... and the log says where the op went" grep -qxF "hidden/MatMul: (MatMul
 # towers over 4 virtual CPU devices: a trace with compute on every device
 $L --strategy towers --cpu-devices 4 --steps 5 --trace "$TMP/t.dptrace" >"$TMP/tw.json" 2>"$TMP/tw.err"
 check "towers with a trace exits 0" test $? -eq 0
-check "the summary says 4 towers" test "$(json "$TMP/tw.json" towers)" = 4
+check "the summary says 4 towers, strategy towers" \
+    test "$(json "$TMP/tw.json" towers):$(json "$TMP/tw.json" strategy)" = 4:towers
 check "the trace validates" "$DOWNPOUR" trace validate "$TMP/t.dptrace"
+check "... and its metadata says strategy towers on 4 CPU devices" python3 -c "
+import json, subprocess, sys
+m = json.loads(subprocess.run(['$DOWNPOUR', 'trace', 'info', '--json', '$TMP/t.dptrace'], capture_output=True).stdout)['metadata']
+sys.exit(0 if (m.get('strategy'), m.get('cpu_devices')) == ('towers', 4) else 1)"
 "$DOWNPOUR" trace export --chrome "$TMP/t.json" "$TMP/t.dptrace" 2>/dev/null
 python3 - "$TMP/t.json" <<'PY' >"$TMP/c.out"
 import json, sys
@@ -299,6 +304,41 @@ check "a resume with nothing left to do says so (global step 6, --steps 4)" \
     grep -q "nothing to train: global step 6 already reaches --steps 4" "$TMP/ck4.err"
 check "... evaluates at the restored step and writes no checkpoint" \
     test "$(json "$TMP/ck4.json" global_step):$(trace_count "$TMP/ck4.dptrace" checkpoint_write)" = 6:0
+# --save-checkpoint-secs 1: the periodic saves at least a second apart (the final one
+# is at the end); a run too short for one cannot show it and says so.
+$L --steps 3000 --hidden 256 --save-checkpoint-secs 1 --checkpoint-dir "$TMP/cks" --trace "$TMP/cks.dptrace" \
+    >/dev/null 2>&1
+"$DOWNPOUR" trace export --chrome "$TMP/cks.json" "$TMP/cks.dptrace" 2>/dev/null
+read -r periodic gaps <<<"$(python3 - "$TMP/cks.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d['traceEvents'] if isinstance(d, dict) else d
+w = sorted(e['ts'] / 1e6 for e in ev if e.get('name') == 'checkpoint_write')[:-1]   # the last: the final save
+t0 = min(e['ts'] for e in ev if e.get('ph') != 'M') / 1e6
+print(len(w), ','.join('%.3f' % (b - a) for a, b in zip([t0] + w, w)) or '-')
+PY
+)"
+if [ "${periodic:-0}" -ge 1 ]; then
+    check "local --save-checkpoint-secs 1: $periodic periodic saves, each a second or more after the last (gaps $gaps s)" \
+        python3 -c "import sys; sys.exit(0 if all(float(g) >= 0.999 for g in '$gaps'.split(',')) else 1)"
+else
+    skip "local --save-checkpoint-secs 1: the run took under a second, no periodic save to time"
+fi
+# a local run's trace: the variables' placements name them, and the optimizer's apply is
+# a compute span of its own, with its length
+"$DOWNPOUR" trace export --chrome "$TMP/ck3.json" "$TMP/ck3.dptrace" 2>/dev/null
+check "local's trace: var_place names global_step and the 4 variables; each apply (Momentum) is a span > 0" \
+    python3 - "$TMP/ck3.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d['traceEvents'] if isinstance(d, dict) else d
+names = sorted(e['args'].get('var') for e in ev if e.get('name') == 'var_place')
+applies = [e for e in ev if e.get('cat') == 'compute' and e['args'].get('var') == 'Momentum']
+ok = names == ['global_step', 'hidden/biases', 'hidden/weights', 'softmax/biases', 'softmax/weights'] and \
+    len(applies) == 3 and all(e['dur'] > 0 for e in applies)
+print(names, [e['dur'] for e in applies])
+sys.exit(0 if ok else 1)
+PY
 # a cluster's checkpoint resumes in local (the same file format and tensor names)
 "$DOWNPOUR" cluster --ps 1 --workers 1 --steps 3 --data synthetic --synthetic-samples 500 $M --quiet \
     --checkpoint-dir "$TMP/ckc" >/dev/null 2>&1
