@@ -1,8 +1,11 @@
-/* args.c — shared argv helper for the subcommands (see args.h). */
+/* args.c — shared argv helpers for the subcommands (see args.h). */
 #include "cli/args.h"
 
-#include <stdio.h>
+#include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "common/dp.h"
 
 const char *cli_flag_value(const char *cmd, int argc, char **argv, int *i, const char *name, int *bad)
 {
@@ -16,4 +19,63 @@ const char *cli_flag_value(const char *cmd, int argc, char **argv, int *i, const
         return NULL;
     }
     return argv[++*i];
+}
+
+/* The flag HELP names nearest to NAME ("--x", without "=value"), copied into best; empty
+ * when none is close enough (dp_suggest_edits). */
+static void nearest_flag(const char *help, const char *name, char *best, size_t n)
+{
+    size_t best_d = dp_suggest_edits(name) + 1;
+    best[0] = 0;
+    for (const char *p = help; (p = strstr(p, "--")); ) {
+        int starts = p == help || !(isalnum((unsigned char)p[-1]) || p[-1] == '-');
+        size_t len = 2;
+        while (isalnum((unsigned char)p[len]) || p[len] == '-') len++;
+        if (starts && len > 2 && len < n && len < 64) {
+            char flag[64];
+            memcpy(flag, p, len);
+            flag[len] = 0;
+            size_t d = dp_edit_distance(name, flag);
+            if (d < best_d) {
+                best_d = d;
+                memcpy(best, flag, len + 1);
+            }
+        }
+        p += len;
+    }
+}
+
+int cli_unknown(const char *cmd, const char *arg, const char *help)
+{
+    if (arg[0] != '-' || !arg[1]) {
+        fprintf(stderr, "downpour: %s: unexpected argument \"%s\" (see --help)\n", cmd, arg);
+        return 2;
+    }
+    char name[64] = "", near[64] = "";
+    size_t len = strcspn(arg, "=");
+    if (len < sizeof name) {
+        memcpy(name, arg, len);
+        name[len] = 0;
+        if (help) nearest_flag(help, name, near, sizeof near);
+    }
+    if (near[0])
+        fprintf(stderr, "downpour: %s: unknown flag \"%s\" (did you mean \"%s\"? see --help)\n", cmd, arg,
+                near);
+    else
+        fprintf(stderr, "downpour: %s: unknown flag \"%s\" (see --help)\n", cmd, arg);
+    return 2;
+}
+
+int cli_unknown_usage(const char *cmd, const char *arg, void (*usage)(FILE *f))
+{
+    char *help = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&help, &n);
+    if (f) {
+        usage(f);
+        fclose(f);
+    }
+    int rc = cli_unknown(cmd, arg, help);
+    free(help);
+    return rc;
 }

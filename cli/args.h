@@ -1,11 +1,23 @@
-/* args.h — the small argv helper the hand-parsed subcommands share (cluster and task use
- * runtime/config.h's table instead). */
+/* args.h — the small argv helpers the hand-parsed subcommands share (cluster, task, local
+ * and sim use cluster/run.h's key table instead). */
 #ifndef CLI_ARGS_H
 #define CLI_ARGS_H
+
+#include <stdio.h>
 
 /* If argv[*i] is "NAME VALUE" or "NAME=VALUE", returns VALUE (advancing *i past a
  * separate value); otherwise NULL. A NAME with no value left prints
  * "downpour: CMD: NAME needs a value" and sets *bad. */
 const char *cli_flag_value(const char *cmd, int argc, char **argv, int *i, const char *name, int *bad);
+
+/* An argument CMD does not take: one line on stderr, and returns 2 (a usage error's exit
+ * status). An argument starting with '-' is an unknown flag; the flag of HELP (the
+ * command's --help text) nearest to it is suggested when it is close:
+ *   downpour: view: unknown flag "--sped" (did you mean "--speed"? see --help)
+ * Anything else is an unexpected argument. */
+int cli_unknown(const char *cmd, const char *arg, const char *help);
+
+/* cli_unknown with the help that USAGE writes. */
+int cli_unknown_usage(const char *cmd, const char *arg, void (*usage)(FILE *f));
 
 #endif

@@ -87,8 +87,7 @@ int cmd_hub(int argc, char **argv)
         } else if (bad) {   /* a flag at the end without its value: said already */
             return 2;
         } else {
-            fprintf(stderr, "downpour: hub: unknown argument %s (see --help)\n", argv[i]);
-            return 2;
+            return cli_unknown_usage("hub", argv[i], usage);
         }
     }
 

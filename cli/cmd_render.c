@@ -123,8 +123,7 @@ int cmd_render(int argc, char **argv)
         } else if (bad) {
             return 2;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "downpour: render: unknown flag %s (see --help)\n", argv[i]);
-            return 2;
+            return cli_unknown_usage("render", argv[i], usage);
         } else if (!o.trace) {
             o.trace = argv[i];
         } else {

@@ -10,35 +10,30 @@
 #include "common/dp.h"
 #include "lab/lab.h"
 
-static void usage_run(FILE *f, const char *cmd)
-{
-    if (!strcmp(cmd, "compare")) {
-        fprintf(f,
-            "usage: downpour compare FILE [--out DIR] [--set KEY=VALUE]... [--engine real|sim]\n\n"
-            "Runs every variant of a scenario's [compare] section (vary = KEY: V1, V2, ...), one\n"
-            "after another with the same seed and data, and writes DIR (default out/NAME/):\n"
-            "  variants/LABEL/trace.dptrace, variants/LABEL/summary.json   each variant's run\n"
-            "  report.md, summary.csv        one row per variant\n"
-            "  loss_vs_step.png, loss_vs_time.png, accuracy_vs_time.png, throughput.png,\n"
-            "  staleness.png, ps_traffic.png (each with a .csv of its plotted points)\n");
-        return;
-    }
-    fprintf(f,
-        "usage: downpour run FILE [--out DIR] [--no-view] [--quiz] [--set KEY=VALUE]... [--engine real|sim]\n"
-        "       downpour run --check FILE...\n\n"
-        "Runs a scenario file (scenarios/*.ini) with the engine it names, or the one given (a\n"
-        "real scenario can be scaled in the simulator). With a display the live viewer opens\n"
-        "(--no-view: headless). DIR (default out/NAME/) gets trace.dptrace, summary.json and\n"
-        "sheet.png; the summary line is printed on stdout.\n\n"
-        "  --check FILE...   validate scenario files without running them (exit 0 only if all\n"
-        "                    are valid; each error names file:line)\n"
-        "  --set KEY=VALUE   override a key of the file (repeatable; see downpour keys)\n"
-        "  --engine E        real | sim\n"
-        "  --out DIR         output folder\n"
-        "  --no-view         never open a window\n"
-        "  --quiz            a lesson's questions on the terminal before the run, the answers\n"
-        "                    after it\n");
-}
+static const char usage_compare[] =
+    "usage: downpour compare FILE [--out DIR] [--set KEY=VALUE]... [--engine real|sim]\n\n"
+    "Runs every variant of a scenario's [compare] section (vary = KEY: V1, V2, ...), one\n"
+    "after another with the same seed and data, and writes DIR (default out/NAME/):\n"
+    "  variants/LABEL/trace.dptrace, variants/LABEL/summary.json   each variant's run\n"
+    "  report.md, summary.csv        one row per variant\n"
+    "  loss_vs_step.png, loss_vs_time.png, accuracy_vs_time.png, throughput.png,\n"
+    "  staleness.png, ps_traffic.png (each with a .csv of its plotted points)\n";
+
+static const char usage_run[] =
+    "usage: downpour run FILE [--out DIR] [--no-view] [--quiz] [--set KEY=VALUE]... [--engine real|sim]\n"
+    "       downpour run --check FILE...\n\n"
+    "Runs a scenario file (scenarios/*.ini) with the engine it names, or the one given (a\n"
+    "real scenario can be scaled in the simulator). With a display the live viewer opens\n"
+    "(--no-view: headless). DIR (default out/NAME/) gets trace.dptrace, summary.json and\n"
+    "sheet.png; the summary line is printed on stdout.\n\n"
+    "  --check FILE...   validate scenario files without running them (exit 0 only if all\n"
+    "                    are valid; each error names file:line)\n"
+    "  --set KEY=VALUE   override a key of the file (repeatable; see downpour keys)\n"
+    "  --engine E        real | sim\n"
+    "  --out DIR         output folder\n"
+    "  --no-view         never open a window\n"
+    "  --quiz            a lesson's questions on the terminal before the run, the answers\n"
+    "                    after it\n";
 
 static int check_files(int argc, char **argv, int from)
 {
@@ -63,6 +58,7 @@ static int check_files(int argc, char **argv, int from)
 static int run_or_compare(int argc, char **argv)
 {
     const char *cmd = argv[0];
+    const char *help = strcmp(cmd, "compare") ? usage_run : usage_compare;
     lab_options o;
     lab_options_init(&o);
     const char *file = NULL;
@@ -70,7 +66,7 @@ static int run_or_compare(int argc, char **argv)
     for (int i = 1; i < argc && !bad; i++) {
         const char *v;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage_run(stdout, cmd);
+            fputs(help, stdout);
             return 0;
         } else if (!strcmp(cmd, "run") && !strcmp(argv[i], "--check")) {
             return check_files(argc, argv, i + 1);
@@ -94,8 +90,7 @@ static int run_or_compare(int argc, char **argv)
         } else if (!strcmp(cmd, "run") && !strcmp(argv[i], "--quiz")) {
             o.quiz = 1;
         } else if (!bad && argv[i][0] == '-') {
-            fprintf(stderr, "downpour: %s: unknown flag \"%s\" (see --help)\n", cmd, argv[i]);
-            return 2;
+            return cli_unknown(cmd, argv[i], help);
         } else if (!bad) {
             if (file) {
                 fprintf(stderr, "downpour: %s: one scenario file at a time (\"%s\" and \"%s\")\n", cmd, file,
@@ -107,7 +102,7 @@ static int run_or_compare(int argc, char **argv)
     }
     if (bad) return 2;
     if (!file) {
-        usage_run(stderr, cmd);
+        fputs(help, stderr);
         return 2;
     }
     char self[4096];
@@ -136,27 +131,35 @@ int cmd_compare(int argc, char **argv)
     return run_or_compare(argc, argv);
 }
 
+static const char usage_keys[] =
+    "usage: downpour keys [--json]\n\n"
+    "Prints the run description's key table: every key of scenario files (with its\n"
+    "[section]) and every flag of cluster, task and sim, with defaults, ranges, the\n"
+    "engines that use it, and help. A key is spelt with underscores in files\n"
+    "(backup_workers) and with dashes as a flag (--backup-workers).\n"
+    "\n"
+    "  --json    the table as JSON\n";
+
 int cmd_keys(int argc, char **argv)
 {
     if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: downpour keys [--json]\n\n"
-               "Prints the run description's key table: every key of scenario files (with its\n"
-               "[section]) and every flag of cluster, task and sim, with defaults, ranges, the\n"
-               "engines that use it, and help. A key is spelt with underscores in files\n"
-               "(backup_workers) and with dashes as a flag (--backup-workers).\n");
+        fputs(usage_keys, stdout);
         return 0;
     }
     if (argc == 2 && !strcmp(argv[1], "--json")) {
         run_print_keys_json(stdout);
         return 0;
     }
-    if (argc > 1) {
-        fprintf(stderr, "downpour: keys: unexpected argument \"%s\"\n", argv[1]);
-        return 2;
-    }
+    if (argc > 1) return cli_unknown("keys", argv[argc > 2 && !strcmp(argv[1], "--json") ? 2 : 1], usage_keys);
     run_print_keys(stdout);
     return 0;
 }
+
+static const char usage_lessons[] =
+    "usage: downpour lessons [--dir DIR]\n\n"
+    "Lists the lesson library (scenarios/lessons/NN-name.ini, or DIR, or\n"
+    "$DOWNPOUR_LESSONS): number, title, planned duration, and the command that runs\n"
+    "it. Notes for each lesson are in docs/lessons/.\n";
 
 int cmd_lessons(int argc, char **argv)
 {
@@ -165,16 +168,12 @@ int cmd_lessons(int argc, char **argv)
         int bad = 0;
         const char *v;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: downpour lessons [--dir DIR]\n\n"
-                   "Lists the lesson library (scenarios/lessons/NN-name.ini, or DIR, or\n"
-                   "$DOWNPOUR_LESSONS): number, title, planned duration, and the command that runs\n"
-                   "it. Notes for each lesson are in docs/lessons/.\n");
+            fputs(usage_lessons, stdout);
             return 0;
         } else if ((v = cli_flag_value("lessons", argc, argv, &i, "--dir", &bad))) {
             dir = v;
         } else {
-            if (!bad) fprintf(stderr, "downpour: lessons: unexpected argument \"%s\" (see --help)\n", argv[i]);
-            return 2;
+            return bad ? 2 : cli_unknown("lessons", argv[i], usage_lessons);
         }
     }
     char err[DP_ERRLEN];
@@ -185,6 +184,15 @@ int cmd_lessons(int argc, char **argv)
     return 0;
 }
 
+static const char usage_fork[] =
+    "usage: downpour fork TRACE --at-step N --set KEY=VALUE... [--out FORK.dptrace]\n\n"
+    "Fork from here: the recorded run TRACE continues from global step N in the\n"
+    "simulator with KEY changed (add a backup worker, switch to async, slow a worker,\n"
+    "add a ps). The simulator is calibrated from the trace up to step N; the fork's\n"
+    "events start at global step N + 1 on the recorded run's clock, so\n"
+    "`downpour view TRACE --compare FORK` shows both from the same instant (the fork\n"
+    "is labelled simulated). Default output: TRACE without .dptrace + -fork-N.dptrace.\n";
+
 int cmd_fork(int argc, char **argv)
 {
     lab_options o;
@@ -194,13 +202,7 @@ int cmd_fork(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         int bad = 0;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: downpour fork TRACE --at-step N --set KEY=VALUE... [--out FORK.dptrace]\n\n"
-                   "Fork from here: the recorded run TRACE continues from global step N in the\n"
-                   "simulator with KEY changed (add a backup worker, switch to async, slow a worker,\n"
-                   "add a ps). The simulator is calibrated from the trace up to step N; the fork's\n"
-                   "events start at global step N + 1 on the recorded run's clock, so\n"
-                   "`downpour view TRACE --compare FORK` shows both from the same instant (the fork\n"
-                   "is labelled simulated). Default output: TRACE without .dptrace + -fork-N.dptrace.\n");
+            fputs(usage_fork, stdout);
             return 0;
         } else if ((v = cli_flag_value("fork", argc, argv, &i, "--at-step", &bad))) {
             if (dp_parse_int(v, &at) || at < 1) {
@@ -218,8 +220,7 @@ int cmd_fork(int argc, char **argv)
         } else if (bad) {
             return 2;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "downpour: fork: unknown flag \"%s\" (see --help)\n", argv[i]);
-            return 2;
+            return cli_unknown("fork", argv[i], usage_fork);
         } else if (trace) {
             fprintf(stderr, "downpour: fork: one trace at a time\n");
             return 2;

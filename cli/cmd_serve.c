@@ -107,8 +107,7 @@ int cmd_serve(int argc, char **argv)
         } else if (bad) {
             return 2;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "downpour: serve: unknown flag %s (see --help)\n", argv[i]);
-            return 2;
+            return cli_unknown_usage("serve", argv[i], usage);
         } else if (!o.trace) {
             o.trace = argv[i];
         } else {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cmds.h"
 #include "common/dp.h"
 #include "events/trace_tool.h"
@@ -89,6 +90,14 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg)
     return 2;
 }
 
+/* An argument `trace CMD` does not take (a flag, or a second TRACE). */
+static int unknown(const char *cmd, const char *arg, const char *help)
+{
+    char name[32];
+    snprintf(name, sizeof name, "trace %s", cmd);
+    return cli_unknown(name, arg, help);
+}
+
 typedef int (*json_tool_fn)(FILE *out, const char *path, int json, trace_tool_report *rep, char *err);
 
 /* `info` and `captions`: [--json] TRACE, the tool's output on stdout, damage on stderr. */
@@ -102,10 +111,8 @@ static int json_tool(const char *cmd, const char *usage, json_tool_fn fn, int ar
             return 0;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage_error(cmd, "unknown option '%s'", argv[i]);
-        } else if (path) {
-            return usage_error(cmd, "unexpected argument '%s'", argv[i]);
+        } else if ((argv[i][0] == '-' && argv[i][1]) || path) {
+            return unknown(cmd, argv[i], usage);
         } else {
             path = argv[i];
         }
@@ -130,10 +137,8 @@ static int cmd_validate(int argc, char **argv)
         if (is_help(argv[i])) {
             fputs(usage_validate, stdout);
             return 0;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage_error("validate", "unknown option '%s'", argv[i]);
-        } else if (path) {
-            return usage_error("validate", "unexpected argument '%s'", argv[i]);
+        } else if ((argv[i][0] == '-' && argv[i][1]) || path) {
+            return unknown("validate", argv[i], usage_validate);
         } else {
             path = argv[i];
         }
@@ -160,10 +165,8 @@ static int cmd_export(int argc, char **argv)
             out = argv[++i];
         } else if (strncmp(argv[i], "--chrome=", 9) == 0) {
             out = argv[i] + 9;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage_error("export", "unknown option '%s'", argv[i]);
-        } else if (path) {
-            return usage_error("export", "unexpected argument '%s'", argv[i]);
+        } else if ((argv[i][0] == '-' && argv[i][1]) || path) {
+            return unknown("export", argv[i], usage_export);
         } else {
             path = argv[i];
         }

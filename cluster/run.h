@@ -108,7 +108,7 @@ int run_key_engines(const run_key *k);
 const char *run_key_default(const run_key *k, int engine);
 /* Writes the flag spelling of k ("--backup-workers") into buf. */
 void run_key_flag(const run_key *k, char *buf, size_t n);
-/* The valid key whose name is nearest to `name` (edit distance, at most 3), restricted to
+/* The valid key whose name is nearest to `name` (within dp_suggest_edits), restricted to
  * keys of `section` when it is not NULL; NULL when none is near. */
 const run_key *run_key_suggest(const char *name, const char *section);
 /* The INI sections, NULL-terminated, in order. */

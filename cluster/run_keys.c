@@ -204,33 +204,13 @@ void run_key_flag(const run_key *k, char *buf, size_t n)
         if (*p == '_') *p = '-';
 }
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63) return 99;
-    size_t row[64];
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t sub = diag + (a[i - 1] != b[j - 1] && !(a[i - 1] == '-' && b[j - 1] == '_'));
-            size_t best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
-            row[j] = sub < best ? sub : best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 const run_key *run_key_suggest(const char *name, const char *section)
 {
     const run_key *best = NULL;
-    size_t best_d = 4;
+    size_t best_d = dp_suggest_edits(name) + 1;
     for (size_t i = 0; i < DP_ARRAY_LEN(keys); i++) {
         if (section && (!keys[i].section || strcmp(keys[i].section, section))) continue;
-        size_t d = edit_distance(name, keys[i].name);
+        size_t d = dp_edit_distance(name, keys[i].name);
         if (d < best_d) {
             best_d = d;
             best = &keys[i];

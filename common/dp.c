@@ -206,6 +206,37 @@ int dp_parse_double(const char *s, double *out)
     return DP_OK;
 }
 
+static int same_letter(char a, char b)
+{
+    return a == b || (a == '-' && b == '_');
+}
+
+size_t dp_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    unsigned char d[64][64];   /* d[i][j]: a's first i letters against b's first j */
+    for (size_t i = 0; i <= la; i++) d[i][0] = (unsigned char)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (unsigned char)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            unsigned best = d[i - 1][j - 1] + !same_letter(a[i - 1], b[j - 1]);
+            if (d[i - 1][j] + 1u < best) best = d[i - 1][j] + 1u;
+            if (d[i][j - 1] + 1u < best) best = d[i][j - 1] + 1u;
+            if (i > 1 && j > 1 && same_letter(a[i - 1], b[j - 2]) && same_letter(a[i - 2], b[j - 1]) &&
+                d[i - 2][j - 2] + 1u < best)
+                best = d[i - 2][j - 2] + 1u;   /* two neighbours swapped: one edit */
+            d[i][j] = (unsigned char)best;
+        }
+    return d[la][lb];
+}
+
+size_t dp_suggest_edits(const char *typed)
+{
+    size_t letters = strlen(typed + strspn(typed, "-"));
+    return letters <= 4 ? 1 : letters <= 8 ? 2 : 3;
+}
+
 char *dp_read_file(const char *path, size_t max, size_t *len, char *err)
 {
     FILE *f = fopen(path, "rb");

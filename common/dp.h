@@ -132,6 +132,15 @@ uint64_t dp_rng_below(dp_rng *r, uint64_t n);
 int dp_parse_int(const char *s, long long *out);
 int dp_parse_double(const char *s, double *out);
 
+/* Edit distance between a and b: letters inserted, deleted, changed, or two neighbours
+ * swapped (optimal string alignment), '-' in a matching '_' in b (a flag against a key);
+ * 99 when either is longer than 63 bytes. For "did you mean" suggestions. */
+size_t dp_edit_distance(const char *a, const char *b);
+/* The most edits a suggestion may be from what was typed, so that "--bogus" suggests
+ * nothing: one in a name of up to 4 letters (leading dashes not counted), two up to 8,
+ * three beyond. */
+size_t dp_suggest_edits(const char *typed);
+
 /* Reads the whole file at path (at most max bytes) into a NUL-terminated buffer; *len
  * gets its length when len is not NULL. Returns the buffer (caller frees with free()),
  * or NULL with "PATH: reason" in err. */

@@ -36,19 +36,40 @@ usage_error 'downpour: cluster: --steps: missing value' cluster --steps
 usage_error 'downpour: local: --steps: missing value' local --steps
 usage_error 'downpour: trace export: --chrome needs a file' trace export --chrome
 # unknown flags and stray arguments
-usage_error 'downpour: hub: unknown argument --bogus (see --help)' hub --bogus
-usage_error 'downpour: hub: unknown argument extra (see --help)' hub extra
-usage_error 'downpour: view: unknown flag --bogus (see --help)' view --bogus
-usage_error 'downpour: render: unknown flag --bogus (see --help)' render --bogus
-usage_error 'downpour: serve: unknown flag --bogus (see --help)' serve --bogus
-usage_error 'downpour: run: unknown flag "--bogus"' run --bogus
-usage_error 'downpour: compare: unknown flag "--bogus"' compare --bogus
-usage_error 'downpour: cluster: unknown flag "--bogus"' cluster --bogus
-usage_error 'downpour: local: unknown flag "--bogus"' local --bogus
-usage_error 'downpour: task: unknown flag "--bogus"' task --bogus
-usage_error 'downpour: sim: unknown flag "--bogus"' sim --bogus
-usage_error "downpour: trace info: unknown option '--bogus' (see downpour trace info --help)" trace info --bogus x.dptrace
-usage_error "downpour: trace info: unexpected argument 'b.dptrace'" trace info a.dptrace b.dptrace
+# one wording for every command: a flag is unknown, anything else unexpected
+for cmd in cluster local task hub view render serve run compare keys lessons fork sim; do
+    usage_error "downpour: $cmd: unknown flag \"--bogus\" (see --help)" $cmd --bogus
+done
+usage_error 'downpour: hub: unexpected argument "extra" (see --help)' hub extra
+usage_error 'downpour: keys: unexpected argument "extra" (see --help)' keys extra
+usage_error 'downpour: keys: unexpected argument "extra" (see --help)' keys --json extra
+usage_error 'downpour: lessons: unexpected argument "extra" (see --help)' lessons extra
+usage_error 'downpour: trace info: unknown flag "--bogus" (see --help)' trace info --bogus x.dptrace
+usage_error 'downpour: trace info: unexpected argument "b.dptrace" (see --help)' trace info a.dptrace b.dptrace
+usage_error 'downpour: trace captions: unexpected argument "b.dptrace" (see --help)' trace captions a.dptrace b.dptrace
+usage_error 'downpour: trace validate: unknown flag "--bogus" (see --help)' trace validate --bogus
+usage_error 'downpour: trace export: unexpected argument "b" (see --help)' trace export --chrome o.json a b
+# a flag one or two edits from one the command's --help names is suggested (a letter
+# lost, added, changed, or two swapped), by every parser
+suggest() {
+    usage_error "unknown flag \"$2\" (did you mean \"$3\"? see --help)" $1 "$2"
+}
+suggest view --sped --speed
+suggest view --compaer --compare
+suggest render --frame --frames
+suggest serve --folow --follow
+suggest hub --listn --listen
+suggest run --chek --check
+suggest compare --ste=steps=3 --set
+suggest fork --at-stp --at-step
+suggest lessons --dri --dir
+suggest keys --jsno --json
+suggest cluster --wokrers --workers
+suggest sim --stpes --steps
+usage_error 'downpour: trace info: unknown flag "--jsn" (did you mean "--json"? see --help)' trace info --jsn x
+usage_error 'downpour: trace export: unknown flag "--chrom" (did you mean "--chrome"? see --help)' trace export --chrom x
+# compare has no --quiz (run's): nothing of compare's is near it
+usage_error 'downpour: compare: unknown flag "--quiz" (see --help)' compare --quiz
 usage_error 'downpour: trace validate: missing TRACE' trace validate
 usage_error 'downpour: trace export: missing --chrome OUT.json' trace export x.dptrace
 # unknown subcommands, and a subcommand's wrong arguments

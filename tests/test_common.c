@@ -65,6 +65,34 @@ static void test_numbers(void)
               "1 Mbit/s is 125,000 bytes a second (got %g)", bps);
 }
 
+/* Edit distances worked by hand: each edit counted once, a swap of neighbours one edit. */
+static void test_edit_distance(void)
+{
+    static const struct { const char *a, *b; size_t want; } cases[] = {
+        {"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"steps", "steps", 0},
+        {"kitten", "sitting", 3},            /* k->s, e->i, +g */
+        {"stpes", "steps", 1},               /* p and e swapped */
+        {"ca", "abc", 3},                    /* a swap cannot be edited again: OSA's 3, not 2 */
+        {"wrokers", "workers", 1}, {"wokers", "workers", 1}, {"workers", "wokers", 1},
+        {"backup-workers", "backup_workers", 0},   /* a flag's dash against a key's underscore */
+        {"backup_workers", "backup-workers", 1},   /* ... one way only */
+        {"--sped", "--speed", 1}, {"--bogus", "--hosts", 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK_MSG(dp_edit_distance(cases[i].a, cases[i].b) == cases[i].want, "\"%s\" to \"%s\": %zu edits (got %zu)",
+                  cases[i].a, cases[i].b, cases[i].want, dp_edit_distance(cases[i].a, cases[i].b));
+    char long_name[80];
+    memset(long_name, 'x', 64);
+    long_name[64] = 0;
+    CHECK_MSG(dp_edit_distance(long_name, "x") == 99, "a name over 63 bytes is never near");
+    static const struct { const char *typed; size_t want; } limits[] = {
+        {"--dir", 1}, {"dir", 1}, {"--sped", 1}, {"--bogus", 2}, {"hiddenwx", 2}, {"hiddenwxy", 3}, {"--", 1},
+    };
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++)
+        CHECK_MSG(dp_suggest_edits(limits[i].typed) == limits[i].want, "\"%s\" may be %zu edits from a suggestion",
+                  limits[i].typed, limits[i].want);
+}
+
 /* xoshiro256** seeded through splitmix64, as the algorithms' authors publish them: seed 0
  * gives splitmix64's 0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f,
  * 0xf88bb8a8724c81ec as the state, then these outputs. */
@@ -156,6 +184,7 @@ int main(void)
     }
     test_buf();
     test_numbers();
+    test_edit_distance();
     test_rng();
     test_clocks();
     test_files();
