@@ -26,6 +26,13 @@ cp "$TMP/secret" "$TMP/open"; chmod 644 "$TMP/open"
 "$DOWNPOUR" task --secret-file "$TMP/open" --job_name=ps --task_index=0 --ps_hosts=127.0.0.1:1 \
     --worker_hosts=127.0.0.1:2 2>"$TMP/open.err"
 check "a world-readable --secret-file is refused" grep -a -q "open: readable by every user" "$TMP/open.err"
+# a NUL inside would cut the secret short where the environment carries it
+printf 'it-auth-secret-0123\000456789abcdef\n' >"$TMP/nul"; chmod 600 "$TMP/nul"
+timeout 10 "$DOWNPOUR" task --secret-file "$TMP/nul" --job_name=ps --task_index=0 --ps_hosts=127.0.0.1:1 \
+    --worker_hosts=127.0.0.1:2 2>"$TMP/nul.err"
+rc=$?
+check "a --secret-file holding a NUL byte is refused, exit 2 (rc $rc)" \
+    bash -c "[ $rc -eq 2 ] && grep -a -q 'nul: the secret holds a NUL byte' '$TMP/nul.err'"
 
 # --- a hand-started cluster with a secret, under attack -----------------------------------
 P=$(port); W0=$(port); W1=$(port)

@@ -440,6 +440,19 @@ static void test_handshake(struct ev_loop *loop)
     auth_key_clear(&k2);
 }
 
+/* Which listen hosts a ps or hub without a secret warns about: any but loopback's. */
+static void test_loopback_hosts(void)
+{
+    static const char *const local[] = {"127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"};
+    static const char *const open[] = {"0.0.0.0", "", "10.0.0.1", "::", "[fe80::1]", "1127.0.0.1",
+                                       "[10.0.0.1]", "localhost.example.org"};
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
+        CHECK_MSG(auth_host_is_loopback(local[i]) == 1, "\"%s\" is loopback", local[i]);
+    for (size_t i = 0; i < sizeof open / sizeof open[0]; i++)
+        CHECK_MSG(auth_host_is_loopback(open[i]) == 0, "\"%s\" is not loopback", open[i]);
+    CHECK_MSG(auth_host_is_loopback(NULL) == 0, "no host is not loopback");
+}
+
 static void test_limits(struct ev_loop *loop)
 {
     char err[DP_ERRLEN];
@@ -623,6 +636,7 @@ int main(void)
     test_reading(loop);
     test_writing(loop);
     test_handshake(loop);
+    test_loopback_hosts();
     test_limits(loop);
     ev_loop_destroy(loop);
     test_listen_inherited();
