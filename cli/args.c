@@ -22,7 +22,8 @@ const char *cli_flag_value(const char *cmd, int argc, char **argv, int *i, const
 }
 
 /* The flag HELP names nearest to NAME ("--x", without "=value"), copied into best; empty
- * when none is close enough (dp_suggest_edits). */
+ * when none is close enough (dp_suggest_edits), and never NAME itself (a help shared by
+ * subcommands names flags some of them do not take). */
 static void nearest_flag(const char *help, const char *name, char *best, size_t n)
 {
     size_t best_d = dp_suggest_edits(name) + 1;
@@ -36,7 +37,7 @@ static void nearest_flag(const char *help, const char *name, char *best, size_t 
             memcpy(flag, p, len);
             flag[len] = 0;
             size_t d = dp_edit_distance(name, flag);
-            if (d < best_d) {
+            if (d > 0 && d < best_d) {   /* itself: named in the help, but not here */
                 best_d = d;
                 memcpy(best, flag, len + 1);
             }

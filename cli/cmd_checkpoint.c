@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cmds.h"
 #include "common/dp.h"
 #include "runtime/ckpt.h"
@@ -13,8 +14,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: downpour checkpoint info DIR|FILE\n"
                "       downpour checkpoint diff A B [--tol X]   (A, B: checkpoint dirs or files)\n\n"
                "info lists the global step and every tensor (name, size, checksum, min/max).\n"
-               "diff exits 0 when every tensor matches within --tol (max absolute difference,\n"
-               "default 1e-5), 1 otherwise, and prints the largest difference per tensor.\n");
+               "diff prints the largest difference per tensor; it exits 0 when both are at the\n"
+               "same global step and every tensor matches within --tol (max absolute\n"
+               "difference, default 1e-5), 1 otherwise.\n");
 }
 
 int cmd_checkpoint(int argc, char **argv)
@@ -29,31 +31,47 @@ int cmd_checkpoint(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-    if (strcmp(argv[1], "info") && strcmp(argv[1], "diff")) {
-        fprintf(stderr, "downpour: checkpoint: unknown command '%s' (see downpour checkpoint --help)\n", argv[1]);
+    const char *sub = argv[1];
+    if (strcmp(sub, "info") && strcmp(sub, "diff")) {
+        fprintf(stderr, "downpour: checkpoint: unknown command '%s' (see downpour checkpoint --help)\n", sub);
         return 2;
     }
-    if (!strcmp(argv[1], "info") && argc == 3) {
-        if (ckpt_info(stdout, argv[2], err)) {
+    const char *cmd = !strcmp(sub, "info") ? "checkpoint info" : "checkpoint diff";
+    const char *paths[2];
+    int n = 0, want = !strcmp(sub, "info") ? 1 : 2;
+    double tol = 1e-5;
+    for (int i = 2; i < argc; i++) {
+        int bad = 0;
+        const char *v;
+        if (want == 2 && (v = cli_flag_value(cmd, argc, argv, &i, "--tol", &bad))) {
+            if (dp_parse_double(v, &tol) || tol < 0) {
+                fprintf(stderr, "downpour: %s: --tol: \"%s\" is not a number >= 0\n", cmd, v);
+                return 2;
+            }
+        } else if (bad) {
+            return 2;
+        } else if ((argv[i][0] == '-' && argv[i][1]) || n == want) {
+            return cli_unknown_usage(cmd, argv[i], usage);
+        } else {
+            paths[n++] = argv[i];
+        }
+    }
+    if (n < want) {
+        fprintf(stderr, "downpour: %s: expected %s (see downpour checkpoint --help)\n", cmd,
+                want == 1 ? "one DIR|FILE" : "A B [--tol X]");
+        return 2;
+    }
+    if (want == 1) {
+        if (ckpt_info(stdout, paths[0], err)) {
             fprintf(stderr, "downpour: checkpoint: %s\n", err);
             return 1;
         }
         return 0;
     }
-    if (!strcmp(argv[1], "diff") && (argc == 4 || argc == 6)) {
-        double tol = 1e-5;
-        int match;
-        if (argc == 6 && (strcmp(argv[4], "--tol") || dp_parse_double(argv[5], &tol) || tol < 0)) {
-            fprintf(stderr, "downpour: checkpoint diff: expected --tol X (X >= 0)\n");
-            return 2;
-        }
-        if (ckpt_diff(stdout, argv[2], argv[3], tol, &match, err)) {
-            fprintf(stderr, "downpour: checkpoint: %s\n", err);
-            return 1;
-        }
-        return match ? 0 : 1;
+    int match;
+    if (ckpt_diff(stdout, paths[0], paths[1], tol, &match, err)) {
+        fprintf(stderr, "downpour: checkpoint: %s\n", err);
+        return 1;
     }
-    fprintf(stderr, "downpour: checkpoint %s: expected %s (see downpour checkpoint --help)\n", argv[1],
-            !strcmp(argv[1], "info") ? "one DIR|FILE" : "A B [--tol X]");
-    return 2;
+    return match ? 0 : 1;
 }

@@ -154,7 +154,7 @@ int cmd_task(int argc, char **argv)
     if (note[0]) fprintf(stderr, "downpour: task: %s\n", note);
     cfg.n_ps = spec.n_ps;
     cfg.n_workers = spec.n_workers;
-    if (rt_config_check(&cfg, err) || rt_config_apply_secret(&cfg, err)) {
+    if (rt_config_check(&cfg, err) || rt_config_check_saves(&cfg, err) || rt_config_apply_secret(&cfg, err)) {
         fprintf(stderr, "downpour: task: %s\n", err);
         spec_release(&spec);
         return 2;

@@ -145,8 +145,9 @@ static const run_key keys[] = {
     {"save_checkpoint_steps", "faults", RUN_T_INT, "N", "0", NULL, 0, 1e9, 0, NULL, CTL, 0, NULL,
      "with --checkpoint-dir: also save every N global steps (0: only at the end; the last 5 kept); "
      "in a scenario, run and compare give each variant its own directory"},
-    {"save_checkpoint_secs", NULL, RUN_T_INT, "S", "0", NULL, 0, 1e9, 0, NULL, CTL, 0, NULL,
-     "with --checkpoint-dir: also save every S seconds (0: off)"},
+    {"save_checkpoint_secs", "faults", RUN_T_INT, "S", "0", NULL, 0, 1e9, 0, NULL, CTL, 0, NULL,
+     "with --checkpoint-dir: also save every S seconds (0: off); in a scenario, as "
+     "save_checkpoint_steps"},
     {"connect_timeout", NULL, RUN_T_INT, "S", "60", NULL, 1, 86400, 0, NULL, CT, 0, NULL,
      "seconds a worker waits for its ps"},
     {"transport", NULL, RUN_T_ENUM, "T", "tcp", NULL, 0, 0, 0, "tcp|shm", CT, 0, NULL,

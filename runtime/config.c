@@ -177,6 +177,18 @@ int rt_config_check(const rt_config *c, char *err)
     return DP_OK;
 }
 
+int rt_config_check_saves(const rt_config *c, char *err)
+{
+    if (c->checkpoint_dir[0]) return DP_OK;
+    if (c->save_ckpt_steps > 0)
+        return dp_fail(err, DP_EINVAL, "--save-checkpoint-steps %d: saves only with --checkpoint-dir DIR",
+                       c->save_ckpt_steps);
+    if (c->save_ckpt_secs > 0)
+        return dp_fail(err, DP_EINVAL, "--save-checkpoint-secs %d: saves only with --checkpoint-dir DIR",
+                       c->save_ckpt_secs);
+    return DP_OK;
+}
+
 int rt_config_apply_secret(const rt_config *c, char *err)
 {
     if (c->secret_file[0]) return auth_secret_file_to_env(c->secret_file, err);

@@ -78,6 +78,11 @@ int rt_config_set(rt_config *c, const char *name, const char *text, const char *
  * Returns 0 or DP_EINVAL with a message. */
 int rt_config_check(const rt_config *c, char *err);
 
+/* The command line's check that --save-checkpoint-steps and --save-checkpoint-secs have
+ * a --checkpoint-dir to save into (run and compare give a scenario's variants one of
+ * their own after rt_config_check, so it is not part of that). 0 or DP_EINVAL. */
+int rt_config_check_saves(const rt_config *c, char *err);
+
 /* --secret-file: puts the file's secret in $DOWNPOUR_SECRET (net/auth.h), where every
  * connection of this process and of the tasks it starts finds it. Without the flag,
  * checks the secrets the environment gives ($DOWNPOUR_SECRET, $DOWNPOUR_HUB_SECRET).

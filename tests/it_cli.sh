@@ -77,7 +77,12 @@ usage_error "downpour: trace: unknown command 'bogus' (see downpour trace --help
 usage_error "downpour: checkpoint: unknown command 'bogus' (see downpour checkpoint --help)" checkpoint bogus x
 usage_error 'downpour: checkpoint info: expected one DIR|FILE' checkpoint info
 usage_error 'downpour: checkpoint diff: expected A B [--tol X]' checkpoint diff a
-usage_error 'downpour: checkpoint diff: expected --tol X (X >= 0)' checkpoint diff a b --tol -1
+usage_error 'downpour: checkpoint diff: --tol: "-1" is not a number >= 0' checkpoint diff a b --tol -1
+usage_error 'downpour: checkpoint diff: --tol: "nan" is not a number >= 0' checkpoint diff --tol=nan a b
+usage_error 'downpour: checkpoint diff: expected A B [--tol X]' checkpoint diff --tol 1 a
+usage_error 'downpour: checkpoint diff: unexpected argument "c" (see --help)' checkpoint diff a b c
+usage_error 'downpour: checkpoint info: unexpected argument "b" (see --help)' checkpoint info a b
+usage_error 'downpour: checkpoint info: unknown flag "--tol" (see --help)' checkpoint info a --tol 1
 usage_error 'downpour: unknown command "bogus" (see downpour --help)' bogus
 usage_error 'downpour: render: need TRACE and exactly one of --out FILE, --frames DIR or --sheet FILE' render
 usage_error 'downpour: serve: need a TRACE' serve
@@ -97,6 +102,18 @@ TWO='{"cluster":{"ps":["127.0.0.1:1"],"worker":["127.0.0.1:2","127.0.0.1:3"]},"t
 TF_CONFIG=$TWO usage_error 'downpour: task: --backup-workers: 2 leaves no replica to aggregate with 2 workers' \
     task --backup-workers 2
 TF_CONFIG=$TWO usage_error 'downpour: task: --prefetch: only with --mode async' task --mode sync --prefetch
+# periodic saves with nowhere to save them (TensorFlow says nothing and saves nothing)
+TF_CONFIG=$TWO usage_error 'downpour: task: --save-checkpoint-steps 10: saves only with --checkpoint-dir DIR' \
+    task --save-checkpoint-steps 10
+usage_error 'downpour: cluster: --save-checkpoint-secs 5: saves only with --checkpoint-dir DIR' \
+    cluster --save-checkpoint-secs 5
+usage_error 'downpour: local: --save-checkpoint-steps 2: saves only with --checkpoint-dir DIR' \
+    local --save-checkpoint-steps 2
+# ... which a scenario's variants get of their own, for the seconds' rule as for the steps'
+printf '[scenario]\ntitle = t\nengine = real\n[faults]\nsave_checkpoint_secs = 5\nsave_checkpoint_steps = 9\n' \
+    >"$TMP/saves.ini"
+check "save_checkpoint_secs and _steps are [faults] keys of a scenario" \
+    bash -c "'$DOWNPOUR' run --check '$TMP/saves.ini' | grep -q '^ok'"
 
 # a secret from the environment that is too short: refused before any task starts (each
 # task refused it on its own before, one line apiece)
