@@ -185,13 +185,15 @@ int cmd_lessons(int argc, char **argv)
 }
 
 static const char usage_fork[] =
-    "usage: downpour fork TRACE --at-step N --set KEY=VALUE... [--out FORK.dptrace]\n\n"
+    "usage: downpour fork TRACE --at-step N [--set KEY=VALUE]... [--out FORK.dptrace]\n\n"
     "Fork from here: the recorded run TRACE continues from global step N in the\n"
     "simulator with KEY changed (add a backup worker, switch to async, slow a worker,\n"
     "add a ps). The simulator is calibrated from the trace up to step N; the fork's\n"
     "events start at global step N + 1 on the recorded run's clock, so\n"
     "`downpour view TRACE --compare FORK` shows both from the same instant (the fork\n"
-    "is labelled simulated). Default output: TRACE without .dptrace + -fork-N.dptrace.\n";
+    "is labelled simulated). Default output: TRACE without .dptrace + -fork-N.dptrace.\n"
+    "It runs to the recorded run's last step, or to --set steps=N; without --set it is\n"
+    "the simulator's own continuation of the run as recorded.\n";
 
 int cmd_fork(int argc, char **argv)
 {

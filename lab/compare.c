@@ -256,6 +256,16 @@ int lab_compare(const char *path, const lab_options *o, char *err)
         rc = dp_fail(err, DP_EINVAL, "%s: no [compare] section (vary = KEY: V1, V2, ...)", path);
         goto fail;
     }
+    for (int i = 0; i < o->n_sets; i++)   /* every variant the same: no comparison left */
+        for (int j = 0; j < s->n_vary; j++) {
+            size_t kl = strcspn(o->sets[i], "=");
+            if (strlen(s->vary[j].key->name) == kl && !strncmp(o->sets[i], s->vary[j].key->name, kl)) {
+                rc = dp_fail(err, DP_EINVAL, "--set %s: %s:%d varies %s itself; edit that line to compare other "
+                             "values, or `downpour run` one variant with --set", s->vary[j].key->name, path,
+                             s->vary[j].line, s->vary[j].key->name);
+                goto fail;
+            }
+        }
     if (n > LAB_MAX_VARIANTS) {
         rc = dp_fail(err, DP_EINVAL, "%s: %d variants; a report compares at most %d", path, n, LAB_MAX_VARIANTS);
         n = 0;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -31,6 +32,11 @@ static char *fork_meta(const char *trace, int64_t at_step, const lab_options *o)
 
 int lab_fork(const char *trace, int64_t at_step, const lab_options *o, const char *out_trace, char *err)
 {
+    struct stat in, out;
+    if (!strcmp(trace, out_trace) ||
+        (stat(trace, &in) == 0 && stat(out_trace, &out) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino))
+        return dp_fail(err, DP_EINVAL, "--out %s: that is the recorded run itself; the fork needs a file of "
+                       "its own", out_trace);
     sim_options *so = xmalloc(sizeof *so);
     sim_calibration cal;
     memset(&cal, 0, sizeof cal);
@@ -38,19 +44,7 @@ int lab_fork(const char *trace, int64_t at_step, const lab_options *o, const cha
     sim_options_init(so);
     int rc = DP_OK;
     /* the changed keys first: calibration fills only what was not given */
-    for (int i = 0; i < o->n_sets && !rc; i++) {
-        const char *eq = strchr(o->sets[i], '=');
-        char key[64], what[96];
-        size_t kl = eq ? (size_t)(eq - o->sets[i]) : 0;
-        if (!eq || kl == 0 || kl >= sizeof key) {
-            rc = dp_fail(err, DP_EINVAL, "--set: \"%s\" is not KEY=VALUE", o->sets[i]);
-            break;
-        }
-        memcpy(key, o->sets[i], kl);
-        key[kl] = 0;
-        snprintf(what, sizeof what, "--set %s", key);
-        rc = sim_options_set(so, key, eq + 1, what, err);
-    }
+    rc = lab_apply_sets(o, RUN_SIM, so, err);
     if (rc) goto out;
     rc = sim_calibrate_until(trace, at_step, &cal, err);
     if (rc) goto out;
@@ -61,12 +55,17 @@ int lab_fork(const char *trace, int64_t at_step, const lab_options *o, const cha
     }
     sim_options_calibrate(so, &cal);
     sim_config *c = &so->c;
-    if (cal.steps <= at_step) {
-        rc = dp_fail(err, DP_EINVAL, "%s: global step %lld is the run's last (steps = %d): nothing to continue",
-                     trace, (long long)at_step, cal.steps);
+    int64_t last = c->steps;   /* the recorded run's, or --set steps=N's */
+    if (last <= at_step) {
+        if (last != cal.steps)
+            rc = dp_fail(err, DP_EINVAL, "--set steps=%lld: the fork starts after global step %lld; give a "
+                         "later step to continue to", (long long)last, (long long)at_step);
+        else
+            rc = dp_fail(err, DP_EINVAL, "%s: global step %lld is the run's last (steps = %d): nothing to "
+                         "continue (--set steps=N continues further)", trace, (long long)at_step, cal.steps);
         goto out;
     }
-    c->steps = cal.steps - at_step;
+    c->steps = (int)(last - at_step);
     c->step_offset = at_step;
     c->local_offset = c->mode == MODE_ASYNC ? at_step / (c->n_workers > 0 ? c->n_workers : 1) : at_step;
     c->time_offset_ns = cal.until_ns;
@@ -77,7 +76,7 @@ int lab_fork(const char *trace, int64_t at_step, const lab_options *o, const cha
     rc = sim_config_check(c, err);
     if (rc) goto out;
     fprintf(stderr, "downpour: fork: %s at global step %lld (t = %.3f s), continued by the simulator to "
-                    "step %lld\n", trace, (long long)at_step, (double)cal.until_ns / 1e9, (long long)cal.steps);
+                    "step %lld\n", trace, (long long)at_step, (double)cal.until_ns / 1e9, (long long)last);
     sim_result r;
     rc = sim_run(c, &r, err);
     if (!rc) {

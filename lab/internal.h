@@ -18,6 +18,12 @@ int lab_config_real(const scenario *s, int variant, const lab_options *o, rt_con
 int lab_config_sim(const scenario *s, int variant, const lab_options *o, sim_options *so, char *skipped,
                    size_t n, char *err);
 
+/* o's --set KEY=VALUE overrides into an rt_config (engine RUN_REAL) or sim_options
+ * (RUN_SIM), through the setter the file's keys go through; an unknown key is refused with
+ * the nearest one, and so are the keys of where the output goes (trace, summary, hub,
+ * view: --out's). 0 or DP_EINVAL naming the --set. */
+int lab_apply_sets(const lab_options *o, int engine, void *ctx, char *err);
+
 /* Only the check of variant `variant`'s configuration for `engine`, as above. */
 int lab_config_ok(const scenario *s, int engine, int variant, const lab_options *o, char *err);
 

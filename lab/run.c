@@ -42,9 +42,13 @@ static int set_sim(void *ctx, const char *key, const char *value, const char *wh
     return sim_options_set(ctx, key, value, what, err);
 }
 
-/* The --set KEY=VALUE overrides, through the same setter as the file's keys. */
-static int apply_sets(const lab_options *o, scn_set_fn set, void *ctx, char *err)
+/* The keys no --set may give: where a run's events and summary go is run's, compare's
+ * and fork's own (--out DIR, --out FORK, --no-view). */
+static const char *const owned_keys[] = {"trace", "summary", "hub", "view"};
+
+int lab_apply_sets(const lab_options *o, int engine, void *ctx, char *err)
 {
+    scn_set_fn set = engine == RUN_SIM ? set_sim : set_real;
     for (int i = 0; i < o->n_sets; i++) {
         const char *eq = strchr(o->sets[i], '=');
         char key[64], what[96];
@@ -58,6 +62,10 @@ static int apply_sets(const lab_options *o, scn_set_fn set, void *ctx, char *err
             if (near) return dp_fail(err, DP_EINVAL, "--set: unknown key \"%s\" (did you mean \"%s\"?)", key, near->name);
             return dp_fail(err, DP_EINVAL, "--set: unknown key \"%s\" (see downpour keys)", key);
         }
+        for (size_t k = 0; k < DP_ARRAY_LEN(owned_keys); k++)
+            if (!strcmp(key, owned_keys[k]))
+                return dp_fail(err, DP_EINVAL, "--set %s: run, compare and fork choose where their output goes "
+                               "(--out; run's --no-view)", key);
         snprintf(what, sizeof what, "--set %s", key);
         int rc = set(ctx, key, eq + 1, what, err);
         if (rc) return rc;
@@ -88,7 +96,7 @@ int lab_config_real(const scenario *s, int variant, const lab_options *o, rt_con
 {
     rt_config_init(cfg);
     int rc = scenario_apply(s, RUN_REAL, variant, set_real, cfg, skipped, n, err);
-    if (!rc && o) rc = apply_sets(o, set_real, cfg, err);
+    if (!rc && o) rc = lab_apply_sets(o, RUN_REAL, cfg, err);
     if (!rc) rc = rt_config_check(cfg, err);
     if (rc) name_file(s, err);
     return rc;
@@ -99,7 +107,7 @@ int lab_config_sim(const scenario *s, int variant, const lab_options *o, sim_opt
 {
     sim_options_init(so);
     int rc = scenario_apply(s, RUN_SIM, variant, set_sim, so, skipped, n, err);
-    if (!rc && o) rc = apply_sets(o, set_sim, so, err);
+    if (!rc && o) rc = lab_apply_sets(o, RUN_SIM, so, err);
     if (!rc) rc = sim_config_check(&so->c, err);
     if (rc) name_file(s, err);
     return rc;

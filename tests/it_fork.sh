@@ -43,5 +43,28 @@ check "the fork tells how to watch both" grep -q "downpour view $T --compare $TM
 "$DOWNPOUR" fork "$T" --at-step 5000 --set backup_workers=1 --out "$TMP/f2.dptrace" >/dev/null 2>"$TMP/e.err"
 check "a step the run never reached is refused with the run's last step" grep -q "never reached global step 5000 (it ends at 300)" "$TMP/e.err"
 "$DOWNPOUR" fork "$T" --at-step 100 --set wrokers=2 --out "$TMP/f3.dptrace" >/dev/null 2>"$TMP/e.err"
-check "an unknown key is refused" grep -q -- "--set wrokers: unknown key" "$TMP/e.err"
+check "an unknown key is refused, with the nearest one" \
+    grep -q -- '--set: unknown key "wrokers" (did you mean "workers"?)' "$TMP/e.err"
+# --set steps=N continues to step N, past the recorded run's end
+"$DOWNPOUR" fork "$T" --at-step 250 --set steps=420 --out "$TMP/f4.dptrace" >"$TMP/f4.json" 2>/dev/null
+got=$(json "$TMP/f4.json" global_step)
+last=$("$DOWNPOUR" trace info "$TMP/f4.dptrace" 2>/dev/null | grep -o 'global step [0-9]*$')
+check "--set steps=420 continues to global step 420 (summary $got, trace: $last)" \
+    test "$got" = 420 -a "$last" = "global step 420"
+"$DOWNPOUR" fork "$T" --at-step 250 --set steps=200 --out "$TMP/f5.dptrace" >/dev/null 2>"$TMP/e.err"
+rc=$?
+check "--set steps=200 before the fork's step 250 is refused, exit 2 (rc $rc)" \
+    bash -c "[ $rc -eq 2 ] && grep -q -- '--set steps=200: the fork starts after global step 250' '$TMP/e.err' && [ ! -e '$TMP/f5.dptrace' ]"
+"$DOWNPOUR" fork "$T" --at-step 100 --set trace="$TMP/f6.dptrace" --out "$TMP/f7.dptrace" >/dev/null 2>"$TMP/e.err"
+check "--set trace= is refused: --out names the fork's file" \
+    bash -c "grep -q -- '--set trace: run, compare and fork choose where their output goes' '$TMP/e.err' && [ ! -e '$TMP/f6.dptrace' ] && [ ! -e '$TMP/f7.dptrace' ]"
+# the fork never overwrites the run it forks, by its name or by another
+cp "$T" "$TMP/rec.dptrace"
+ln -s rec.dptrace "$TMP/link.dptrace"
+for out in "$TMP/rec.dptrace" "$TMP/link.dptrace"; do
+    "$DOWNPOUR" fork "$TMP/rec.dptrace" --at-step 100 --set mode=async --out "$out" >/dev/null 2>"$TMP/e.err"
+    rc=$?
+    check "--out ${out##*/}: the recorded run itself is refused, exit 2, and left as it was (rc $rc)" \
+        bash -c "[ $rc -eq 2 ] && grep -q 'that is the recorded run itself' '$TMP/e.err' && cmp -s '$T' '$TMP/rec.dptrace'"
+done
 done_tests

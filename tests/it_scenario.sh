@@ -275,6 +275,18 @@ for bad in "=5" "workers" "$long=1"; do
     check "--set '${bad:0:12}' (${#bad} characters) is not KEY=VALUE (rc $rc)" \
         bash -c "[ $rc -eq 2 ] && grep -qx -- 'downpour: run: $TMP/real.ini: --set: \"$bad\" is not KEY=VALUE' '$TMP/set.err'"
 done
+# where the output goes is run's own (--out, --no-view): a --set of it would be dropped
+for key in trace summary hub view; do
+    "$DOWNPOUR" run "$TMP/real.ini" --no-view --out "$TMP/owned" --set $key=x >/dev/null 2>"$TMP/set.err"
+    rc=$?
+    check "--set $key=...: refused, exit 2, nothing run (rc $rc)" \
+        bash -c "[ $rc -eq 2 ] && grep -q -- '--set $key: run, compare and fork choose where their output goes' '$TMP/set.err' && [ ! -e '$TMP/owned/trace.dptrace' ]"
+done
+# compare with a --set of the key it varies would run the same variant twice
+"$DOWNPOUR" compare scenarios/sync-vs-async.ini --out "$TMP/same" --set mode=async >/dev/null 2>"$TMP/set.err"
+rc=$?
+check "compare --set of the varied key: refused, exit 2, naming the vary line (rc $rc)" \
+    bash -c "[ $rc -eq 2 ] && grep -q -- '--set mode: scenarios/sync-vs-async.ini:[0-9]* varies mode itself' '$TMP/set.err' && [ ! -e '$TMP/same' ]"
 "$DOWNPOUR" run "$TMP/real.ini" --no-view --set workers=0 >/dev/null 2>"$TMP/set.err"
 check "--set values get the same checks" grep -q -- '--set workers: 0 is outside 1..65536' "$TMP/set.err"
 # straggler = none clears the file's stragglers: the run equals one without any.
