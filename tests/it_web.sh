@@ -186,6 +186,15 @@ fst=$(val "$TMP/follow.txt" step_t)
 render_ns "${fst:-0}" "$TMP/ref-fstep.png"
 check "--follow: a step from page a moves page b to render of $fst ns" cmp -s "$TMP/follow-b-step.png" "$TMP/ref-fstep.png"
 check "--follow: two moments for two pages: frames_rendered = 2" [ "$(val "$TMP/follow.txt" frames_rendered)" = 2 ]
+# Without --follow each page has a position of its own, which starts as the server's does:
+# at --at, paused with --paused, unless the page's address says otherwise.
+serve P "$T" --listen 127.0.0.1:0 --size ${W}x$H --paused --at 2.5
+timeout 30 $CLIENT start "$URL_P" a b:paused=0 >"$TMP/start.txt" 2>&1
+stop "$PID_P"
+check "serve --paused --at 2.5: a page starts paused at 2.5 s ($(tr '\n' ' ' <"$TMP/start.txt"))" \
+    [ "$(val "$TMP/start.txt" a_playing)" = 0 -a "$(val "$TMP/start.txt" a_t)" = 2.500 ]
+check "... and one whose address says paused=0 plays from there" \
+    bash -c "[ '$(val "$TMP/start.txt" b_playing)' = 1 ] && python3 -c 'import sys; sys.exit(not float(sys.argv[1]) > 2.6)' '$(val "$TMP/start.txt" b_t)'"
 
 # ---- (c) 50 clients, one stalled -------------------------------------------------------------
 serve C "$LONG" --listen 127.0.0.1:0 --size 480x270 --fps 10 --follow --idle-timeout 2
@@ -305,6 +314,15 @@ else
     timeout 20 $CLIENT full "$(awk '/^serving /{print $2}' "$TMP/vn.out")" 0 2 >"$TMP/vn.txt" 2>&1
     wait "$NVIEW"
     shown=$(sed -n 's/^saved .* message=//p' "$TMP/vn.out")
+    # Without --follow the pages start where the window does: --at, --paused.
+    DISPLAY=":$DISP" ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 60 "$DOWNPOUR" view "$T" --paused \
+        --at 2.5 --size 1280x720 --serve 127.0.0.1:0 --script "wait:4000,q" >"$TMP/vp.out" 2>"$TMP/vp.err" &
+    PVIEW=$!
+    for _ in $(seq 100); do grep -q '^serving ' "$TMP/vp.out" && break; sleep 0.1; done
+    timeout 20 $CLIENT start "$(awk '/^serving /{print $2}' "$TMP/vp.out")" p >"$TMP/vp.txt" 2>&1
+    wait "$PVIEW"
+    check "view --paused --at 2.5 --serve: a page starts paused at 2.5 s too ($(tr '\n' ' ' <"$TMP/vp.txt"))" \
+        [ "$(val "$TMP/vp.txt" p_playing)" = 0 -a "$(val "$TMP/vp.txt" p_t)" = 2.500 ]
     check "view --serve: 3 answers on the page are on the window's message line ('$shown')" \
         test "$shown" = "question 1 (step 10): 3 answered: A 3, B 0, C 0"
     kill "$XVFB" 2>/dev/null; wait "$XVFB" 2>/dev/null

@@ -205,6 +205,27 @@ def mode_follow(url, outdir):
     b.close()
 
 
+def mode_start(url, pages):
+    """For each page NAME[:paused=0|1]: opens its stream (with that query), reads its first
+    frame, waits a second, then prints NAME's /state: playing and t."""
+    streams = []
+    for spec in pages:
+        name, _, q = spec.partition(':')
+        query = dict(id=name)
+        if q:
+            k, _, v = q.partition('=')
+            query[k] = v
+        st = Stream(url, query)
+        st.part()
+        streams.append((name, st))
+    time.sleep(1.0)
+    for name, st in streams:
+        j = get_json(url, '/state?id=' + name)[1]
+        out(name + '_playing', int(bool(j['playing'])))
+        out(name + '_t', '%.3f' % j['t'])
+        st.close()
+
+
 def mode_share(url):
     a = Stream(url, dict(id='x', at='2.5', paused='1'))
     pa = a.part()
@@ -626,6 +647,8 @@ def main():
         mode_live(args[0])
     elif mode == 'share':
         mode_share(args[0])
+    elif mode == 'start':
+        mode_start(args[0], args[1:])
     elif mode == 'crowd':
         mode_crowd(args[0], int(args[1]))
     elif mode == 'cap':

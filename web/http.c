@@ -207,7 +207,7 @@ static enum MHD_Result serve_stream(web_server *w, struct MHD_Connection *conn, 
         snprintf(anon, sizeof anon, "anon-%llu", (unsigned long long)w->st.streams_total);
         id = anon;
     }
-    s->c = web_cursor_attach(w, id, at, paused && strcmp(paused, "0"), speed);
+    s->c = web_cursor_attach(w, id, at, paused ? strcmp(paused, "0") != 0 : -1, speed);
     if (s->c) w->st.streams_now++, w->st.streams_total++;
     pthread_mutex_unlock(&w->mu);
     if (!s->c) {

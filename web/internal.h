@@ -111,7 +111,8 @@ int web_player_start(web_server *w, char *err);
 void web_player_stop(web_server *w);
 
 /* The cursor a stream of page `name` shows, created at (at_s, paused, speed) when new
- * (at_s < 0: where the server's position is; speed <= 0: the server's speed). In follow
+ * (at_s < 0: where the server's position is; paused < 0: as the server's starts, --paused;
+ * speed <= 0: the server's speed). In follow
  * mode, always the server's. Takes a stream reference (release with web_cursor_release).
  * NULL when the cap on cursors is reached. Call with mu held. */
 web_cursor *web_cursor_attach(web_server *w, const char *name, double at_s, int paused,

@@ -88,7 +88,7 @@ const char web_page_html[] =
     "    } else if (st && !st.follow) {\n"
     "      p.set('at', String(st.t));\n"
     "      p.set('speed', String(st.speed));\n"
-    "      if (!st.playing) p.set('paused', '1');\n"
+    "      p.set('paused', st.playing ? '0' : '1');\n"
     "    }\n"
     "    p.set('n', String(reopened));\n"
     "    return '/stream?' + p;\n"

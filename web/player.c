@@ -99,6 +99,7 @@ web_cursor *web_cursor_attach(web_server *w, const char *name, double at_s, int 
     if (!c) {
         if (w->st.cursors_now >= (uint64_t)w->opt.max_conns) return NULL;
         if (at_s < 0) at_s = w->opt.at_s;
+        if (paused < 0) paused = w->opt.start_paused;
         c = cursor_new(w, name, at_s, paused, speed);
     }
     c->refs++;

@@ -259,8 +259,8 @@ int web_view(const viz_app_options *vopt, const web_options *wopt, FILE *out)
     o.trace = vopt->trace;
     o.connect = vopt->connect;
     o.driven = o.follow;
-    if (o.follow && o.at_s < 0) o.at_s = vopt->at_s;
-    if (o.follow) o.start_paused = 1;   /* the window's first tick sets it */
+    if (o.at_s < 0) o.at_s = vopt->at_s;   /* every page starts where the window does */
+    o.start_paused = o.follow ? 1 : vopt->start_paused;   /* following: the window's first tick sets it */
     signal(SIGPIPE, SIG_IGN);
     web_server *w = web_server_new(&o, err);
     if (!w) {
