@@ -98,5 +98,11 @@ int main(void)
     /* The shared types are the same in both protocols. */
     for (int t = NET_T_ERROR; t <= NET_T_AUTH_OK; t++)
         CHECK(!strcmp(proto_type_name(t), net_type_name(&evt_wire_proto, t)));
+    /* A type outside the table (a peer's, in an error message) is "?", never read past it. */
+    static const int outside[] = {0, -1, -70000, 1 << 30};
+    for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++)
+        CHECK_MSG(!strcmp(net_type_name(&proto_ps, outside[i]), "?"), "type %d is \"?\"", outside[i]);
+    CHECK(!strcmp(net_type_name(&proto_ps, proto_ps.ntypes), "?"));
+    CHECK(!strcmp(net_type_name(&evt_wire_proto, evt_wire_proto.ntypes + 1000000), "?"));
     return CHECK_DONE();
 }
