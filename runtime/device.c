@@ -41,6 +41,7 @@ struct dev_set {
     dev_dev dev[DEV_MAX];
     char job[32];
     int task;
+    char task_name[64];   /* "/job:worker/replica:0/task:1" */
 };
 
 static void *dev_thread(void *p)
@@ -110,6 +111,7 @@ dev_set *dev_set_new(const char *job, int task, int n_cpu, int max_gpu, char *er
     dev_set *s = xcalloc(1, sizeof *s);
     snprintf(s->job, sizeof s->job, "%s", job);
     s->task = task;
+    snprintf(s->task_name, sizeof s->task_name, "/job:%s/replica:0/task:%d", s->job, task);
     for (int i = 0; i < n_cpu + n_gpu; i++) {
         int gpu = i >= n_cpu;
         if (dev_start(s, gpu ? DEV_GPU : DEV_CPU, gpu ? i - n_cpu : i, err)) {
@@ -162,6 +164,11 @@ int dev_index(const dev_set *s, dev_kind kind, int k)
     for (int i = 0; i < s->n; i++)
         if (s->dev[i].kind == kind && s->dev[i].ordinal == k) return i;
     return -1;
+}
+
+const char *dev_task_name(const dev_set *s)
+{
+    return s->task_name;
 }
 
 const char *dev_name(const dev_set *s, int d)
@@ -323,29 +330,34 @@ int dev_rules_parse(const char *text, dev_rule *rules, int *n, int max, const ch
     return DP_OK;
 }
 
+int dev_rule_first(const dev_rule *rules, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!fnmatch(rules[i].pattern, name, 0)) return i;
+    return -1;
+}
+
 int dev_place(const dev_set *s, const dev_rule *rules, int n_rules, const char *name, int def,
               int soft, int *fell_back, char *err)
 {
     if (fell_back) *fell_back = 0;
-    for (int i = 0; i < n_rules; i++) {
-        if (fnmatch(rules[i].pattern, name, 0)) continue;
-        char canon[DEV_NAME_MAX + 16];
-        int d = dev_find(s, rules[i].device, canon, sizeof canon, err);
-        if (d >= 0) return d;
-        if (d != -1) return d;
-        if (soft) {
-            if (fell_back) *fell_back = 1;
-            return def;
-        }
-        char avail[DEV_MAX * (DEV_NAME_MAX + 2)];
-        size_t o = 0;
-        avail[0] = 0;
-        for (int k = 0; k < s->n; k++)
-            o += (size_t)snprintf(avail + o, sizeof avail - o, "%s%s", k ? ", " : "", s->dev[k].name);
-        return dp_fail(err, DP_EINVAL, "Cannot assign a device for operation '%s': Could not satisfy "
-                       "explicit device specification '%s' because no devices matching that "
-                       "specification are registered in this process; available devices: %s",
-                       name, canon, avail);
+    int i = dev_rule_first(rules, n_rules, name);
+    if (i < 0) return def;
+    char canon[DEV_NAME_MAX + 16];
+    int d = dev_find(s, rules[i].device, canon, sizeof canon, err);
+    if (d >= 0) return d;
+    if (d != -1) return d;
+    if (soft) {
+        if (fell_back) *fell_back = 1;
+        return def;
     }
-    return def;
+    char avail[DEV_MAX * (DEV_NAME_MAX + 2)];
+    size_t o = 0;
+    avail[0] = 0;
+    for (int k = 0; k < s->n; k++)
+        o += (size_t)snprintf(avail + o, sizeof avail - o, "%s%s", k ? ", " : "", s->dev[k].name);
+    return dp_fail(err, DP_EINVAL, "Cannot assign a device for operation '%s': Could not satisfy "
+                   "explicit device specification '%s' because no devices matching that "
+                   "specification are registered in this process; available devices: %s",
+                   name, canon, avail);
 }

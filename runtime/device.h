@@ -42,6 +42,8 @@ int dev_ordinal(const dev_set *s, int d);
 int dev_index(const dev_set *s, dev_kind kind, int k);
 /* Full TensorFlow name; borrowed until dev_set_free. */
 const char *dev_name(const dev_set *s, int d);
+/* The task the devices belong to: "/job:worker/replica:0/task:1". */
+const char *dev_task_name(const dev_set *s);
 /* A GPU device's CUDA context (NULL for a CPU): use it only inside dev_call(s, d, ...). */
 gpu_ctx *dev_gpu(const dev_set *s, int d);
 
@@ -77,6 +79,9 @@ int dev_rule_parse(const char *text, dev_rule *r, const char *what, char *err);
 /* Parses a list of rules separated by ',' or ';' (the [placement] device_for key) into
  * rules[*n..max), advancing *n. */
 int dev_rules_parse(const char *text, dev_rule *rules, int *n, int max, const char *what, char *err);
+
+/* The first of the n rules whose pattern matches `name`, or -1. */
+int dev_rule_first(const dev_rule *rules, int n, const char *name);
 
 /* The device of op `name`: the first rule whose pattern matches it, else `def`. A rule
  * naming a device this task does not have is TensorFlow's error ("Cannot assign a device

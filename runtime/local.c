@@ -463,13 +463,7 @@ int local_run(const rt_config *cfg, const char *self, char *err)
     }
     rc = start_events(r, self, err);
     if (rc) goto out;
-    /* the towers speak through the instrumentation from here on */
-    tw_free(r->tw);
-    r->tw = tw_new(cfg, r->devs, cfg->strategy, r->in, err);
-    if (!r->tw) {
-        rc = DP_EINVAL;
-        goto out;
-    }
+    tw_set_instr(r->tw, r->in);   /* the towers speak through the instrumentation from here on */
     announce(r);
     if (!cfg->quiet)
         dp_log(DP_LOG_INFO, "local", "training on %d device%s%s (%s, %d tower%s)", dev_count(r->devs),

@@ -32,6 +32,9 @@ struct tw_set {
     int n;
     tw_tower tw[TW_MAX];
     uint32_t dev_ids[DEV_MAX];
+    dev_rule rules[DEV_MAX_RULES];   /* --device-for, parsed once */
+    int n_rules;
+    unsigned char rule_used[DEV_MAX_RULES];   /* a rule was the first to match a name */
     /* this step */
     float *const *params;
     float *const *grads;
@@ -102,14 +105,33 @@ static int is_hidden_op(int op)
            op == GOP_Y;
 }
 
+/* The rule that decides name's device has been used. */
+static void note_rule(tw_set *t, const char *name)
+{
+    int r = dev_rule_first(t->rules, t->n_rules, name);
+    if (r >= 0) t->rule_used[r] = 1;
+}
+
+/* A rule that matched no op or variable is surely a misspelt pattern (a tower's ops are
+ * "tower_0/hidden/MatMul", a lone one's "hidden/MatMul"): said once, as a warning. */
+static void warn_unused_rules(const tw_set *t)
+{
+    char example[160];
+    in_tower(&t->tw[0], graph_op_name(GOP_HID_MATMUL), example, sizeof example);
+    for (int r = 0; r < t->n_rules; r++)
+        if (!t->rule_used[r])
+            dp_log(DP_LOG_WARN, dev_task_name(t->devs),
+                   "--device-for '%s=%s' matches no op or variable here, so it places nothing (names "
+                   "are like '%s'; --log-device-placement lists them)",
+                   t->rules[r].pattern, t->rules[r].device, example);
+}
+
 /* Places tower w's ops and variables: the strategy's default, then the rules. */
 static int place_tower(tw_set *t, tw_tower *w, const rt_config *cfg, int strategy, const int *cdev,
                        int n_cdev, char *err)
 {
-    dev_rule rules[DEV_MAX_RULES];
-    int n_rules = 0;
-    int rc = dev_rules_parse(cfg->device_for, rules, &n_rules, DEV_MAX_RULES, "--device-for", err);
-    if (rc) return rc;
+    const dev_rule *rules = t->rules;
+    int n_rules = t->n_rules;
     int first = cdev[0], second = n_cdev > 1 ? cdev[1] : cdev[0];
     int partitioned = 0;
     for (int op = 0; op < GOP_COUNT; op++) {
@@ -122,9 +144,9 @@ static int place_tower(tw_set *t, tw_tower *w, const rt_config *cfg, int strateg
         if (fwd != op) def = w->place.op[fwd];   /* colocated with its forward op */
         char name[160];
         in_tower(w, graph_op_name((graph_op)op), name, sizeof name);
-        int d = graph_op_in((graph_op)op, t->model, partitioned)
-                    ? dev_place(t->devs, rules, n_rules, name, def, cfg->allow_soft, NULL, err)
-                    : def;
+        int in_graph = graph_op_in((graph_op)op, t->model, partitioned);
+        if (in_graph) note_rule(t, name);
+        int d = in_graph ? dev_place(t->devs, rules, n_rules, name, def, cfg->allow_soft, NULL, err) : def;
         if (d < 0) return d;
         w->place.op[op] = d;
     }
@@ -138,6 +160,7 @@ static int place_tower(tw_set *t, tw_tower *w, const rt_config *cfg, int strateg
             int layer = t->model == MODEL_MLP && i < 2 ? first : second;
             if (dev_kind_of(t->devs, layer) == DEV_CPU) def = layer;
         }
+        note_rule(t, vn);
         int d = dev_place(t->devs, rules, n_rules, vn, def, 1, NULL, err);
         if (d < 0) return d;
         w->place.var[i] = dev_kind_of(t->devs, d) == DEV_CPU ? d : def;
@@ -145,7 +168,9 @@ static int place_tower(tw_set *t, tw_tower *w, const rt_config *cfg, int strateg
     return DP_OK;
 }
 
-tw_set *tw_new(const rt_config *cfg, dev_set *devs, int strategy, rt_instr *in, char *err)
+/* A set on devs for cfg's model and rules, with no tower yet (NULL with err: a rule that
+ * does not parse). */
+static tw_set *set_new(const rt_config *cfg, dev_set *devs, rt_instr *in, char *err)
 {
     tw_set *t = xcalloc(1, sizeof *t);
     t->devs = devs;
@@ -153,6 +178,35 @@ tw_set *tw_new(const rt_config *cfg, dev_set *devs, int strategy, rt_instr *in, 
     t->model = cfg->model;
     t->hidden = cfg->hidden;
     t->var_dev = 0;
+    if (dev_rules_parse(cfg->device_for, t->rules, &t->n_rules, DEV_MAX_RULES, "--device-for", err)) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int tw_check_placement(const rt_config *cfg, dev_set *devs, char *err)
+{
+    tw_set *t = set_new(cfg, devs, NULL, err);
+    if (!t) return DP_EINVAL;
+    int cdev[DEV_MAX];
+    int n_cdev = compute_devices(devs, cdev);
+    t->n = 1;
+    nn_net *probe = nn_new(cfg->model, cfg->hidden, 1);
+    t->n_tensors = nn_tensors(probe);
+    t->tw[0].set = t;
+    t->tw[0].net = probe;
+    int rc = place_tower(t, &t->tw[0], cfg, RT_STRATEGY_SINGLE, cdev, n_cdev, err);
+    if (!rc) warn_unused_rules(t);
+    nn_free(probe);
+    free(t);
+    return rc;
+}
+
+tw_set *tw_new(const rt_config *cfg, dev_set *devs, int strategy, rt_instr *in, char *err)
+{
+    tw_set *t = set_new(cfg, devs, in, err);
+    if (!t) return NULL;
     int cdev[DEV_MAX];
     int n_cdev = compute_devices(devs, cdev);
     t->n = strategy == RT_STRATEGY_TOWERS ? n_cdev : 1;
@@ -161,7 +215,7 @@ tw_set *tw_new(const rt_config *cfg, dev_set *devs, int strategy, rt_instr *in, 
         free(t);
         return NULL;
     }
-    for (int d = 0; d < dev_count(devs); d++) t->dev_ids[d] = rt_instr_str(in, dev_name(devs, d));
+    tw_set_instr(t, in);
     nn_net *probe = nn_new(cfg->model, cfg->hidden, 1);
     t->n_tensors = nn_tensors(probe);
     int max_slice = (cfg->batch + t->n - 1) / t->n;
@@ -185,7 +239,14 @@ tw_set *tw_new(const rt_config *cfg, dev_set *devs, int strategy, rt_instr *in, 
                 w->grads[k] = xcalloc(nn_tensor_size(probe, k), sizeof(float));
     }
     nn_free(probe);
+    warn_unused_rules(t);
     return t;
+}
+
+void tw_set_instr(tw_set *t, rt_instr *in)
+{
+    t->in = in;
+    for (int d = 0; d < dev_count(t->devs); d++) t->dev_ids[d] = rt_instr_str(in, dev_name(t->devs, d));
 }
 
 void tw_free(tw_set *t)

@@ -29,6 +29,14 @@ typedef struct tw_set tw_set;
  * number of towers. Free with tw_free(). */
 tw_set *tw_new(const rt_config *cfg, dev_set *devs, int strategy, rt_instr *in, char *err);
 void tw_free(tw_set *t);
+/* From now on the towers' events go to in (NULL: none). */
+void tw_set_instr(tw_set *t, rt_instr *in);
+
+/* A task that runs its model on one device without towers (a cluster's worker by
+ * default) checks cfg's --device-for rules as tw_new would place them: a rule naming a
+ * device devs lacks is TensorFlow's error unless allow_soft; a rule that matches nothing
+ * is warned about. 0 or DP_EINVAL with err. */
+int tw_check_placement(const rt_config *cfg, dev_set *devs, char *err);
 
 int tw_towers(const tw_set *t);
 /* The device the variables live on (CPU:0) and tower i's device. */

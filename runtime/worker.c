@@ -227,7 +227,15 @@ static void log_placement(worker *wk)
 static int open_devices(worker *wk, char *err)
 {
     const rt_config *cfg = wk->cfg;
-    if (!cfg->worker_dev_gpu && cfg->worker_dev_n <= 1) return DP_OK;
+    if (!cfg->worker_dev_gpu && cfg->worker_dev_n <= 1) {
+        if (!cfg->device_for[0]) return DP_OK;
+        /* one device: the rules move nothing, but they are checked as a tower's would be */
+        dev_set *one = dev_set_new("worker", wk->index, 1, 0, err);
+        if (!one) return DP_EINVAL;
+        int rc = tw_check_placement(cfg, one, err);
+        dev_set_free(one);
+        return rc;
+    }
     if (cfg->worker_dev_gpu) {
         const char *why = NULL;
         int have = gpu_device_count(&why);

@@ -159,6 +159,26 @@ check "... with TensorFlow's message" grep -qF "downpour: local: Cannot assign a
 $L --steps 2 --device-for 'hidden/*=/gpu:2' --allow-soft-placement --log-device-placement >/dev/null 2>"$TMP/soft.err"
 check "--allow-soft-placement runs" test $? -eq 0
 check "... and the log says where the op went" grep -qxF "hidden/MatMul: (MatMul): $D" "$TMP/soft.err"
+# a rule whose pattern names nothing: one warning, and the run goes on
+$L --steps 2 --device-for 'hiden/*=/cpu:0' >/dev/null 2>"$TMP/unused.err"
+rc=$?
+check "a --device-for rule that matches nothing: warned once, the run goes on (rc $rc, $(grep -c 'matches no op' "$TMP/unused.err") warnings)" \
+    bash -c "[ $rc -eq 0 ] && [ \$(grep -c 'matches no op' '$TMP/unused.err') -eq 1 ] && grep -qF \"downpour: /job:localhost/replica:0/task:0: --device-for 'hiden/*=/cpu:0' matches no op or variable here, so it places nothing (names are like 'hidden/MatMul'\" '$TMP/unused.err'"
+$L --steps 2 --device-for 'hidden/*=/cpu:0' >/dev/null 2>"$TMP/used.err"
+check "... and none for one that matches" bash -c "! grep -q 'matches no op' '$TMP/used.err'"
+# a cluster's worker on its one device checks the rules as a tower would
+"$DOWNPOUR" cluster --ps 1 --workers 1 --data synthetic --synthetic-samples 500 --steps 2 --quiet \
+    --device-for 'hidden/*=/gpu:3' >/dev/null 2>"$TMP/cl1.err"
+rc=$?
+check "cluster, one device a worker: a rule naming a device it lacks is TensorFlow's error, the run fails (rc $rc)" \
+    bash -c "[ $rc -ne 0 ] && grep -qF \"downpour: /job:worker/replica:0/task:0: Cannot assign a device for operation 'hidden/MatMul': Could not satisfy explicit device specification '/device:GPU:3'\" '$TMP/cl1.err'"
+"$DOWNPOUR" cluster --ps 1 --workers 1 --data synthetic --synthetic-samples 500 --steps 2 --quiet \
+    --device-for 'hidden/*=/gpu:3' --allow-soft-placement >/dev/null 2>"$TMP/cl1s.err"
+check "... with --allow-soft-placement it runs" test $? -eq 0
+"$DOWNPOUR" cluster --ps 1 --workers 2 --data synthetic --synthetic-samples 500 --steps 2 --quiet \
+    --worker-devices cpu:2 --device-for '*/softmax/MatMul=/cpu:1,hiden/*=/cpu:1' >/dev/null 2>"$TMP/cl2w.err"
+check "... and towers warn, per worker, of a rule that matches nothing ($(grep -c 'matches no op' "$TMP/cl2w.err") warnings)" \
+    bash -c "[ \$(grep -c \"'hiden/\\*=/cpu:1' matches no op\" '$TMP/cl2w.err') -eq 2 ] && [ \$(grep -c 'matches no op' '$TMP/cl2w.err') -eq 2 ] && grep -q \"names are like 'tower_0/hidden/MatMul'\" '$TMP/cl2w.err'"
 
 # towers over 4 virtual CPU devices: a trace with compute on every device
 $L --strategy towers --cpu-devices 4 --steps 5 --trace "$TMP/t.dptrace" >"$TMP/tw.json" 2>"$TMP/tw.err"
