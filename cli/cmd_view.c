@@ -66,7 +66,7 @@ static void usage(FILE *f)
             "  --paused          start paused;  --size WxH  initial window size\n"
             "  --projector       projector mode: 1920x1080 (unless --size), no text below\n"
             "                    18 px, fewer and larger panels\n"
-            "  --screenshot-dir DIR  where `s` saves PNGs (default .)\n"
+            "  --screenshot-dir DIR  where `s` saves PNGs (default .; made when missing)\n"
             "  --fork-dir DIR    key f writes its forks here and keeps them (default: removed\n"
             "                    from $TMPDIR when the window closes)\n"
             "  --serve ADDR      also serve the run as a web page (as `downpour serve`: loopback\n"

@@ -85,6 +85,13 @@ check "placement rows: >= 5000 pixels in the first device's light blue ($n)" [ "
 line3=$(sed -n 3p "$TMP/view.out")
 check "after play, pause, ]], right: paused at 5x ($line3)" grep -q 'paused=1 speed=5 placement=0 help=0' <<<"$line3"
 t3=$(sed -n 's/.* t=\([0-9]*\).*/\1/p' <<<"$line3")
+# --speed is taken as given; [ and ] then step through the presets from there (the
+# screenshots' folder, with its parent, is made as the first is saved)
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 20 "$DOWNPOUR" view "$T" --paused --speed 3 --size 640x400 \
+    --screenshot-dir "$TMP/speed/shots" --script "s,],s,[,[,s,[,[,[,[,[,[,[,[,[,[,s,q" >"$TMP/speed.out" 2>&1
+speeds=$(sed -n 's/^saved .* speed=\([0-9.]*\) .*/\1/p' "$TMP/speed.out" | tr '\n' ' ')
+check "--speed 3 plays at 3x; ] goes to 5x, [[ to 2x then 1x, and the slowest stays 0.01x ($speeds)" \
+    test "$speeds" = "3 5 1 0.01 "
 check "time moved forward while playing" [ "${t3:-0}" -gt 1500000000 ]
 check "help overlay shown" grep -q 'help=1' <<<"$(sed -n 4p "$TMP/view.out")"
 # Shots 3 and 4 are the same paused frame without and with help. The card is centred in

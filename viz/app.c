@@ -17,6 +17,20 @@
 static const double speeds[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100};
 #define N_SPEEDS ((int)DP_ARRAY_LEN(speeds))
 
+/* The preset after `now` (faster when up, else slower), so that [ and ] step through the
+ * presets from any --speed; the ends stay put. */
+static double next_speed(double now, int up)
+{
+    if (up) {
+        for (int i = 0; i < N_SPEEDS; i++)
+            if (speeds[i] > now * 1.0001) return speeds[i];
+        return speeds[N_SPEEDS - 1];
+    }
+    for (int i = N_SPEEDS - 1; i >= 0; i--)
+        if (speeds[i] < now * 0.9999) return speeds[i];
+    return speeds[0];
+}
+
 typedef struct app {
     viz_source *src, *cmp;
     SDL_Window *win;
@@ -24,7 +38,7 @@ typedef struct app {
     SDL_Texture *tex;
     int tex_w, tex_h;
     viz_view view;
-    int speed_i, playing, following, quit, dragging, dirty, fullscreen, shots;
+    int playing, following, quit, dragging, dirty, fullscreen, shots;
     uint64_t last_ns, toast_until_ns, live_anchor_ns;
     int64_t live_anchor_t;
     char toast[600];
@@ -82,7 +96,7 @@ static void save_frame(app *a)
     v.toast = NULL;
     v.width = a->tex_w;
     v.height = a->tex_h;
-    if (viz_render_file(a->src, &v, path, err)) {
+    if (dp_mkdirs(a->shot_dir, err) || viz_render_file(a->src, &v, path, err)) {   /* made as asked */
         set_toast(a, err);
         fprintf(stderr, "downpour: view: %s\n", err);
         return;
@@ -265,9 +279,7 @@ static void on_key(app *a, SDL_Keycode k)
         break;
     }
     case SDLK_LEFTBRACKET: case SDLK_RIGHTBRACKET:
-        a->speed_i += k == SDLK_LEFTBRACKET ? -1 : 1;
-        a->speed_i = a->speed_i < 0 ? 0 : a->speed_i >= N_SPEEDS ? N_SPEEDS - 1 : a->speed_i;
-        v->speed = speeds[a->speed_i];
+        v->speed = next_speed(v->speed, k == SDLK_RIGHTBRACKET);
         a->dirty = 1;
         break;
     case SDLK_p: v->placement = !v->placement; a->dirty = 1; break;
@@ -562,11 +574,7 @@ int viz_app_run(const viz_app_options *o)
     a.view.compare = a.cmp;
     a.view.projector = o->projector;
     a.view.live = viz_source_is_live(a.src);
-    a.speed_i = 6;
-    for (int i = 0; i < N_SPEEDS; i++)
-        if (fabs(log(speeds[i] / (o->speed > 0 ? o->speed : 1))) < fabs(log(speeds[a.speed_i] / (o->speed > 0 ? o->speed : 1))))
-            a.speed_i = i;
-    a.view.speed = speeds[a.speed_i];
+    a.view.speed = o->speed > 0 ? o->speed : 1;   /* as given: --speed 3 plays at 3x */
     a.following = a.view.live;
     pause_view(&a, o->start_paused);
     a.following = a.view.live && !o->start_paused;
