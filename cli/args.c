@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/dp.h"
+#include "net/sock.h"
 
 const char *cli_flag_value(const char *cmd, int argc, char **argv, int *i, const char *name, int *bad)
 {
@@ -19,6 +20,16 @@ const char *cli_flag_value(const char *cmd, int argc, char **argv, int *i, const
         return NULL;
     }
     return argv[++*i];
+}
+
+int cli_addr(const char *cmd, const char *flag, const char *addr, int listen)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    char err[DP_ERRLEN];
+    if (!net_parse_addr(addr, listen, &ss, &len, err)) return 0;
+    fprintf(stderr, "downpour: %s: %s: %s\n", cmd, flag, err);
+    return 2;
 }
 
 /* The flag HELP names nearest to NAME ("--x", without "=value"), copied into best; empty

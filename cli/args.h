@@ -10,6 +10,11 @@
  * "downpour: CMD: NAME needs a value" and sets *bad. */
 const char *cli_flag_value(const char *cmd, int argc, char **argv, int *i, const char *name, int *bad);
 
+/* Checks the address FLAG of CMD gives (host:port, [v6]:port, :port; listen: port 0
+ * picks one) before anything starts: 0, or 2 after one line naming the flag, as every
+ * other bad value gets. */
+int cli_addr(const char *cmd, const char *flag, const char *addr, int listen);
+
 /* An argument CMD does not take: one line on stderr, and returns 2 (a usage error's exit
  * status). An argument starting with '-' is an unknown flag; the flag of HELP (the
  * command's --help text) nearest to it is suggested when it is close:

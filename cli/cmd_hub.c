@@ -25,7 +25,7 @@ static void usage(FILE *f)
             "                        free one); only loopback unless an address is given\n"
             "  --trace FILE          record the merged stream to FILE\n"
             "  --exit-when-idle MS   stop once tasks have connected and all have been gone\n"
-            "                        for MS milliseconds (for launchers)\n"
+            "                        for MS milliseconds (for launchers; 0, the default: never)\n"
             "  --reorder-ms MS       how long events are held to merge in order (default 50)\n"
             "  --quiet               no periodic statistics on stderr\n"
             "  --secret-file FILE    every task and viewer must prove it knows this secret\n"
@@ -69,8 +69,10 @@ int cmd_hub(int argc, char **argv)
         } else if (!strcmp(argv[i], "--quiet")) {
             opt.progress_ms = 0;
         } else if ((v = cli_flag_value("hub", argc, argv, &i, "--listen", &bad))) {
+            if (cli_addr("hub", "--listen", v, 1)) return 2;
             opt.listen = v;
         } else if ((v = cli_flag_value("hub", argc, argv, &i, "--http", &bad))) {
+            if (cli_addr("hub", "--http", v, 1)) return 2;
             http = v;
         } else if ((v = cli_flag_value("hub", argc, argv, &i, "--trace", &bad))) {
             opt.trace_path = v;

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/args.h"
@@ -37,6 +39,8 @@ static const char usage_run[] =
 
 static int check_files(int argc, char **argv, int from)
 {
+    for (int i = from; i < argc; i++)   /* files only: a flag here would be taken for one */
+        if (argv[i][0] == '-' && argv[i][1]) return cli_unknown("run --check", argv[i], usage_run);
     int bad = 0, n = 0;
     for (int i = from; i < argc; i++) {
         char err[DP_ERRLEN];
@@ -69,6 +73,11 @@ static int run_or_compare(int argc, char **argv)
             fputs(help, stdout);
             return 0;
         } else if (!strcmp(cmd, "run") && !strcmp(argv[i], "--check")) {
+            if (i > 1) {   /* what came before would go unchecked */
+                fprintf(stderr, "downpour: run: --check comes first and takes only files (\"%s\" is before "
+                        "it; see --help)\n", argv[1]);
+                return 2;
+            }
             return check_files(argc, argv, i + 1);
         } else if ((v = cli_flag_value(cmd, argc, argv, &i, "--out", &bad))) {
             o.out_dir = v;
@@ -161,9 +170,27 @@ static const char usage_lessons[] =
     "$DOWNPOUR_LESSONS): number, title, planned duration, and the command that runs\n"
     "it. Notes for each lesson are in docs/lessons/.\n";
 
+/* The library beside the binary (build/downpour of a checkout: its scenarios/lessons),
+ * into buf; NULL when there is none. */
+static const char *lessons_beside_binary(char *buf, size_t n)
+{
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return NULL;
+    self[len] = 0;
+    char *slash = strrchr(self, '/');
+    if (!slash) return NULL;
+    *slash = 0;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/../scenarios/lessons", self);
+    struct stat st;
+    if (!realpath(path, buf) || strlen(buf) >= n || stat(buf, &st) || !S_ISDIR(st.st_mode)) return NULL;
+    return buf;
+}
+
 int cmd_lessons(int argc, char **argv)
 {
-    const char *dir = getenv("DOWNPOUR_LESSONS") ? getenv("DOWNPOUR_LESSONS") : "scenarios/lessons";
+    const char *dir = getenv("DOWNPOUR_LESSONS") ? getenv("DOWNPOUR_LESSONS") : NULL;
     for (int i = 1; i < argc; i++) {
         int bad = 0;
         const char *v;
@@ -176,9 +203,16 @@ int cmd_lessons(int argc, char **argv)
             return bad ? 2 : cli_unknown("lessons", argv[i], usage_lessons);
         }
     }
+    char beside[PATH_MAX];
+    struct stat st;
+    if (!dir) {   /* the checkout's folder when here, else the one beside the binary */
+        dir = "scenarios/lessons";
+        if (stat(dir, &st) && lessons_beside_binary(beside, sizeof beside)) dir = beside;
+    }
     char err[DP_ERRLEN];
     if (lab_lessons(stdout, dir, err)) {
-        fprintf(stderr, "downpour: lessons: %s\n", err);
+        fprintf(stderr, "downpour: lessons: %s%s\n", err,
+                stat(dir, &st) ? " (run it in the Downpour folder, or give --dir DIR or $DOWNPOUR_LESSONS)" : "");
         return 1;
     }
     return 0;

@@ -85,6 +85,7 @@ int cmd_serve(int argc, char **argv)
                 return 2;
             }
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--listen", &bad))) {
+            if (cli_addr("serve", "--listen", v, 1)) return 2;
             o.listen = v;
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--at", &bad))) {
             if (parse_num("--at", v, 0, 1e9, &o.at_s)) return 2;

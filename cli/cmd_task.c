@@ -96,14 +96,27 @@ static const char *process_env(void *ctx, const char *name)
     return getenv(name);
 }
 
-/* Takes the bare --print-cluster out of argv (the shared parser gives every flag of a
- * command's own a value). Returns whether it was there. */
+/* Takes --print-cluster (bare, or =true / =false as the other switches take) out of argv:
+ * the shared parser gives every flag of a command's own a value. Returns 1 when asked, 0
+ * when not, -1 after saying what is wrong with its value. */
 static int take_print_cluster(int *argc, char **argv)
 {
     int found = 0, k = 1;
     for (int i = 1; i < *argc; i++) {
-        if (!strcmp(argv[i], "--print-cluster")) found = 1;
-        else argv[k++] = argv[i];
+        const char *a = argv[i];
+        if (!strcmp(a, "--print-cluster")) {
+            found = 1;
+        } else if (!strncmp(a, "--print-cluster=", 16)) {
+            const char *v = a + 16;
+            if (!strcmp(v, "true") || !strcmp(v, "1")) found = 1;
+            else if (!strcmp(v, "false") || !strcmp(v, "0")) found = 0;
+            else {
+                fprintf(stderr, "downpour: task: --print-cluster: \"%s\" is not true or false\n", v);
+                return -1;
+            }
+        } else {
+            argv[k++] = argv[i];
+        }
     }
     *argc = k;
     return found;
@@ -122,6 +135,7 @@ int cmd_task(int argc, char **argv)
     task_flags t = {0};
     char err[DP_ERRLEN];
     int print_cluster = take_print_cluster(&argc, argv);
+    if (print_cluster < 0) return 2;
     int rc = rt_parse_args(&cfg, RT_FLAG_TRAIN, argc, argv, task_flag, &t, err);
     if (rc == 1) {
         usage(stdout);

@@ -104,8 +104,10 @@ int cmd_view(int argc, char **argv)
         } else if (!strcmp(argv[i], "--follow")) {
             wo.follow = 1;
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--serve", &bad))) {
+            if (cli_addr("view", "--serve", v, 1)) return 2;
             serve = wo.listen = v;
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--connect", &bad))) {
+            if (cli_addr("view", "--connect", v, 0)) return 2;
             o.connect = v;
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--secret-file", &bad))) {
             char err[DP_ERRLEN];
@@ -135,7 +137,7 @@ int cmd_view(int argc, char **argv)
             char tail;
             if (sscanf(v, "%dx%d%c", &o.width, &o.height, &tail) != 2 || o.width < 200 ||
                 o.height < 150 || o.width > 16384 || o.height > 16384) {
-                fprintf(stderr, "downpour: view: --size '%s' is not WxH\n", v);
+                fprintf(stderr, "downpour: view: --size '%s' is not WxH (W 200..16384, H 150..16384)\n", v);
                 return 2;
             }
             sized = 1;

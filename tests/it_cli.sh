@@ -87,6 +87,16 @@ usage_error 'downpour: unknown command "bogus" (see downpour --help)' bogus
 usage_error 'downpour: render: need TRACE and exactly one of --out FILE, --frames DIR or --sheet FILE' render
 usage_error 'downpour: serve: need a TRACE' serve
 
+# run --check validates the files after it, and only files
+usage_error 'downpour: run: --check comes first and takes only files ("a.ini" is before it; see --help)' run a.ini --check b.ini
+usage_error 'downpour: run --check: unknown flag "--bogus" (see --help)' run --check --bogus
+usage_error 'downpour: run --check: unknown flag "--sett" (did you mean "--set"? see --help)' run --check a.ini --sett x=1
+# an address that cannot be one: the flag named, before anything listens or connects
+usage_error "downpour: hub: --listen: bad address 'bogus' (want host:port)" hub --listen bogus
+usage_error "downpour: hub: --http: bad address '127.0.0.1:99999': port '99999' is not 1..65535" hub --http 127.0.0.1:99999
+usage_error "downpour: serve: --listen: bad address 'bogus' (want host:port)" serve x.dptrace --listen bogus
+usage_error "downpour: view: --serve: bad address ':x': port 'x' is not 1..65535" view x.dptrace --serve :x
+usage_error "downpour: view: --connect: bad address '127.0.0.1:0': port '0' is not 1..65535" view --connect 127.0.0.1:0
 # a secret file that cannot be read, or is too short: refused before anything starts
 printf 'abc\n' >"$TMP/short.secret"
 chmod 600 "$TMP/short.secret"
@@ -102,6 +112,10 @@ TWO='{"cluster":{"ps":["127.0.0.1:1"],"worker":["127.0.0.1:2","127.0.0.1:3"]},"t
 TF_CONFIG=$TWO usage_error 'downpour: task: --backup-workers: 2 leaves no replica to aggregate with 2 workers' \
     task --backup-workers 2
 TF_CONFIG=$TWO usage_error 'downpour: task: --prefetch: only with --mode async' task --mode sync --prefetch
+TF_CONFIG=$TWO usage_error 'downpour: task: --print-cluster: "maybe" is not true or false' task --print-cluster=maybe
+TF_CONFIG=$TWO "$DOWNPOUR" task --print-cluster=true >"$TMP/pc.out" 2>"$TMP/pc.err"
+check "task --print-cluster=true: as bare, the cluster in TF_CONFIG form (rc $?)" \
+    bash -c "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d[\"task\"] != {\"type\": \"worker\", \"index\": 0})' '$TMP/pc.out'"
 # periodic saves with nowhere to save them (TensorFlow says nothing and saves nothing)
 TF_CONFIG=$TWO usage_error 'downpour: task: --save-checkpoint-steps 10: saves only with --checkpoint-dir DIR' \
     task --save-checkpoint-steps 10
@@ -152,6 +166,11 @@ for size in 63x64 64x63 8193x64 64x8193 64x; do
     usage_error "downpour: serve: --size '$size' is not WxH (64..8192 each)" serve x.dptrace --size $size
 done
 
+# view --size: 200..16384 wide, 150..16384 high, as its message says
+for size in 199x150 200x149 16385x200 200x16385 x; do
+    usage_error "downpour: view: --size '$size' is not WxH (W 200..16384, H 150..16384)" view x.dptrace --size $size
+done
+
 # accepted_to_trace WHAT ARGS...: the flags are taken (each at an end of its range), and the
 # command goes on to open its trace, which is not there: exit 1 naming it, not 2 for a flag
 accepted_to_trace() {
@@ -195,4 +214,16 @@ assert names == table, (names, table)" "$TMP/out" "$TMP/table"
 rc=$?
 check "downpour alone: exit 2, the usage on stderr (rc $rc)" \
     bash -c "[ $rc -eq 2 ] && grep -q '^usage: downpour <command>' '$TMP/err' && [ ! -s '$TMP/out' ]"
+# the lesson library from another folder: the one beside the binary, by absolute paths
+here=$(cd "$(dirname "$DOWNPOUR")/.." && pwd)
+(cd "$TMP" && "$DOWNPOUR" lessons) >"$TMP/les.out" 2>"$TMP/les.err"
+rc=$?
+check "lessons from another folder: the checkout's library beside the binary (rc $rc, $(wc -l <"$TMP/les.out") lines)" \
+    bash -c "[ $rc -eq 0 ] && grep -qF 'downpour run $here/scenarios/lessons/01-one-device.ini' '$TMP/les.out'"
+cp "$DOWNPOUR" "$TMP/lonely"
+(cd "$TMP" && ./lonely lessons) >/dev/null 2>"$TMP/les.err"
+rc=$?
+check "... and without one, one line saying where to run it (rc $rc: $(cat "$TMP/les.err"))" \
+    bash -c "[ $rc -eq 1 ] && [ \$(wc -l <'$TMP/les.err') -eq 1 ] && grep -q 'give --dir DIR or \$DOWNPOUR_LESSONS' '$TMP/les.err'"
+check "downpour --help names every trace command" bash -c "'$DOWNPOUR' --help | grep -q 'info | validate | captions | export'"
 done_tests

@@ -59,7 +59,8 @@ check "a missing trace: rc 1 and one line naming it (rc $rc)" \
     [ "$rc" -eq 1 -a "$(grep -c "none.dptrace" "$TMP/bad.err")" -eq 1 -a "$(wc -l <"$TMP/bad.err")" -eq 1 ]
 "$DOWNPOUR" serve "$T" --listen 127.0.0.1:99999 >/dev/null 2>"$TMP/bad.err"
 rc=$?
-check "a bad --listen: rc 1 naming the address (rc $rc)" bash -c "[ $rc -eq 1 ] && grep -q 99999 '$TMP/bad.err'"
+check "a bad --listen: rc 2, one line naming the flag and the address (rc $rc)" \
+    bash -c "[ $rc -eq 2 ] && [ \$(wc -l <'$TMP/bad.err') -eq 1 ] && grep -q -- \"serve: --listen: bad address '127.0.0.1:99999'\" '$TMP/bad.err'"
 serve any "$T" --listen 0.0.0.0:0 --size ${W}x$H
 if command -v chromium >/dev/null 2>&1; then   # its page, opened over loopback
     timeout 90 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$TMP/chromium-any" \
