@@ -6,6 +6,7 @@
 #include "common/dp.h"
 #include "runtime/ckpt.h"
 #include "runtime/config.h"
+#include "runtime/data.h"
 #include "runtime/local.h"
 
 static void usage(FILE *f)
@@ -28,6 +29,7 @@ int cmd_local(int argc, char **argv)
         return 0;
     }
     if (rc == 0) rc = rt_config_check_saves(&cfg, err);
+    if (rc == 0) rc = dataset_check(cfg.data, err);
     if (rc == 0 && cfg.checkpoint_dir[0]) rc = ckpt_dir_check(cfg.checkpoint_dir, err);   /* as cluster's */
     if (rc < 0) {
         fprintf(stderr, "downpour: local: %s\n", err);

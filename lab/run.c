@@ -13,6 +13,7 @@
 
 #include "common/dp.h"
 #include "runtime/config.h"
+#include "runtime/data.h"
 #include "runtime/launcher.h"
 #include "runtime/local.h"
 #include "sim/sim.h"
@@ -98,6 +99,7 @@ int lab_config_real(const scenario *s, int variant, const lab_options *o, rt_con
     int rc = scenario_apply(s, RUN_REAL, variant, set_real, cfg, skipped, n, err);
     if (!rc && o) rc = lab_apply_sets(o, RUN_REAL, cfg, err);
     if (!rc) rc = rt_config_check(cfg, err);
+    if (!rc) rc = dataset_check(cfg->data, err);
     if (rc) name_file(s, err);
     return rc;
 }

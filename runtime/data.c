@@ -292,6 +292,22 @@ static void data_path(char *out, size_t len, const char *dir, const char *name)
     }
 }
 
+int dataset_check(const char *dir, char *err)
+{
+    if (!strcmp(dir, "synthetic")) return DP_OK;
+    static const char *const names[] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                                        "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
+    for (size_t i = 0; i < DP_ARRAY_LEN(names); i++) {
+        char path[4096];
+        data_path(path, sizeof path, dir, names[i]);
+        if (access(path, R_OK))
+            return dp_fail(err, DP_EINVAL, "--data %s: %s: %s (Fashion-MNIST's four IDX files: Debian's "
+                           "dataset-fashion-mnist puts them in /usr/share/datasets/fashion-mnist; or --data "
+                           "synthetic)", dir, path, strerror(errno));
+    }
+    return DP_OK;
+}
+
 int dataset_load(dataset *ds, const char *dir, int train, char *err)
 {
     char ipath[4096], lpath[4096];

@@ -49,6 +49,9 @@ int idx_read_labels(const char *path, uint8_t **y, int *n, char *err);
  * file (runtime/data_cache.h), else from the file (and are then cached). Release with
  * dataset_release(). */
 int dataset_load(dataset *ds, const char *dir, int train, char *err);
+/* Before any task starts: "synthetic", or a folder where dataset_load finds all four
+ * files readable (with or without ".gz"). 0, or DP_EINVAL naming --data and the file. */
+int dataset_check(const char *dir, char *err);
 
 /* The set as n x 784 floats (converted from px at the first call, then kept). */
 const float *dataset_x(dataset *ds);

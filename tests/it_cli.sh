@@ -87,6 +87,15 @@ usage_error 'downpour: unknown command "bogus" (see downpour --help)' bogus
 usage_error 'downpour: render: need TRACE and exactly one of --out FILE, --frames DIR or --sheet FILE' render
 usage_error 'downpour: serve: need a TRACE' serve
 
+# training data that is not there: refused before any task starts, the file named
+mkdir -p "$TMP/half"
+: >"$TMP/half/train-images-idx3-ubyte.gz"; : >"$TMP/half/train-labels-idx1-ubyte"
+usage_error "downpour: cluster: --data $TMP/half: $TMP/half/t10k-images-idx3-ubyte.gz: No such file or directory" \
+    cluster --data "$TMP/half"
+printf '[scenario]\ntitle = d\nengine = real\n[training]\ndata = %s\n' "$TMP/half" >"$TMP/data.ini"
+"$DOWNPOUR" run --check "$TMP/data.ini" >/dev/null 2>"$TMP/data.err"
+check "run --check: a scenario's data that is not there is an error naming it (rc $?)" \
+    grep -qF -- "--data $TMP/half: $TMP/half/t10k-images-idx3-ubyte.gz: No such file or directory" "$TMP/data.err"
 # run --check validates the files after it, and only files
 usage_error 'downpour: run: --check comes first and takes only files ("a.ini" is before it; see --help)' run a.ini --check b.ini
 usage_error 'downpour: run --check: unknown flag "--bogus" (see --help)' run --check --bogus

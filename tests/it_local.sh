@@ -298,8 +298,8 @@ check "SIGINT: exit 130 and 'interrupted' (rc $rc)" \
     bash -c "[ $rc -eq 130 ] && grep -qx 'downpour: local: interrupted' '$TMP/int.err'"
 "$DOWNPOUR" local --data "$TMP/no-data" --steps 10 >/dev/null 2>"$TMP/nodata.err"
 rc=$?
-check "missing data: exit 1 and one line naming the file (rc $rc: $(head -c 160 "$TMP/nodata.err"))" \
-    bash -c "[ $rc -eq 1 ] && [ \$(wc -l <'$TMP/nodata.err') -eq 1 ] && grep -qF '$TMP/no-data/train-images-idx3-ubyte' '$TMP/nodata.err'"
+check "missing data: exit 2 and one line naming --data and the file (rc $rc: $(head -c 160 "$TMP/nodata.err"))" \
+    bash -c "[ $rc -eq 2 ] && [ \$(wc -l <'$TMP/nodata.err') -eq 1 ] && grep -qF -- '--data $TMP/no-data: $TMP/no-data/train-images-idx3-ubyte' '$TMP/nodata.err'"
 
 # --checkpoint-dir: local saves and resumes as a cluster's chief does, in the same files.
 M="--optimizer momentum --seed 3"
