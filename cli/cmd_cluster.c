@@ -33,6 +33,7 @@ int cmd_cluster(int argc, char **argv)
     if (rc == 0) rc = rt_config_check(&cfg, err);
     if (rc == 0) rc = rt_config_check_saves(&cfg, err);
     if (rc == 0) rc = dataset_check(cfg.data, err);   /* before any task starts */
+    if (rc == 0) rt_config_warn_unread(&cfg, "cluster");
     if (rc == 0) rc = rt_config_apply_secret(&cfg, err);
     if (rc == 0 && cfg.checkpoint_dir[0]) rc = ckpt_dir_check(cfg.checkpoint_dir, err);
     if (rc < 0) {

@@ -30,6 +30,7 @@ int cmd_local(int argc, char **argv)
     }
     if (rc == 0) rc = rt_config_check_saves(&cfg, err);
     if (rc == 0) rc = dataset_check(cfg.data, err);
+    if (rc == 0) rt_config_warn_unread(&cfg, "local");
     if (rc == 0 && cfg.checkpoint_dir[0]) rc = ckpt_dir_check(cfg.checkpoint_dir, err);   /* as cluster's */
     if (rc < 0) {
         fprintf(stderr, "downpour: local: %s\n", err);

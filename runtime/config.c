@@ -189,6 +189,29 @@ int rt_config_check_saves(const rt_config *c, char *err)
     return DP_OK;
 }
 
+static int given(const rt_config *c, const char *name)
+{
+    size_t n;
+    const run_key *all = run_keys(&n);
+    const run_key *k = run_key_find(name);
+    return k && (size_t)(k - all) < sizeof c->given && c->given[k - all];
+}
+
+void rt_config_warn_unread(const rt_config *c, const char *cmd)
+{
+    if (given(c, "staleness") && c->mode != MODE_SSP)
+        dp_log(DP_LOG_WARN, cmd, "--staleness %d: only --mode ssp reads it; this %s run does not", c->staleness,
+               update_mode_name(c->mode));
+    if (given(c, "barrier_timeout") && c->mode != MODE_SYNC)
+        dp_log(DP_LOG_WARN, cmd, "--barrier-timeout: only --mode sync waits at a barrier; this %s run does not",
+               update_mode_name(c->mode));
+    if (given(c, "hidden") && c->model != MODEL_MLP)
+        dp_log(DP_LOG_WARN, cmd, "--hidden %d: only --model mlp has a hidden layer", c->hidden);
+    if (given(c, "synthetic_samples") && strcmp(c->data, "synthetic"))
+        dp_log(DP_LOG_WARN, cmd, "--synthetic-samples %d: only --data synthetic reads it; this run trains on %s",
+               c->synthetic_n, c->data);
+}
+
 int rt_config_apply_secret(const rt_config *c, char *err)
 {
     if (c->secret_file[0]) return auth_secret_file_to_env(c->secret_file, err);
@@ -281,5 +304,8 @@ int rt_parse_args(rt_config *c, int scope, int argc, char **argv, rt_extra_flag_
                   void *ctx, char *err)
 {
     args_ctx a = {c, extra, ctx};
-    return run_parse_argv(&c->run, scope_cmd(scope), args_extra, &a, argc, argv, NULL, err);
+    size_t n;
+    run_keys(&n);
+    dp_assert("config: given[] holds every key", n <= sizeof c->given);
+    return run_parse_argv(&c->run, scope_cmd(scope), args_extra, &a, argc, argv, c->given, err);
 }

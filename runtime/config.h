@@ -54,6 +54,7 @@ typedef struct rt_config {
     int allow_soft;                 /* --allow-soft-placement */
     const char *lesson_json;        /* a lesson's [lesson] as JSON, for the trace metadata
                                      * (borrowed; NULL: none) */
+    unsigned char given[128];       /* given[i]: key i of run_keys() was on the command line */
 } rt_config;
 
 /* Every key's default for the real runtime (cluster/run_keys.c's table): 1 ps, 2 workers,
@@ -82,6 +83,12 @@ int rt_config_check(const rt_config *c, char *err);
  * a --checkpoint-dir to save into (run and compare give a scenario's variants one of
  * their own after rt_config_check, so it is not part of that). 0 or DP_EINVAL. */
 int rt_config_check_saves(const rt_config *c, char *err);
+
+/* Warns, a line each, of flags given on the command line that this run will not read
+ * (--staleness without ssp, --barrier-timeout without sync, --hidden with softmax,
+ * --synthetic-samples with real data). Not errors: a scenario sets one value for variants
+ * of several modes. cmd names the command in the lines. */
+void rt_config_warn_unread(const rt_config *c, const char *cmd);
 
 /* --secret-file: puts the file's secret in $DOWNPOUR_SECRET (net/auth.h), where every
  * connection of this process and of the tasks it starts finds it. Without the flag,

@@ -166,6 +166,21 @@ check "a --device-for rule that matches nothing: warned once, the run goes on (r
     bash -c "[ $rc -eq 0 ] && [ \$(grep -c 'matches no op' '$TMP/unused.err') -eq 1 ] && grep -qF \"downpour: /job:localhost/replica:0/task:0: --device-for 'hiden/*=/cpu:0' matches no op or variable here, so it places nothing (names are like 'hidden/MatMul'\" '$TMP/unused.err'"
 $L --steps 2 --device-for 'hidden/*=/cpu:0' >/dev/null 2>"$TMP/used.err"
 check "... and none for one that matches" bash -c "! grep -q 'matches no op' '$TMP/used.err'"
+# flags the run will not read: a warning each, and the run goes on
+"$DOWNPOUR" cluster --ps 1 --workers 1 --data synthetic --synthetic-samples 500 --steps 2 --quiet --mode async \
+    --model softmax --staleness 5 --barrier-timeout 5s --hidden 64 >/dev/null 2>"$TMP/unread.err"
+rc=$?
+check "cluster, async softmax: --staleness, --barrier-timeout and --hidden each warned as unread, the run goes on (rc $rc)" \
+    bash -c "[ $rc -eq 0 ] && grep -qx 'downpour: cluster: --staleness 5: only --mode ssp reads it; this async run does not' '$TMP/unread.err' &&
+             grep -qx 'downpour: cluster: --barrier-timeout: only --mode sync waits at a barrier; this async run does not' '$TMP/unread.err' &&
+             grep -qx 'downpour: cluster: --hidden 64: only --model mlp has a hidden layer' '$TMP/unread.err'"
+FASHION=/usr/share/datasets/fashion-mnist   # Debian's dataset-fashion-mnist (make deps)
+$L --steps 2 --synthetic-samples 600 --data "$FASHION" >/dev/null 2>"$TMP/unread2.err"
+check "local on Fashion-MNIST: --synthetic-samples warned as unread" \
+    grep -qx "downpour: local: --synthetic-samples 600: only --data synthetic reads it; this run trains on $FASHION" "$TMP/unread2.err"
+"$DOWNPOUR" cluster --ps 1 --workers 1 --data synthetic --synthetic-samples 500 --steps 2 --quiet --mode ssp \
+    --staleness 5 --hidden 64 >/dev/null 2>"$TMP/read.err"
+check "... and none when the run reads them (ssp, mlp, synthetic)" bash -c "! grep -q 'only --' '$TMP/read.err'"
 # a cluster's worker on its one device checks the rules as a tower would
 "$DOWNPOUR" cluster --ps 1 --workers 1 --data synthetic --synthetic-samples 500 --steps 2 --quiet \
     --device-for 'hidden/*=/gpu:3' >/dev/null 2>"$TMP/cl1.err"
