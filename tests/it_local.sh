@@ -219,6 +219,12 @@ check "compute shows on 4 devices in the Chrome export ($(cat "$TMP/c.out"))" te
 cnt=$("$DOWNPOUR" trace info --json "$TMP/t.dptrace" | python3 -c "import json, sys; c = json.load(sys.stdin)['counts']
 print(*(c[k] for k in ('pull_begin', 'pull_end', 'push_begin', 'push_end')))")
 check "towers: 60 copies of variables in and 60 of gradients out, each with its end ($cnt)" test "$cnt" = "60 60 60 60"
+# every compute span ends, the gradients' averaging on CPU:0 too: one span a step
+cb=$(trace_count "$TMP/t.dptrace" compute_begin) ce=$(trace_count "$TMP/t.dptrace" compute_end)
+avg=$(python3 -c "import json, sys; d = json.load(open(sys.argv[1])); ev = d['traceEvents'] if isinstance(d, dict) else d
+print(sum(1 for e in ev if e.get('ph') == 'X' and e.get('args', {}).get('var') == 'average_gradients'))" "$TMP/t.json")
+check "towers: every compute span ends ($cb begun, $ce ended), the averaging one a step ($avg of 5)" \
+    test "$cb" = "$ce" -a "$avg" = 5
 # a scenario file may say engine = local
 printf '[scenario]\ntitle = towers\nengine = local\n[training]\nsteps = 5\n[placement]\nstrategy = towers\ncpu_devices = 2\ndevice_for = tower_1/*=/cpu:0\n' >"$TMP/local.ini"
 check "a scenario with engine = local checks" "$DOWNPOUR" run --check "$TMP/local.ini"
