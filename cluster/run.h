@@ -102,6 +102,9 @@ const run_key *run_keys(size_t *n);
 /* The key named `name` (either spelling: "backup_workers" or "backup-workers"; aliases
  * too), or NULL. */
 const run_key *run_key_find(const char *name);
+/* Whether key `name` is marked in seen (n bytes, indexed by the key's place in
+ * run_keys(), as run_parse_argv marks what it was given). */
+int run_key_seen(const unsigned char *seen, size_t n, const char *name);
 /* The engines that use a key (RUN_REAL | RUN_SIM), from its commands. */
 int run_key_engines(const run_key *k);
 /* The key's default for `engine` (RUN_REAL or RUN_SIM) as text, or NULL. */

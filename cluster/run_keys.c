@@ -205,6 +205,14 @@ void run_key_flag(const run_key *k, char *buf, size_t n)
         if (*p == '_') *p = '-';
 }
 
+int run_key_seen(const unsigned char *seen, size_t n, const char *name)
+{
+    size_t nk;
+    const run_key *all = run_keys(&nk);
+    const run_key *k = run_key_find(name);
+    return k && (size_t)(k - all) < n && seen[k - all];
+}
+
 const run_key *run_key_suggest(const char *name, const char *section)
 {
     const run_key *best = NULL;

@@ -191,10 +191,7 @@ int rt_config_check_saves(const rt_config *c, char *err)
 
 static int given(const rt_config *c, const char *name)
 {
-    size_t n;
-    const run_key *all = run_keys(&n);
-    const run_key *k = run_key_find(name);
-    return k && (size_t)(k - all) < sizeof c->given && c->given[k - all];
+    return run_key_seen(c->given, sizeof c->given, name);
 }
 
 void rt_config_warn_unread(const rt_config *c, const char *cmd)

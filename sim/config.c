@@ -109,10 +109,7 @@ int sim_options_parse(sim_options *o, int argc, char **argv, char *err)
 /* Whether the key `name` was given (a flag or a scenario key). */
 static int given(const sim_options *o, const char *name)
 {
-    size_t n;
-    const run_key *all = run_keys(&n);
-    const run_key *k = run_key_find(name);
-    return k && o->seen[k - all];
+    return run_key_seen(o->seen, sizeof o->seen, name);
 }
 
 void sim_options_calibrate(sim_options *o, const sim_calibration *cal)
