@@ -32,6 +32,18 @@ int cli_addr(const char *cmd, const char *flag, const char *addr, int listen)
     return 2;
 }
 
+int cli_size(const char *cmd, const char *flag, const char *v, int min_w, int min_h, int max, int *w, int *h)
+{
+    char tail;
+    if (sscanf(v, "%dx%d%c", w, h, &tail) == 2 && *w >= min_w && *h >= min_h && *w <= max && *h <= max) return 0;
+    if (min_w == min_h)
+        fprintf(stderr, "downpour: %s: %s '%s' is not WxH (%d..%d each)\n", cmd, flag, v, min_w, max);
+    else
+        fprintf(stderr, "downpour: %s: %s '%s' is not WxH (W %d..%d, H %d..%d)\n", cmd, flag, v, min_w, max, min_h,
+                max);
+    return 2;
+}
+
 /* The flag HELP names nearest to NAME ("--x", without "=value"), copied into best; empty
  * when none is close enough (dp_suggest_edits), and never NAME itself (a help shared by
  * subcommands names flags some of them do not take). */

@@ -15,6 +15,10 @@ const char *cli_flag_value(const char *cmd, int argc, char **argv, int *i, const
  * other bad value gets. */
 int cli_addr(const char *cmd, const char *flag, const char *addr, int listen);
 
+/* Parses FLAG's "WxH" into *w and *h, each within [min_w or min_h, max]: 0, or 2 after
+ * one line naming the flag, the value and the range (*w, *h then unspecified). */
+int cli_size(const char *cmd, const char *flag, const char *v, int min_w, int min_h, int max, int *w, int *h);
+
 /* An argument CMD does not take: one line on stderr, and returns 2 (a usage error's exit
  * status). An argument starting with '-' is an unknown flag; the flag of HELP (the
  * command's --help text) nearest to it is suggested when it is close:

@@ -43,16 +43,6 @@ static int parse_seconds(const char *flag, const char *s, double *out)
     return 0;
 }
 
-static int parse_size(const char *s, int *w, int *h)
-{
-    char tail;
-    if (sscanf(s, "%dx%d%c", w, h, &tail) != 2 || *w < 64 || *h < 64 || *w > 16384 || *h > 16384) {
-        fprintf(stderr, "downpour: render: --size '%s' is not WxH (64..16384 each)\n", s);
-        return -1;
-    }
-    return 0;
-}
-
 static int parse_count(const char *flag, const char *s, int lo, int hi, int *out)
 {
     long long x;
@@ -119,7 +109,7 @@ int cmd_render(int argc, char **argv)
                 return 2;
             }
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--size", &bad))) {
-            if (parse_size(v, &o.width, &o.height)) return 2;
+            if (cli_size("render", "--size", v, 64, 64, 16384, &o.width, &o.height)) return 2;
         } else if (bad) {
             return 2;
         } else if (argv[i][0] == '-') {

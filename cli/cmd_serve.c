@@ -70,7 +70,6 @@ int cmd_serve(int argc, char **argv)
     const char *v;
     for (int i = 1; i < argc; i++) {
         int bad = 0;
-        char tail;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
@@ -100,11 +99,7 @@ int cmd_serve(int argc, char **argv)
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--max-behind", &bad))) {
             if (parse_int("--max-behind", v, 1, 100000, &o.max_behind)) return 2;
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--size", &bad))) {
-            if (sscanf(v, "%dx%d%c", &o.width, &o.height, &tail) != 2 || o.width < 64 ||
-                o.height < 64 || o.width > 8192 || o.height > 8192) {
-                fprintf(stderr, "downpour: serve: --size '%s' is not WxH (64..8192 each)\n", v);
-                return 2;
-            }
+            if (cli_size("serve", "--size", v, 64, 64, WEB_MAX_SIZE, &o.width, &o.height)) return 2;
         } else if (bad) {
             return 2;
         } else if (argv[i][0] == '-') {

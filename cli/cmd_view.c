@@ -72,7 +72,9 @@ static void usage(FILE *f)
             "  --serve ADDR      also serve the run as a web page (as `downpour serve`: loopback\n"
             "                    unless asked, 0.0.0.0:PORT with a warning); \"serving URL\" on\n"
             "                    stdout; the window's corner shows how students answered\n"
-            "  --follow          with --serve: every page follows this window\n\n"
+            "  --follow          with --serve: every page follows this window\n"
+            "  --serve-size WxH  with --serve: the pages' frame size (default 1280x720,\n"
+            "                    64..8192 each), whatever the window's\n\n"
             "Needs a display (DISPLAY or WAYLAND_DISPLAY); without one it stops at once with\n"
             "\"no display\": `downpour render` draws the same frames to files.\n\n"
             "keys: space play/pause, left/right previous/next event, , . previous/next step,\n"
@@ -90,7 +92,7 @@ int cmd_view(int argc, char **argv)
     web_options_init(&wo);
     const char *serve = NULL;
     const char *v;
-    int sized = 0;
+    int sized = 0, serve_sized = 0;
     const char *fork_dir = NULL;
     for (int i = 1; i < argc; i++) {
         int bad = 0;
@@ -106,6 +108,9 @@ int cmd_view(int argc, char **argv)
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--serve", &bad))) {
             if (cli_addr("view", "--serve", v, 1)) return 2;
             serve = wo.listen = v;
+        } else if ((v = cli_flag_value("view", argc, argv, &i, "--serve-size", &bad))) {
+            if (cli_size("view", "--serve-size", v, 64, 64, WEB_MAX_SIZE, &wo.width, &wo.height)) return 2;
+            serve_sized = 1;
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--connect", &bad))) {
             if (cli_addr("view", "--connect", v, 0)) return 2;
             o.connect = v;
@@ -134,12 +139,7 @@ int cmd_view(int argc, char **argv)
                 return 2;
             }
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--size", &bad))) {
-            char tail;
-            if (sscanf(v, "%dx%d%c", &o.width, &o.height, &tail) != 2 || o.width < 200 ||
-                o.height < 150 || o.width > 16384 || o.height > 16384) {
-                fprintf(stderr, "downpour: view: --size '%s' is not WxH (W 200..16384, H 150..16384)\n", v);
-                return 2;
-            }
+            if (cli_size("view", "--size", v, 200, 150, 16384, &o.width, &o.height)) return 2;
             sized = 1;
         } else if (bad) {
             return 2;
@@ -160,8 +160,8 @@ int cmd_view(int argc, char **argv)
         fprintf(stderr, "downpour: view: give either TRACE or --connect ADDR\n");
         return 2;
     }
-    if (wo.follow && !serve) {
-        fprintf(stderr, "downpour: view: --follow needs --serve ADDR\n");
+    if ((wo.follow || serve_sized) && !serve) {
+        fprintf(stderr, "downpour: view: %s needs --serve ADDR\n", wo.follow ? "--follow" : "--serve-size");
         return 2;
     }
     char err[DP_ERRLEN];

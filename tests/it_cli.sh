@@ -180,6 +180,10 @@ for size in 199x150 200x149 16385x200 200x16385 x; do
     usage_error "downpour: view: --size '$size' is not WxH (W 200..16384, H 150..16384)" view x.dptrace --size $size
 done
 
+# view --serve-size: a page's frames, 64..8192 each, and only beside --serve
+usage_error "downpour: view: --serve-size '63x64' is not WxH (64..8192 each)" view x.dptrace --serve 127.0.0.1:0 --serve-size 63x64
+usage_error "downpour: view: --serve-size needs --serve ADDR" view x.dptrace --serve-size 640x360
+
 # accepted_to_trace WHAT ARGS...: the flags are taken (each at an end of its range), and the
 # command goes on to open its trace, which is not there: exit 1 naming it, not 2 for a flag
 accepted_to_trace() {

@@ -317,13 +317,15 @@ else
     shown=$(sed -n 's/^saved .* message=//p' "$TMP/vn.out")
     # Without --follow the pages start where the window does: --at, --paused.
     DISPLAY=":$DISP" ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 60 "$DOWNPOUR" view "$T" --paused \
-        --at 2.5 --size 1280x720 --serve 127.0.0.1:0 --script "wait:4000,q" >"$TMP/vp.out" 2>"$TMP/vp.err" &
+        --at 2.5 --size 1280x720 --serve 127.0.0.1:0 --serve-size 640x360 --script "wait:4000,q" >"$TMP/vp.out" 2>"$TMP/vp.err" &
     PVIEW=$!
     for _ in $(seq 100); do grep -q '^serving ' "$TMP/vp.out" && break; sleep 0.1; done
     timeout 20 $CLIENT start "$(awk '/^serving /{print $2}' "$TMP/vp.out")" p >"$TMP/vp.txt" 2>&1
     wait "$PVIEW"
     check "view --paused --at 2.5 --serve: a page starts paused at 2.5 s too ($(tr '\n' ' ' <"$TMP/vp.txt"))" \
         [ "$(val "$TMP/vp.txt" p_playing)" = 0 -a "$(val "$TMP/vp.txt" p_t)" = 2.500 ]
+    check "... at --serve-size 640x360, whatever the window's 1280x720 ($(val "$TMP/vp.txt" p_size))" \
+        [ "$(val "$TMP/vp.txt" p_size)" = 640x360 ]
     check "view --serve: 3 answers on the page are on the window's message line ('$shown')" \
         test "$shown" = "question 1 (step 10): 3 answered: A 3, B 0, C 0"
     kill "$XVFB" 2>/dev/null; wait "$XVFB" 2>/dev/null

@@ -17,7 +17,7 @@ script holds the checks.
   web_client.py slow URL                 a client that reads slowly beside a normal one
   web_client.py drive URL DIR            a page of `view --serve --follow`: follows the window
 """
-import http.client, json, selectors, socket, sys, threading, time, urllib.parse
+import http.client, json, selectors, socket, struct, sys, threading, time, urllib.parse
 
 # A stream: START, then each frame's PNG followed by PART_END (the next delimiter and
 # header block, sent at once so that a browser shows the frame without waiting).
@@ -207,7 +207,7 @@ def mode_follow(url, outdir):
 
 def mode_start(url, pages):
     """For each page NAME[:paused=0|1]: opens its stream (with that query), reads its first
-    frame, waits a second, then prints NAME's /state: playing and t."""
+    frame (prints its size), waits a second, then prints NAME's /state: playing and t."""
     streams = []
     for spec in pages:
         name, _, q = spec.partition(':')
@@ -216,7 +216,8 @@ def mode_start(url, pages):
             k, _, v = q.partition('=')
             query[k] = v
         st = Stream(url, query)
-        st.part()
+        png = st.part()
+        out(name + '_size', '%dx%d' % struct.unpack('>II', png[16:24]))
         streams.append((name, st))
     time.sleep(1.0)
     for name, st in streams:

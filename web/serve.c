@@ -56,9 +56,9 @@ static int check_options(const web_options *o, char *err)
         return dp_fail(err, DP_EINVAL, "web: serve either a trace or a live hub");
     if (!(o->fps > 0 && o->fps <= 120))
         return dp_fail(err, DP_EINVAL, "web: fps %g is not in (0, 120]", o->fps);
-    if (o->width < 64 || o->height < 64 || o->width > 8192 || o->height > 8192)
-        return dp_fail(err, DP_EINVAL, "web: frame size %dx%d is not 64..8192 each", o->width,
-                       o->height);
+    if (o->width < 64 || o->height < 64 || o->width > WEB_MAX_SIZE || o->height > WEB_MAX_SIZE)
+        return dp_fail(err, DP_EINVAL, "web: frame size %dx%d is not 64..%d each", o->width,
+                       o->height, WEB_MAX_SIZE);
     if (o->max_conns < 1 || o->max_conns > 10000)
         return dp_fail(err, DP_EINVAL, "web: connection cap %d is not 1..10000", o->max_conns);
     if (o->idle_timeout_s < 1 || o->idle_timeout_s > 3600)

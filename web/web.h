@@ -21,12 +21,14 @@ typedef struct web_server web_server;
 
 /* What to serve. Embedded by the caller; web_options_init() gives the defaults noted
  * here. Strings are borrowed until web_server_new() returns (they are copied). */
+#define WEB_MAX_SIZE 8192   /* a page's frames: at most this many pixels each way */
+
 typedef struct web_options {
     const char *listen;     /* "host:port" (port 0 = ephemeral); NULL = WEB_DEFAULT_ADDR */
     const char *trace;      /* replay this trace, or */
     const char *connect;    /* watch the hub at this address (live) */
     int follow;             /* every page shows the server's position (and moves it) */
-    int width, height;      /* frame size in pixels (1280x720) */
+    int width, height;      /* frame size in pixels (1280x720), 64..WEB_MAX_SIZE each */
     double fps;             /* frames per second while a position moves (15) */
     double at_s;            /* the server's position at start, s; < 0 = the start (-1) */
     int start_paused;       /* the server's position starts paused (replay) */
