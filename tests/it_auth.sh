@@ -12,7 +12,6 @@
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 AC="python3 tests/auth_client.py"
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 SECRET=it-auth-secret-0123456789abcdef
 printf '%s\n' "$SECRET" >"$TMP/secret"; chmod 600 "$TMP/secret"
 unset DOWNPOUR_SECRET DOWNPOUR_HUB_SECRET
@@ -35,7 +34,7 @@ check "a --secret-file holding a NUL byte is refused, exit 2 (rc $rc)" \
     bash -c "[ $rc -eq 2 ] && grep -a -q 'nul: the secret holds a NUL byte' '$TMP/nul.err'"
 
 # --- a hand-started cluster with a secret, under attack -----------------------------------
-P=$(port); W0=$(port); W1=$(port)
+read -r P W0 W1 < <(free_ports 3)
 HOSTS="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W0,127.0.0.1:$W1"
 STEPS=150
 TRAIN="--data synthetic --model mlp --hidden 1024 --batch 16 --eval-every 0 --log-every 100000 --mode sync --steps $STEPS"
@@ -90,7 +89,7 @@ check "the flood's half-open connections were dropped by the handshake timeout o
 check "the ps counted its refusals and failures" bash -c "test \$(python3 -c \"import json; d=json.loads([l for l in open('$TMP/ps.out') if l.startswith('{')][-1]); print(int(d['conns_refused'] > 0 and d['auth_failures'] >= 3))\") = 1"
 
 # --- the handshake timeout, alone: an idle connection goes after 5 s, logged -------------
-P2=$(port)
+P2=$(free_ports 1)
 DOWNPOUR_SECRET=$SECRET "$DOWNPOUR" task --job_name=ps --task_index=0 --ps_hosts=127.0.0.1:$P2 \
     --worker_hosts=127.0.0.1:$W0 --data synthetic --model softmax --steps 5 >/dev/null 2>"$TMP/ps2.err" &
 PS2=$!
@@ -107,7 +106,7 @@ cat "$TMP/idle.out"
 check "a connection that never completes the handshake is closed after ~5 s" bash -c "awk '{exit !(\$3 >= 4.5 && \$3 < 8)}' '$TMP/idle.out'"
 check "... logged with its address" grep -a -q "dropped connection from 127.0.0.1:[0-9]*: no authenticated HELLO within 5 s" "$TMP/ps2.err"
 # Mixed: a worker with a secret against this ps... and a ps without one.
-P3=$(port)
+P3=$(free_ports 1)
 "$DOWNPOUR" task --job_name=ps --task_index=0 --ps_hosts=127.0.0.1:$P3 --worker_hosts=127.0.0.1:$W0 \
     --data synthetic --model softmax --steps 5 >/dev/null 2>"$TMP/ps3.err" &
 PS3=$!
@@ -118,7 +117,7 @@ check "... and so does the ps" grep -a -q "but this ps has no secret" "$TMP/ps3.
 kill $PS2 $PS3 2>/dev/null; wait $PS2 $PS3 2>/dev/null
 
 # --- the hub ------------------------------------------------------------------------------
-H=$(port)
+H=$(free_ports 1)
 "$DOWNPOUR" hub --listen 127.0.0.1:$H --secret-file "$TMP/secret" --quiet >"$TMP/hub.out" 2>"$TMP/hub.err" &
 HUB=$!
 for _ in $(seq 50); do grep -a -q "viewer token" "$TMP/hub.out" && break; sleep 0.1; done
@@ -146,7 +145,7 @@ n=$(grep -a -c "emitter: hub 127.0.0.1:$H: hub refused: .*viewer token may only 
 check "a task with the viewer token: its emitter says the hub's refusal once, training completes (rc $rc, $n lines)" \
     bash -c "[ $rc -eq 0 ] && [ '$n' = 1 ]"
 # Tasks stream to it with the secret: a short hand-started run, events recorded.
-P4=$(port)
+P4=$(free_ports 1)
 DOWNPOUR_SECRET=$SECRET "$DOWNPOUR" task --job_name=ps --task_index=0 --ps_hosts=127.0.0.1:$P4 \
     --worker_hosts=127.0.0.1:$W0 --data synthetic --model softmax --steps 20 --hub 127.0.0.1:$H >/dev/null 2>&1 &
 PS4=$!

@@ -10,7 +10,6 @@
 # and trains.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # bad_ps CASE PORT: serves one worker connection on PORT, answers its HELLO as CASE says.
 bad_ps() {
@@ -45,7 +44,7 @@ PY
 }
 
 for case in error ack type release release-id slot; do
-    P=$(port); W=$(port)
+    read -r P W < <(free_ports 2)
     bad_ps "$case" "$P" >"$TMP/ps-$case.out" 2>&1 &
     PS=$!
     timeout 60 "$DOWNPOUR" task --job_name=worker --task_index=0 --ps_hosts=127.0.0.1:$P \
@@ -68,7 +67,7 @@ done
 # A ps lost during the chief's first initialisation: the stand-in answers HELLO, reads
 # up to the first INIT and goes (listener first, so that no reconnection lands in it);
 # then a real ps starts on the same address.
-P=$(port); W=$(port)
+read -r P W < <(free_ports 2)
 H="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W --data synthetic --model softmax --steps 10"
 python3 - "$P" >"$TMP/ps-init.out" 2>&1 <<'PY' &
 import socket, sys

@@ -164,8 +164,7 @@ check "checkpoint info --help prints the usage (rc $rc), not a missing file" \
     bash -c "[ $rc -eq 0 ] && grep -q '^usage: downpour checkpoint' '$TMP/fmt.out'"
 
 # Bad slot frames: a ps drops the peer with a reason and keeps serving.
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-P=$(port); W=$(port); W2=$(port)
+read -r P W W2 < <(free_ports 3)
 # Async with 2 workers: the bad peers say they are worker 1 (a lost worker 1 is let go),
 # worker 0 then trains alone.
 HOSTS="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W,127.0.0.1:$W2"

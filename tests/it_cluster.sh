@@ -155,8 +155,7 @@ wait
 
 # TensorFlow's conventions (TFConfigClusterResolver): task.index may be a string ("0" is
 # int("0")), and an explicit --job_name/--task_index overrides TF_CONFIG's task, saying so.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-P2=$(free_port); W2=$(free_port)
+read -r P2 W2 < <(free_ports 2)
 TFC_STR="{\"cluster\":{\"ps\":[\"127.0.0.1:$P2\"],\"worker\":[\"127.0.0.1:$W2\"]},\"task\":{\"type\":\"ps\",\"index\":\"0\"}}"
 TF_CONFIG="$TFC_STR" $DOWNPOUR task --steps 30 $SYN >"$TMP/tfs_ps.json" 2>"$TMP/tfs_ps.err" &
 TFS_PS=$!
@@ -171,8 +170,7 @@ check "no override, no note" bash -c "! grep -q overrides '$TMP/tfs_ps.err'"
 # IPv6: 1 ps + 2 async workers on [::1], started by hand as TensorFlow tasks are; the ps
 # reports the final global step in its line, and the chief's line carries the same.
 if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; then
-    free6() { python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0)); print(s.getsockname()[1])'; }
-    P6=$(free6); W6a=$(free6); W6b=$(free6)
+    read -r P6 W6a W6b < <(free_ports 3 ::1)
     H6="--ps_hosts=[::1]:$P6 --worker_hosts=[::1]:$W6a,[::1]:$W6b --mode async"
     $DOWNPOUR task --job_name=ps --task_index=0 $H6 --steps 40 $SYN >"$TMP/v6ps.json" 2>"$TMP/v6ps.err" &
     V6PS=$!

@@ -6,8 +6,7 @@
 # cluster (the ps, worker 0 and a hub are ours; only their PIDs are waited for).
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-P=$(port); W0=$(port); W1=$(port)
+read -r P W0 W1 < <(free_ports 3)
 HOSTS="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W0,127.0.0.1:$W1"
 SYN="--data synthetic --model softmax --mode async --steps 60 --pace 10ms --eval-every 0 --log-every 1000000"
 "$DOWNPOUR" hub --listen 127.0.0.1:0 --trace "$TMP/n.dptrace" --quiet >"$TMP/hub.out" 2>"$TMP/hub.err" &

@@ -9,8 +9,7 @@
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 SYN="--data synthetic --model softmax --quiet"
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-P=$(port); W=$(port)
+read -r P W < <(free_ports 2)
 HOSTS="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W"
 $DOWNPOUR task --job_name=ps --task_index=0 $HOSTS --steps 30 $SYN >/dev/null 2>"$TMP/ps.err" &
 PS=$!
@@ -75,7 +74,7 @@ check "every bad connection got an answer or was closed (no hang)" bash -c "! gr
 # came back to $TMP/pyN.out.
 stand_in() {
     local n=$1 w=$2 frames=$3 label=$4
-    P=$(port); W0=$(port); W1=$(port)
+    read -r P W0 W1 < <(free_ports 3)
     HOSTS="--ps_hosts=127.0.0.1:$P --worker_hosts=127.0.0.1:$W0,127.0.0.1:$W1 --mode async"
     $DOWNPOUR task --job_name=ps --task_index=0 $HOSTS --steps 30 $SYN >/dev/null 2>"$TMP/ps$n.err" &
     PS=$!

@@ -121,8 +121,7 @@ check "the restarted chief says the ps hold the variables and restores nothing" 
 check "... and the trace has no checkpoint_restore" test "$(trace_count "$d.dptrace" checkpoint_restore)" = 0
 
 # --- hand-started: the ps is really down, workers retry with backoff --------------------
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-P0=$(port); P1=$(port); W0=$(port); W1=$(port)
+read -r P0 P1 W0 W1 < <(free_ports 4)
 HOSTS="--ps_hosts=127.0.0.1:$P0,127.0.0.1:$P1 --worker_hosts=127.0.0.1:$W0,127.0.0.1:$W1"
 HSYN="$SYN --mode sync --steps 150 --pace 20ms --checkpoint-dir $TMP/hand --save-checkpoint-steps 10"
 "$DOWNPOUR" hub --listen 127.0.0.1:0 --trace "$TMP/hand.dptrace" --quiet >"$TMP/hub.out" 2>"$TMP/hub.err" &

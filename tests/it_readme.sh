@@ -24,8 +24,7 @@ check "downpour is on PATH after make install" bash -c 'command -v downpour | gr
 start_xvfb || { skip "Xvfb does not start: the tour's windows need it"; done_tests; exit; }
 export DISPLAY=":$DISP"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-P1=$(free_port); P2=$(free_port); P3=$(free_port); P4=$(free_port)
+read -r P1 P2 P3 P4 < <(free_ports 4)
 python3 - "$REPO/README.md" >"$TMP/tour.txt" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()

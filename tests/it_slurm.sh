@@ -70,7 +70,6 @@ S=$TMP/slurm
 mkdir -p "$S/spool" "$S/state" && chmod 755 "$TMP" "$S"
 NODE=$(hostname -s)
 getent hosts "$NODE" >/dev/null || cannot_start "this machine's name $NODE does not resolve"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'; }
 # three consecutive free ports for the tasks: port base + local rank 0..2
 free_base() { python3 - <<'PY'
 import random, socket
@@ -106,11 +105,12 @@ munged -F -f --key-file="$S/munge.key" --socket="$S/munge.sock" --pid-file="$S/m
 MUNGED=$!
 for _ in $(seq 50); do [ -S "$S/munge.sock" ] && break; sleep 0.1; done
 [ -S "$S/munge.sock" ] || cannot_start "munged did not come up: $(tail -n 2 "$S/munged.out" | tr '\n' ' ')"
+read -r CTLD_PORT SLURMD_PORT < <(free_ports 2 0.0.0.0)
 cat >"$S/slurm.conf" <<EOF
 ClusterName=downpour-test
 SlurmctldHost=$NODE
-SlurmctldPort=$(free_port)
-SlurmdPort=$(free_port)
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
 AuthType=auth/munge
 AuthInfo=socket=$S/munge.sock
 CredType=cred/munge
@@ -232,7 +232,7 @@ check "another seed gives another final loss (the comparison can fail)" \
 # The example job script, through sbatch: hub on the first node, trace in the shared
 # directory, tasks reaching the hub through DOWNPOUR_HUB, the secret from a file.
 mkdir -p "$TMP/shared" "$TMP/home"
-HPORT=$(free_port); PB=$(free_base)
+HPORT=$(free_ports 1 0.0.0.0); PB=$(free_base)
 # -N 1 -n 3 -O replace the script's 2 nodes and 4 tasks: this is one 2-CPU node.
 timeout -k 5 60 sbatch --wait -N 1 -n 3 -O -o "$TMP/sbatch.out" -D "$TMP" \
     --export=ALL,HOME="$TMP/home",DOWNPOUR="$DOWNPOUR",DOWNPOUR_SHARED="$TMP/shared",DOWNPOUR_HUB_PORT=$HPORT,DOWNPOUR_PORT_BASE=$PB,DOWNPOUR_TRAIN_FLAGS="--data synthetic --model mlp --hidden 32 --steps 100 --eval-every 0" \

@@ -26,6 +26,19 @@ PY
 }
 # trace_count TRACE KIND: how many events of KIND the trace holds (trace info --json; 0
 # when none).
+# free_ports N [HOST]: N distinct free TCP ports on HOST (default 127.0.0.1; ::1 for IPv6)
+# on one line, all bound at once: asked one at a time, the kernel may hand out the same
+# port twice, and a cluster spec naming a host:port twice is refused.
+free_ports() {
+    python3 - "$1" "${2:-127.0.0.1}" <<'PY'
+import socket, sys
+n, host = int(sys.argv[1]), sys.argv[2]
+socks = [socket.socket(socket.AF_INET6 if ':' in host else socket.AF_INET) for _ in range(n)]
+for s in socks:
+    s.bind((host, 0))
+print(*(s.getsockname()[1] for s in socks))
+PY
+}
 trace_count() {
     "$DOWNPOUR" trace info --json "$1" |
         python3 -c "import json, sys; print(json.load(sys.stdin)['counts'].get(sys.argv[1], 0))" "$2"
