@@ -2,6 +2,8 @@
 #include "cli/args.h"
 
 #include <ctype.h>
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,10 +39,46 @@ int cli_size(const char *cmd, const char *flag, const char *v, int min_w, int mi
     char tail;
     if (sscanf(v, "%dx%d%c", w, h, &tail) == 2 && *w >= min_w && *h >= min_h && *w <= max && *h <= max) return 0;
     if (min_w == min_h)
-        fprintf(stderr, "downpour: %s: %s '%s' is not WxH (%d..%d each)\n", cmd, flag, v, min_w, max);
+        fprintf(stderr, "downpour: %s: %s \"%s\" is not WxH (%d..%d each)\n", cmd, flag, v, min_w, max);
     else
-        fprintf(stderr, "downpour: %s: %s '%s' is not WxH (W %d..%d, H %d..%d)\n", cmd, flag, v, min_w, max, min_h,
+        fprintf(stderr, "downpour: %s: %s \"%s\" is not WxH (W %d..%d, H %d..%d)\n", cmd, flag, v, min_w, max, min_h,
                 max);
+    return 2;
+}
+
+int cli_long(const char *cmd, const char *flag, const char *v, long long lo, long long hi, long long *out)
+{
+    long long x;
+    if (!dp_parse_int(v, &x) && x >= lo && x <= hi) {
+        *out = x;
+        return 0;
+    }
+    if (hi == LLONG_MAX)
+        fprintf(stderr, "downpour: %s: %s \"%s\" must be an integer >= %lld\n", cmd, flag, v, lo);
+    else
+        fprintf(stderr, "downpour: %s: %s \"%s\" must be an integer in %lld..%lld\n", cmd, flag, v, lo, hi);
+    return 2;
+}
+
+int cli_int(const char *cmd, const char *flag, const char *v, int lo, int hi, int *out)
+{
+    long long x;
+    if (cli_long(cmd, flag, v, lo, hi, &x)) return 2;
+    *out = (int)x;
+    return 0;
+}
+
+int cli_num(const char *cmd, const char *flag, const char *v, double lo, double hi, double *out)
+{
+    double x;
+    if (!dp_parse_double(v, &x) && isfinite(x) && x >= lo && x <= hi) {
+        *out = x;
+        return 0;
+    }
+    if (isinf(hi))
+        fprintf(stderr, "downpour: %s: %s \"%s\" must be a number >= %g\n", cmd, flag, v, lo);
+    else
+        fprintf(stderr, "downpour: %s: %s \"%s\" must be a number in %g..%g\n", cmd, flag, v, lo, hi);
     return 2;
 }
 

@@ -19,6 +19,16 @@ int cli_addr(const char *cmd, const char *flag, const char *addr, int listen);
  * one line naming the flag, the value and the range (*w, *h then unspecified). */
 int cli_size(const char *cmd, const char *flag, const char *v, int min_w, int min_h, int max, int *w, int *h);
 
+/* Parses FLAG's integer V within [lo, hi] into *out: 0, or 2 after one line naming the
+ * flag, the value and the range, as every bad flag value gets:
+ *   downpour: serve: --max-conns "0" must be an integer in 1..10000
+ * (cli_long with hi LLONG_MAX: "must be an integer >= LO"). */
+int cli_long(const char *cmd, const char *flag, const char *v, long long lo, long long hi, long long *out);
+int cli_int(const char *cmd, const char *flag, const char *v, int lo, int hi, int *out);
+
+/* The same for a finite number (hi INFINITY: "must be a number >= LO"). */
+int cli_num(const char *cmd, const char *flag, const char *v, double lo, double hi, double *out);
+
 /* An argument CMD does not take: one line on stderr, and returns 2 (a usage error's exit
  * status). An argument starting with '-' is an unknown flag; the flag of HELP (the
  * command's --help text) nearest to it is suggested when it is close:

@@ -1,6 +1,7 @@
 /* cmd_checkpoint.c — `downpour checkpoint`: list a checkpoint's tensors (TensorFlow's
  * inspect_checkpoint) or compare two checkpoints within a tolerance. Argument parsing
  * only; the work is runtime/ckpt.c. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,10 +45,7 @@ int cmd_checkpoint(int argc, char **argv)
         int bad = 0;
         const char *v;
         if (want == 2 && (v = cli_flag_value(cmd, argc, argv, &i, "--tol", &bad))) {
-            if (dp_parse_double(v, &tol) || tol < 0) {
-                fprintf(stderr, "downpour: %s: --tol: \"%s\" is not a number >= 0\n", cmd, v);
-                return 2;
-            }
+            if (cli_num(cmd, "--tol", v, 0, INFINITY, &tol)) return 2;
         } else if (bad) {
             return 2;
         } else if ((argv[i][0] == '-' && argv[i][1]) || n == want) {

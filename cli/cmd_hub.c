@@ -40,17 +40,6 @@ static void usage(FILE *f)
             EVT_HUB_DEFAULT_ADDR);
 }
 
-static int parse_ms(const char *flag, const char *s, int *out)
-{
-    long long v;
-    if (dp_parse_int(s, &v) || v < 0 || v > 86400000) {
-        fprintf(stderr, "downpour: hub: %s '%s' is not a number of milliseconds\n", flag, s);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
 int cmd_hub(int argc, char **argv)
 {
     evt_hub_options opt;
@@ -83,9 +72,9 @@ int cmd_hub(int argc, char **argv)
                 return 2;
             }
         } else if ((v = cli_flag_value("hub", argc, argv, &i, "--exit-when-idle", &bad))) {
-            if (parse_ms("--exit-when-idle", v, &opt.exit_when_idle_ms)) return 2;
+            if (cli_int("hub", "--exit-when-idle", v, 0, 86400000, &opt.exit_when_idle_ms)) return 2;
         } else if ((v = cli_flag_value("hub", argc, argv, &i, "--reorder-ms", &bad))) {
-            if (parse_ms("--reorder-ms", v, &opt.reorder_ms)) return 2;
+            if (cli_int("hub", "--reorder-ms", v, 0, 86400000, &opt.reorder_ms)) return 2;
         } else if (bad) {   /* a flag at the end without its value: said already */
             return 2;
         } else {

@@ -3,7 +3,7 @@
  * sequence (--frames DIR) for slides and video, with progress on a terminal. The same
  * trace, time and size always give the same image. Flag parsing only; the work is
  * viz/headless.c. */
-#include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,26 +34,6 @@ static void usage(FILE *f)
             "                   write a synthetic sync run to FILE (for tests, demos, benches)\n");
 }
 
-static int parse_seconds(const char *flag, const char *s, double *out)
-{
-    if (dp_parse_double(s, out) || !isfinite(*out) || *out < 0 || *out > 1e9) {
-        fprintf(stderr, "downpour: render: %s '%s' is not a number of seconds\n", flag, s);
-        return -1;
-    }
-    return 0;
-}
-
-static int parse_count(const char *flag, const char *s, int lo, int hi, int *out)
-{
-    long long x;
-    if (dp_parse_int(s, &x) || x < lo || x > hi) {
-        fprintf(stderr, "downpour: render: %s '%s' must be an integer in %d..%d\n", flag, s, lo, hi);
-        return -1;
-    }
-    *out = (int)x;
-    return 0;
-}
-
 int cmd_render(int argc, char **argv)
 {
     viz_headless_opts o;
@@ -73,15 +53,15 @@ int cmd_render(int argc, char **argv)
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--write-synthetic", &bad))) {
             o.write_synthetic = v;
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--ps", &bad))) {
-            if (parse_count("--ps", v, 1, 1024, &o.synth_ps)) return 2;
+            if (cli_int("render", "--ps", v, 1, 1024, &o.synth_ps)) return 2;
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--workers", &bad))) {
-            if (parse_count("--workers", v, 1, 60000, &o.synth_workers)) return 2;
+            if (cli_int("render", "--workers", v, 1, 60000, &o.synth_workers)) return 2;
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--vars", &bad))) {
-            if (parse_count("--vars", v, 1, 1000, &o.synth_vars)) return 2;
+            if (cli_int("render", "--vars", v, 1, 1000, &o.synth_vars)) return 2;
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--steps", &bad))) {
-            if (parse_count("--steps", v, 0, 10000000, &o.synth_steps)) return 2;
+            if (cli_int("render", "--steps", v, 0, 10000000, &o.synth_steps)) return 2;
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--backup", &bad))) {
-            if (parse_count("--backup", v, 0, 60000, &o.synth_backup)) return 2;
+            if (cli_int("render", "--backup", v, 0, 60000, &o.synth_backup)) return 2;
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--out", &bad))) {
             o.out = v;
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--sheet", &bad))) {
@@ -93,21 +73,15 @@ int cmd_render(int argc, char **argv)
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--compare", &bad))) {
             o.compare = v;
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--at", &bad))) {
-            if (parse_seconds("--at", v, &o.at_s)) return 2;
+            if (cli_num("render", "--at", v, 0, 1e9, &o.at_s)) return 2;
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--at-step", &bad))) {
-            if (dp_parse_int(v, &o.at_step) || o.at_step < 0) {
-                fprintf(stderr, "downpour: render: --at-step '%s' must be a global step >= 0\n", v);
-                return 2;
-            }
+            if (cli_long("render", "--at-step", v, 0, LLONG_MAX, &o.at_step)) return 2;
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--from", &bad))) {
-            if (parse_seconds("--from", v, &o.from_s)) return 2;
+            if (cli_num("render", "--from", v, 0, 1e9, &o.from_s)) return 2;
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--to", &bad))) {
-            if (parse_seconds("--to", v, &o.to_s)) return 2;
+            if (cli_num("render", "--to", v, 0, 1e9, &o.to_s)) return 2;
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--fps", &bad))) {
-            if (dp_parse_double(v, &o.fps) || !(o.fps > 0 && o.fps <= 100000)) {
-                fprintf(stderr, "downpour: render: --fps '%s' must be a number in (0, 100000]\n", v);
-                return 2;
-            }
+            if (cli_num("render", "--fps", v, 0.001, 100000, &o.fps)) return 2;
         } else if ((v = cli_flag_value("render", argc, argv, &i, "--size", &bad))) {
             if (cli_size("render", "--size", v, 64, 64, 16384, &o.width, &o.height)) return 2;
         } else if (bad) {

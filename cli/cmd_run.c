@@ -241,10 +241,7 @@ int cmd_fork(int argc, char **argv)
             fputs(usage_fork, stdout);
             return 0;
         } else if ((v = cli_flag_value("fork", argc, argv, &i, "--at-step", &bad))) {
-            if (dp_parse_int(v, &at) || at < 1) {
-                fprintf(stderr, "downpour: fork: --at-step: \"%s\" is not a global step >= 1\n", v);
-                return 2;
-            }
+            if (cli_long("fork", "--at-step", v, 1, LLONG_MAX, &at)) return 2;
         } else if ((v = cli_flag_value("fork", argc, argv, &i, "--set", &bad))) {
             if (o.n_sets == LAB_MAX_SETS) {
                 fprintf(stderr, "downpour: fork: at most %d --set\n", LAB_MAX_SETS);

@@ -3,7 +3,6 @@
  * its own position, or with --follow every page shows the server's. Runs until SIGINT /
  * SIGTERM; "serving URL" goes to stdout once bound. Flag parsing only; the server is
  * web/. */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,26 +42,6 @@ static void usage(FILE *f)
             WEB_DEFAULT_ADDR);
 }
 
-static int parse_int(const char *flag, const char *s, int lo, int hi, int *out)
-{
-    long long v;
-    if (dp_parse_int(s, &v) || v < lo || v > hi) {
-        fprintf(stderr, "downpour: serve: %s '%s' must be an integer in %d..%d\n", flag, s, lo, hi);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
-static int parse_num(const char *flag, const char *s, double lo, double hi, double *out)
-{
-    if (dp_parse_double(s, out) || !isfinite(*out) || *out < lo || *out > hi) {
-        fprintf(stderr, "downpour: serve: %s '%s' must be a number in %g..%g\n", flag, s, lo, hi);
-        return -1;
-    }
-    return 0;
-}
-
 int cmd_serve(int argc, char **argv)
 {
     web_options o;
@@ -87,17 +66,17 @@ int cmd_serve(int argc, char **argv)
             if (cli_addr("serve", "--listen", v, 1)) return 2;
             o.listen = v;
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--at", &bad))) {
-            if (parse_num("--at", v, 0, 1e9, &o.at_s)) return 2;
+            if (cli_num("serve", "--at", v, 0, 1e9, &o.at_s)) return 2;
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--speed", &bad))) {
-            if (parse_num("--speed", v, 0.01, 100, &o.speed)) return 2;
+            if (cli_num("serve", "--speed", v, 0.01, 100, &o.speed)) return 2;
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--fps", &bad))) {
-            if (parse_num("--fps", v, 0.1, 120, &o.fps)) return 2;
+            if (cli_num("serve", "--fps", v, 0.1, 120, &o.fps)) return 2;
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--max-conns", &bad))) {
-            if (parse_int("--max-conns", v, 1, 10000, &o.max_conns)) return 2;
+            if (cli_int("serve", "--max-conns", v, 1, 10000, &o.max_conns)) return 2;
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--idle-timeout", &bad))) {
-            if (parse_int("--idle-timeout", v, 1, 3600, &o.idle_timeout_s)) return 2;
+            if (cli_int("serve", "--idle-timeout", v, 1, 3600, &o.idle_timeout_s)) return 2;
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--max-behind", &bad))) {
-            if (parse_int("--max-behind", v, 1, 100000, &o.max_behind)) return 2;
+            if (cli_int("serve", "--max-behind", v, 1, 100000, &o.max_behind)) return 2;
         } else if ((v = cli_flag_value("serve", argc, argv, &i, "--size", &bad))) {
             if (cli_size("serve", "--size", v, 64, 64, WEB_MAX_SIZE, &o.width, &o.height)) return 2;
         } else if (bad) {

@@ -1,7 +1,6 @@
 /* cmd_view.c — `downpour view`: the viewer window. Replays a trace, or watches a live
  * run through the hub (--connect), or plays two traces side by side (--compare). Flag
  * parsing only; the window is viz/app.c. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,15 +128,9 @@ int cmd_view(int argc, char **argv)
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--screenshot-dir", &bad))) {
             o.screenshot_dir = v;
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--at", &bad))) {
-            if (dp_parse_double(v, &o.at_s) || !(o.at_s >= 0 && o.at_s < 1e9)) {
-                fprintf(stderr, "downpour: view: --at '%s' is not a number of seconds\n", v);
-                return 2;
-            }
+            if (cli_num("view", "--at", v, 0, 1e9, &o.at_s)) return 2;
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--speed", &bad))) {
-            if (dp_parse_double(v, &o.speed) || !(o.speed >= 0.01 && o.speed <= 100)) {
-                fprintf(stderr, "downpour: view: --speed '%s' must be in 0.01..100\n", v);
-                return 2;
-            }
+            if (cli_num("view", "--speed", v, 0.01, 100, &o.speed)) return 2;
         } else if ((v = cli_flag_value("view", argc, argv, &i, "--size", &bad))) {
             if (cli_size("view", "--size", v, 200, 150, 16384, &o.width, &o.height)) return 2;
             sized = 1;

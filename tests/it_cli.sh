@@ -77,8 +77,8 @@ usage_error "downpour: trace: unknown command 'bogus' (see downpour trace --help
 usage_error "downpour: checkpoint: unknown command 'bogus' (see downpour checkpoint --help)" checkpoint bogus x
 usage_error 'downpour: checkpoint info: expected one DIR|FILE' checkpoint info
 usage_error 'downpour: checkpoint diff: expected A B [--tol X]' checkpoint diff a
-usage_error 'downpour: checkpoint diff: --tol: "-1" is not a number >= 0' checkpoint diff a b --tol -1
-usage_error 'downpour: checkpoint diff: --tol: "nan" is not a number >= 0' checkpoint diff --tol=nan a b
+usage_error 'downpour: checkpoint diff: --tol "-1" must be a number >= 0' checkpoint diff a b --tol -1
+usage_error 'downpour: checkpoint diff: --tol "nan" must be a number >= 0' checkpoint diff --tol=nan a b
 usage_error 'downpour: checkpoint diff: expected A B [--tol X]' checkpoint diff --tol 1 a
 usage_error 'downpour: checkpoint diff: unexpected argument "c" (see --help)' checkpoint diff a b c
 usage_error 'downpour: checkpoint info: unexpected argument "b" (see --help)' checkpoint info a b
@@ -159,7 +159,7 @@ DOWNPOUR_SECRET=abc usage_error 'downpour: serve: $DOWNPOUR_SECRET: the secret i
 # a value out of its range: render --size takes 64..16384 each way, both ends included
 "$DOWNPOUR" sim --workers 2 --steps 3 --trace "$TMP/tiny.dptrace" --quiet >/dev/null 2>&1
 for size in 63x64 64x63 16385x64 64x16385 64x64x 64; do
-    usage_error "downpour: render: --size '$size' is not WxH (64..16384 each)" render "$TMP/tiny.dptrace" \
+    usage_error "downpour: render: --size \"$size\" is not WxH (64..16384 each)" render "$TMP/tiny.dptrace" \
         --out "$TMP/tiny.png" --size $size
 done
 for size in 64x64 16384x64 64x16384; do
@@ -172,16 +172,16 @@ done
 
 # serve --size: 64..8192 each way
 for size in 63x64 64x63 8193x64 64x8193 64x; do
-    usage_error "downpour: serve: --size '$size' is not WxH (64..8192 each)" serve x.dptrace --size $size
+    usage_error "downpour: serve: --size \"$size\" is not WxH (64..8192 each)" serve x.dptrace --size $size
 done
 
 # view --size: 200..16384 wide, 150..16384 high, as its message says
 for size in 199x150 200x149 16385x200 200x16385 x; do
-    usage_error "downpour: view: --size '$size' is not WxH (W 200..16384, H 150..16384)" view x.dptrace --size $size
+    usage_error "downpour: view: --size \"$size\" is not WxH (W 200..16384, H 150..16384)" view x.dptrace --size $size
 done
 
 # view --serve-size: a page's frames, 64..8192 each, and only beside --serve
-usage_error "downpour: view: --serve-size '63x64' is not WxH (64..8192 each)" view x.dptrace --serve 127.0.0.1:0 --serve-size 63x64
+usage_error "downpour: view: --serve-size \"63x64\" is not WxH (64..8192 each)" view x.dptrace --serve 127.0.0.1:0 --serve-size 63x64
 usage_error "downpour: view: --serve-size needs --serve ADDR" view x.dptrace --serve-size 640x360
 
 # accepted_to_trace WHAT ARGS...: the flags are taken (each at an end of its range), and the
@@ -203,12 +203,24 @@ accepted_to_trace serve --at 1e9 --speed 100 --fps 120 --max-conns 10000 --idle-
     --size 8192x8192
 accepted_to_trace render --out "$TMP/x.png" --at 1e9
 accepted_to_trace render --frames "$TMP/frames" --from 0 --to 1e9
-usage_error "downpour: serve: --speed '100.5' must be a number in 0.01..100" serve x.dptrace --speed 100.5
-usage_error "downpour: serve: --fps '0.09' must be a number in 0.1..120" serve x.dptrace --fps 0.09
-usage_error "downpour: serve: --at '1.1e9' must be a number in 0..1e+09" serve x.dptrace --at 1.1e9
-usage_error "downpour: serve: --max-conns '10001' must be an integer in 1..10000" serve x.dptrace --max-conns 10001
-usage_error "downpour: render: --at '1.1e9' is not a number of seconds" render x.dptrace --out x.png --at 1.1e9
-usage_error "downpour: render: --to '-1' is not a number of seconds" render x.dptrace --frames d --to -1
+# one wording for a number out of its range, in every hand-parsed command (cli_int, cli_num)
+usage_error 'downpour: serve: --speed "100.5" must be a number in 0.01..100' serve x.dptrace --speed 100.5
+usage_error 'downpour: serve: --fps "0.09" must be a number in 0.1..120' serve x.dptrace --fps 0.09
+usage_error 'downpour: serve: --at "1.1e9" must be a number in 0..1e+09' serve x.dptrace --at 1.1e9
+usage_error 'downpour: serve: --max-conns "10001" must be an integer in 1..10000' serve x.dptrace --max-conns 10001
+usage_error 'downpour: serve: --idle-timeout "1.5" must be an integer in 1..3600' serve x.dptrace --idle-timeout 1.5
+usage_error 'downpour: render: --at "1.1e9" must be a number in 0..1e+09' render x.dptrace --out x.png --at 1.1e9
+usage_error 'downpour: render: --to "-1" must be a number in 0..1e+09' render x.dptrace --frames d --to -1
+usage_error 'downpour: render: --fps "0" must be a number in 0.001..100000' render x.dptrace --frames d --fps 0
+usage_error 'downpour: render: --at-step "-1" must be an integer >= 0' render x.dptrace --out x.png --at-step -1
+usage_error 'downpour: render: --workers "60001" must be an integer in 1..60000' render --write-synthetic "$TMP/synthetic.dptrace" --workers 60001
+usage_error 'downpour: view: --speed "0" must be a number in 0.01..100' view x.dptrace --speed 0
+usage_error 'downpour: view: --at "nan" must be a number in 0..1e+09' view x.dptrace --at nan
+# (a bad --listen after: a parser that took the value ends at once, not as a hub)
+usage_error 'downpour: hub: --reorder-ms "86400001" must be an integer in 0..86400000' hub --reorder-ms 86400001 --listen x
+usage_error 'downpour: hub: --exit-when-idle "-1" must be an integer in 0..86400000' hub --exit-when-idle -1 --listen x
+usage_error 'downpour: fork: --at-step "0" must be an integer >= 1' fork x.dptrace --at-step 0
+usage_error 'downpour: fork: --at-step "9223372036854775808" must be an integer >= 1' fork x.dptrace --at-step 9223372036854775808
 
 # commands whose arguments are all optional, given none
 "$DOWNPOUR" keys >"$TMP/table" 2>"$TMP/err"

@@ -171,12 +171,13 @@ check "no override, no note" bash -c "! grep -q overrides '$TMP/tfs_ps.err'"
 # reports the final global step in its line, and the chief's line carries the same.
 if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; then
     read -r P6 W6a W6b < <(free_ports 3 ::1)
-    H6="--ps_hosts=[::1]:$P6 --worker_hosts=[::1]:$W6a,[::1]:$W6b --mode async"
-    $DOWNPOUR task --job_name=ps --task_index=0 $H6 --steps 40 $SYN >"$TMP/v6ps.json" 2>"$TMP/v6ps.err" &
+    # an array: unquoted, "[::1]" is a glob pattern
+    H6=("--ps_hosts=[::1]:$P6" "--worker_hosts=[::1]:$W6a,[::1]:$W6b" --mode async)
+    $DOWNPOUR task --job_name=ps --task_index=0 "${H6[@]}" --steps 40 $SYN >"$TMP/v6ps.json" 2>"$TMP/v6ps.err" &
     V6PS=$!
-    $DOWNPOUR task --job_name=worker --task_index=1 $H6 --steps 40 $SYN >"$TMP/v6w1.json" 2>/dev/null &
+    $DOWNPOUR task --job_name=worker --task_index=1 "${H6[@]}" --steps 40 $SYN >"$TMP/v6w1.json" 2>/dev/null &
     V6W1=$!
-    $DOWNPOUR task --job_name=worker --task_index=0 $H6 --steps 40 $SYN >"$TMP/v6w0.json" 2>"$TMP/v6w0.err"
+    $DOWNPOUR task --job_name=worker --task_index=0 "${H6[@]}" --steps 40 $SYN >"$TMP/v6w0.json" 2>"$TMP/v6w0.err"
     v6rc=$?
     wait $V6W1; v6w1rc=$?
     wait $V6PS; v6psrc=$?
