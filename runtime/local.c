@@ -312,13 +312,7 @@ static int train(lc_run *r, int64_t s0, int64_t *steps, double *loss_out, char *
             double tl, acc = nn_evaluate_rows(eval, r->params, dataset_rows_fn, &r->test, r->test.y, r->test.n, &tl);
             dp_log(DP_LOG_INFO, "local", "evaluation at global step %lld: accuracy %.4f, loss %.4f",
                    (long long)s, acc, tl);
-            if (r->in) {
-                evt_record e = rt_instr_record(r->in, EVT_EVAL);
-                e.step = s;
-                e.value = acc;
-                e.value2 = tl;
-                rt_instr_emit(r->in, &e);
-            }
+            emit(r, EVT_EVAL, s, acc, tl);
         }
         batch_order_indices(&r->order, 0, s, idx);
         dataset_gather(&r->train, idx, b, bx, by);
@@ -491,13 +485,7 @@ int local_run(const rt_config *cfg, const char *self, char *err)
         if (!cfg->quiet)
             dp_log(DP_LOG_INFO, "local", "final evaluation at global step %lld: accuracy %.4f, loss %.4f",
                    (long long)steps, acc, tl);
-        if (r->in) {
-            evt_record e = rt_instr_record(r->in, EVT_EVAL);
-            e.step = steps;
-            e.value = acc;
-            e.value2 = tl;
-            rt_instr_emit(r->in, &e);
-        }
+        emit(r, EVT_EVAL, steps, acc, tl);
         /* the final checkpoint; a resume with nothing to do leaves the restored one */
         if (cfg->checkpoint_dir[0] && steps != r->ckpt_step) rc = save_checkpoint(r, steps, err);
         emit(r, EVT_TASK_STOP, steps, 0, 0);
