@@ -49,6 +49,11 @@ CUDA_STAMP := $(BUILD)/cuda.conf
 $(shell mkdir -p $(BUILD) && (echo "CUDA=$(CUDA) $(NVCC)" | cmp -s - $(CUDA_STAMP) || \
     echo "CUDA=$(CUDA) $(NVCC)" >$(CUDA_STAMP)))
 LDLIBS   += $(CUDA_LIBS)
+# `downpour --version` names the commit it was built from; the stamp is rewritten only
+# when that changes, so cli/main.o is rebuilt then and only then.
+GIT_REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+VERSION_STAMP := $(BUILD)/version.conf
+$(shell echo "$(GIT_REV)" | cmp -s - $(VERSION_STAMP) || echo "$(GIT_REV)" >$(VERSION_STAMP))
 CLI_SRC  := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 TOOL_SRC := $(wildcard tests/tool_*.c)
@@ -81,6 +86,9 @@ $(LIB): $(LIB_OBJ) $(CUDA_STAMP)
 
 $(BUILD)/downpour: $(CLI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/cli/main.o: CFLAGS += -DDP_GIT_REV='"$(GIT_REV)"'
+$(BUILD)/cli/main.o: $(VERSION_STAMP)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB)
 	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@

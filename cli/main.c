@@ -1,9 +1,14 @@
 /* main.c — the `downpour` command: git-style dispatch to subcommands, nothing else. */
+#include <cblas.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cmds.h"
 #include "runtime/blas.h"
+
+#ifndef DP_GIT_REV
+#define DP_GIT_REV "unknown"   /* built without the Makefile */
+#endif
 
 typedef struct command {
     const char *name;
@@ -36,6 +41,19 @@ static void usage(FILE *f)
                "watch distributed training happen.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\ndownpour --version names the build: its commit, its BLAS and whether CUDA is in.\n");
+}
+
+/* What a bug report needs: the commit, and the math this build and this CPU run. */
+static void version(void)
+{
+    printf("downpour (git %s)\n", DP_GIT_REV);
+    printf("BLAS: %s, core %s\n", openblas_get_config(), openblas_get_corename());
+#if DP_HAVE_CUDA
+    printf("CUDA: built (a GPU is used when one is present: docs/gpu.md)\n");
+#else
+    printf("CUDA: not built (make CUDA=0, or no nvcc: docs/gpu.md)\n");
+#endif
 }
 
 int main(int argc, char **argv)
@@ -48,6 +66,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        version();
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -250,5 +250,21 @@ cp "$DOWNPOUR" "$TMP/lonely"
 rc=$?
 check "... and without one, one line saying where to run it (rc $rc: $(cat "$TMP/les.err"))" \
     bash -c "[ $rc -eq 1 ] && [ \$(wc -l <'$TMP/les.err') -eq 1 ] && grep -q 'give --dir DIR or \$DOWNPOUR_LESSONS' '$TMP/les.err'"
+# --version: the commit the binary was built from (one git knows, when this is a
+# checkout), its BLAS, and CUDA in or out as the Makefile decided (build/cuda.conf)
+"$DOWNPOUR" --version >"$TMP/ver" 2>"$TMP/err"
+rc=$?
+rev=$(sed -n '1s/^downpour (git \([0-9a-f]\{7,\}\)\(-dirty\)\{0,1\})$/\1/p' "$TMP/ver")
+if git rev-parse --git-dir >/dev/null 2>&1; then
+    check "downpour --version: exit 0, names a commit of this checkout ($(head -1 "$TMP/ver"))" \
+        bash -c "[ $rc -eq 0 ] && [ ! -s '$TMP/err' ] && [ -n '$rev' ] && git cat-file -e '$rev^{commit}'"
+else
+    check "downpour --version: exit 0, no checkout to name ($(head -1 "$TMP/ver"))" \
+        bash -c "[ $rc -eq 0 ] && grep -qx 'downpour (git unknown)' '$TMP/ver'"
+fi
+if grep -q '^CUDA=1' "$BUILD/cuda.conf"; then want_cuda='CUDA: built'; else want_cuda='CUDA: not built'; fi
+check "... names its BLAS and says \"$want_cuda\" ($(sed -n 2,3p "$TMP/ver" | tr '\n' ' '))" \
+    bash -c "grep -q '^BLAS: OpenBLAS .*, core [A-Za-z0-9]' '$TMP/ver' && grep -q '^$want_cuda' '$TMP/ver'"
+check "... and the top-level help says so" bash -c "'$DOWNPOUR' --help | grep -qF 'downpour --version'"
 check "downpour --help names every trace command" bash -c "'$DOWNPOUR' --help | grep -q 'info | validate | captions | export'"
 done_tests
