@@ -18,5 +18,6 @@ int cmd_keys(int argc, char **argv);
 int cmd_lessons(int argc, char **argv);
 int cmd_fork(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_completion(int argc, char **argv);
 
 #endif

@@ -32,6 +32,7 @@ static const command commands[] = {
     {"lessons", cmd_lessons, "list the lesson library (scenarios/lessons)"},
     {"fork", cmd_fork, "continue a recorded run from a step in the simulator, one key changed"},
     {"serve", cmd_serve, "serve a trace as a web page: the class follows in a browser"},
+    {"completion", cmd_completion, "print the bash completion script (eval \"$(downpour completion bash)\")"},
 };
 
 static void usage(FILE *f)

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 
 # --help: usage on stdout, nothing on stderr, exit 0
-for cmd in cluster local task hub trace checkpoint view render sim run compare keys lessons fork serve; do
+for cmd in cluster local task hub trace checkpoint view render sim run compare keys lessons fork serve completion; do
     "$DOWNPOUR" $cmd --help >"$TMP/out" 2>"$TMP/err"
     rc=$?
     check "$cmd --help: exit 0, its usage on stdout, stderr empty (rc $rc)" \
@@ -266,5 +266,36 @@ if grep -q '^CUDA=1' "$BUILD/cuda.conf"; then want_cuda='CUDA: built'; else want
 check "... names its BLAS and says \"$want_cuda\" ($(sed -n 2,3p "$TMP/ver" | tr '\n' ' '))" \
     bash -c "grep -q '^BLAS: OpenBLAS .*, core [A-Za-z0-9]' '$TMP/ver' && grep -q '^$want_cuda' '$TMP/ver'"
 check "... and the top-level help says so" bash -c "'$DOWNPOUR' --help | grep -qF 'downpour --version'"
+# completion bash: the script, sourced, completes what a TAB would, read from this binary
+"$DOWNPOUR" completion bash >"$TMP/comp.bash" 2>"$TMP/err"
+check "completion bash: exit 0, a script that bash reads and that registers downpour" \
+    bash -c ". '$TMP/comp.bash' && complete -p downpour | grep -q '_downpour'"
+# comp WORDS...: what TAB offers after "downpour WORDS" (the last word the one completed;
+# bash splits "--set mode=a" into --set, mode, =, a)
+comp() {
+    bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _downpour; echo "${COMPREPLY[*]}"' \
+        _ "$TMP/comp.bash" "$DOWNPOUR" "$@"
+}
+comp_is() {
+    local want=$1; shift
+    local got; got=$(comp "$@")
+    check "completion of \"downpour $*\": \"$want\" (got \"$got\")" test "$got" = "$want"
+}
+comp_is cluster cl
+comp_is "cluster local task hub trace checkpoint view render sim run compare keys lessons fork serve completion --help --version" ""
+comp_is --speed view --sp
+comp_is "captions export info validate" trace ""
+comp_is "diff info" checkpoint ""
+comp_is --json trace info --j
+comp_is "sync async ssp" cluster --mode ""
+comp_is async run x.ini --set mode = a
+comp_is shm cluster --transport = s
+comp_is "towers" local --strategy t
+comp_is "workers= worker_devices= worker_bandwidth=" run x.ini --set work
+comp_is "" cluster --bogus = x
+"$DOWNPOUR" completion zsh >"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "completion zsh: exit 2, one line saying bash only (rc $rc: $(cat "$TMP/err"))" \
+    bash -c "[ $rc -eq 2 ] && grep -qxF 'downpour: completion: no script for shell \"zsh\" (bash only)' '$TMP/err'"
 check "downpour --help names every trace command" bash -c "'$DOWNPOUR' --help | grep -q 'info | validate | captions | export'"
 done_tests
