@@ -166,11 +166,13 @@ demo: check-deps
 recordings: $(BUILD)/downpour
 	@BUILD=$(BUILD) ./scripts/recordings.sh
 
-# install: the downpour binary into $(PREFIX)/bin (default /usr/local).
+# install: the downpour binary into $(PREFIX)/bin (default /usr/local), and its bash
+# completion where bash-completion looks for it under $(PREFIX).
 PREFIX ?= /usr/local
 install: $(BUILD)/downpour
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 755 $(BUILD)/downpour $(DESTDIR)$(PREFIX)/bin/downpour
+	$(BUILD)/downpour completion bash >$(DESTDIR)$(PREFIX)/share/bash-completion/completions/downpour
 
 # ---- fuzzing (tests/fuzz/, docs/reliability.md "Fuzzing") -----------------------------
 # `make fuzz` builds the libFuzzer targets with clang into build-fuzz/ (the parsers'

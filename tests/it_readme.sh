@@ -20,6 +20,8 @@ check "make install PREFIX=... installs downpour into PREFIX/bin" test -x "$TMP/
 [ -x "$TMP/prefix/bin/downpour" ] || { cat "$TMP/install.log"; kill "$XVFB" 2>/dev/null; done_tests; exit 1; }
 export PATH="$TMP/prefix/bin:$PATH"
 check "downpour is on PATH after make install" bash -c 'command -v downpour | grep -q prefix/bin/downpour'
+check "... with its bash completion where bash-completion finds it, the script the binary prints" \
+    cmp -s "$TMP/prefix/share/bash-completion/completions/downpour" <("$DOWNPOUR" completion bash)
 
 start_xvfb || { skip "Xvfb does not start: the tour's windows need it"; done_tests; exit; }
 export DISPLAY=":$DISP"
