@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "common/dp.h"
 #include "events/caption.h"
@@ -128,10 +129,66 @@ static int info_json(FILE *out, trace_reader *r, const evt_state *st, const char
     return 0;
 }
 
+/* A scalar of the metadata as a person reads it: a string as it is when it holds no
+ * control character (the file is not trusted with the terminal), else JSON-escaped. */
+static void meta_scalar(FILE *out, const json_t *v)
+{
+    const char *s = json_string_value(v);
+    int plain = s != NULL && *s;
+    for (const char *p = s; plain && *p; p++) plain = (unsigned char)*p >= 0x20 && *p != 0x7f;
+    if (plain) {
+        fputs(s, out);
+        return;
+    }
+    char *j = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(10));
+    fputs(j ? j : "?", out);
+    free(j);
+}
+
+/* The metadata's object V, one key a line, nested objects indented under their key; a
+ * lesson is summed up (its title and how many captions, pauses and questions). */
+static void meta_object(FILE *out, json_t *v, int depth)
+{
+    const char *k;
+    json_t *x;
+    json_object_foreach(v, k, x) {
+        int w = 20 - 2 * depth, nest = json_is_object(x) && strcmp(k, "lesson") && depth < 4;
+        if (nest) fprintf(out, "%*s%s\n", 2 + 2 * depth, "", k);
+        else fprintf(out, "%*s%-*s ", 2 + 2 * depth, "", w > 0 ? w : 0, k);
+        json_t *title = json_object_get(x, "title");
+        if (json_is_object(x) && !strcmp(k, "lesson") && json_is_string(title)) {
+            meta_scalar(out, title);
+            fprintf(out, " (lesson %lld: %zu captions, %zu pauses, %zu questions)\n",
+                    (long long)json_integer_value(json_object_get(x, "number")),
+                    json_array_size(json_object_get(x, "captions")),
+                    json_array_size(json_object_get(x, "pauses")),
+                    json_array_size(json_object_get(x, "questions")));
+        } else if (nest) {
+            meta_object(out, x, depth + 1);
+        } else if (!strcmp(k, "start_unix_ns") && json_is_integer(x)) {
+            time_t t = (time_t)(json_integer_value(x) / 1000000000);
+            struct tm tm;
+            char when[32] = "?";
+            if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+            fprintf(out, "%lld (%s)\n", (long long)json_integer_value(x), when);
+        } else {
+            meta_scalar(out, x);
+            fputc('\n', out);
+        }
+    }
+}
+
 static void info_text(FILE *out, trace_reader *r, const evt_state *st, const char *path)
 {
     fprintf(out, "trace:     %s (%zu blocks)\n", path, trace_reader_block_count(r));
-    fprintf(out, "metadata:  %s\n", trace_reader_metadata(r));
+    json_t *meta = json_loads(trace_reader_metadata(r), 0, NULL);
+    if (json_is_object(meta) && json_object_size(meta)) {
+        fprintf(out, "metadata:\n");
+        meta_object(out, meta, 0);
+    } else {   /* none, or not an object: as the file holds it */
+        fprintf(out, "metadata:  %s\n", trace_reader_metadata(r));
+    }
+    json_decref(meta);
     fprintf(out, "duration:  %.3f s\n", duration_s(r));
     fprintf(out, "events:    %llu\n", (unsigned long long)st->events);
     fprintf(out, "dropped:   %lld (reported by tasks)\n", (long long)st->events_dropped);

@@ -25,7 +25,7 @@ check "global step reached" test "$(json "$TMP/out" global_step)" = 20
 check "--summary file written" sh -c "grep -q '\"engine\":\"sim\"' '$TMP/sum.json'"
 check "stderr says the loss is a surrogate's" grep -q surrogate "$TMP/err"
 check "trace validates" "$DOWNPOUR" trace validate "$TMP/a.dptrace"
-check "trace metadata says engine sim" sh -c "'$DOWNPOUR' trace info '$TMP/a.dptrace' | grep -q '\"engine\":\"sim\"'"
+check "trace metadata says engine sim" sh -c "'$DOWNPOUR' trace info '$TMP/a.dptrace' | grep -qx '  engine *sim'"
 # 8 workers x 20 sync steps: each worker pulls and pushes every step; with no backups every
 # push is applied, and the global step advances once per step.
 "$DOWNPOUR" trace info --json "$TMP/a.dptrace" >"$TMP/info.json"

@@ -178,6 +178,54 @@ static void test_export_onto_input(const char *tpath)
     free(orig);
 }
 
+/* info's text prints the metadata one key a line: nested objects under their key, a
+ * lesson summed up, the start as a date, a string with a control character escaped, and
+ * metadata that is not a JSON object as the file holds it. */
+static void test_info_metadata(void)
+{
+    static const struct {
+        const char *meta, *want;
+    } cases[] = {
+        {"{\"engine\":\"sim\",\"lr\":0.10000000000000001,\"config\":{\"ps\":8,\"inner\":{\"x\":true}},"
+         "\"straggler\":\"\",\"hosts\":[1,2]}",
+         "metadata:\n"
+         "  engine               sim\n"
+         "  lr                   0.1\n"
+         "  config\n"
+         "    ps                 8\n"
+         "    inner\n"
+         "      x                true\n"
+         "  straggler            \"\"\n"
+         "  hosts                [1,2]\n"},
+        {"{\"lesson\":{\"title\":\"Sync vs async\",\"number\":5,\"captions\":[{},{},{}],"
+         "\"pauses\":[50],\"questions\":[{},{}]},\"start_unix_ns\":1796122283748987773}",
+         "metadata:\n"
+         "  lesson               Sync vs async (lesson 5: 3 captions, 1 pauses, 2 questions)\n"
+         "  start_unix_ns        1796122283748987773 (2026-12-01 10:51:23 UTC)\n"},
+        {"{\"title\":\"a\\u001b[2Jb\"}", "metadata:\n  title                \"a\\u001B[2Jb\"\n"},
+        {"[1,2]", "metadata:  [1,2]\n"},
+        {"", "metadata:  \n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[700], err[DP_ERRLEN];
+        snprintf(path, sizeof path, "%s/meta%zu.dptrace", dir, i);
+        trace_writer *w = trace_writer_open(path, cases[i].meta, err);
+        CHECK_MSG(w && trace_writer_close(w, err) == 0, "writing %s: %s", path, err);
+        trace_tool_report rep;
+        FILE *f = tmpfile();
+        int rc = trace_tool_info(f, path, 0, &rep, err);
+        char *text = drain(f);
+        const char *at = strstr(text, "metadata:");
+        const char *end = at ? strstr(at, "duration:") : NULL;
+        size_t n = end ? (size_t)(end - at) : 0;
+        CHECK_MSG(rc == 0 && end && n == strlen(cases[i].want) && !strncmp(at, cases[i].want, n),
+                  "info of metadata %s printed:\n%.*s\nwant:\n%s", cases[i].meta, (int)n,
+                  at ? at : "", cases[i].want);
+        free(text);
+        unlink(path);
+    }
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) return 1;
@@ -320,7 +368,8 @@ int main(void)
     json_decref(o);
 
     const char *info[] = {"trace", "info", tpath};
-    CHECK(run(3, info) == 0 && out_has("step_end") && out_has("\"engine\":\"real\""));
+    CHECK(run(3, info) == 0 && out_has("step_end") && out_has("\n  engine               real\n") &&
+          out_has("\n  mode                 sync\n"));
     {   /* its first line names the file and its blocks, as the reader counts them */
         trace_reader *br = trace_reader_open(tpath, err);
         char first[700];
@@ -375,6 +424,7 @@ int main(void)
     const char *exp_nodir[] = {"trace", "export", "--chrome", "/nonexistent/dir/x.json", tpath};
     CHECK(run(5, exp_nodir) == 1 && err_is(want_exp_err));
     test_export_onto_input(tpath);
+    test_info_metadata();
 
     /* damage: a flipped byte inside the (only) block */
     trace_reader *r = trace_reader_open(tpath, err);
