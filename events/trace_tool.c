@@ -152,9 +152,13 @@ static void meta_object(FILE *out, json_t *v, int depth)
     const char *k;
     json_t *x;
     json_object_foreach(v, k, x) {
+        char key[64];   /* the key as printed: cut short, control characters as '?' */
+        snprintf(key, sizeof key, "%s", k);
+        for (char *p = key; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
         int w = 20 - 2 * depth, nest = json_is_object(x) && strcmp(k, "lesson") && depth < 4;
-        if (nest) fprintf(out, "%*s%s\n", 2 + 2 * depth, "", k);
-        else fprintf(out, "%*s%-*s ", 2 + 2 * depth, "", w > 0 ? w : 0, k);
+        if (nest) fprintf(out, "%*s%s\n", 2 + 2 * depth, "", key);
+        else fprintf(out, "%*s%-*s ", 2 + 2 * depth, "", w > 0 ? w : 0, key);
         json_t *title = json_object_get(x, "title");
         if (json_is_object(x) && !strcmp(k, "lesson") && json_is_string(title)) {
             meta_scalar(out, title);

@@ -203,6 +203,7 @@ static void test_info_metadata(void)
          "  lesson               Sync vs async (lesson 5: 3 captions, 1 pauses, 2 questions)\n"
          "  start_unix_ns        1796122283748987773 (2026-12-01 10:51:23 UTC)\n"},
         {"{\"title\":\"a\\u001b[2Jb\"}", "metadata:\n  title                \"a\\u001B[2Jb\"\n"},
+        {"{\"a\\u0007b\":1}", "metadata:\n  a?b                  1\n"},
         {"[1,2]", "metadata:  [1,2]\n"},
         {"", "metadata:  \n"},
     };
