@@ -1,5 +1,6 @@
-/* cmd_trace.c — `downpour trace info|validate|captions|export`: look inside a trace.
+/* cmd_trace.c — `downpour trace info|stats|validate|captions|export`: look inside a trace.
  *   info [--json] FILE          metadata, event counts per kind, duration, dropped events
+ *   stats [--json] FILE         where each worker's time went, phase by phase
  *   captions [--json] FILE      the caption track: rule captions and the lesson's own
  *   validate FILE               exit 0 when every block reads, 1 with a one-line message
  *                               naming the file and the offset of the first damage
@@ -25,6 +26,7 @@ static const char usage_trace[] =
     "  info [--json] TRACE                  metadata, duration, events per kind, dropped\n"
     "  validate TRACE                       check every block; exit 1 if damaged\n"
     "  captions [--json] TRACE              the caption track a viewer shows over the run\n"
+    "  stats [--json] TRACE                 where each worker's time went: computing, waiting, ...\n"
     "  export --chrome OUT.json TRACE       write Chrome/Perfetto trace-event JSON\n"
     "\n"
     "Run `downpour trace <command> --help` for a command's options.\n";
@@ -55,6 +57,23 @@ static const char usage_captions[] =
     "\n"
     "  --json    one JSON object: {\"file\", \"captions\": [{\"t_s\", \"step\", \"rule\",\n"
     "            \"text\"}], \"lesson_captions\", \"rule_captions\", \"unreached\"}\n"
+    "  -h, --help  this text\n";
+
+static const char usage_stats[] =
+    "usage: downpour trace stats [--json] TRACE\n"
+    "\n"
+    "Where each worker's time went, from its first event until it stopped: the share spent\n"
+    "computing, pulling, pushing, at the sync barrier, held by the staleness bound, paced,\n"
+    "idle or dead, as the viewer shows it (one phase at a time: a push during the compute\n"
+    "counts as computing), its steps and its mean step, and an \"all\" row. Then the\n"
+    "slowest worker by step (async, ssp) and the one computing the largest share of its\n"
+    "time (sync: the one the barrier waits for), each against the median worker. More than\n"
+    "32 workers: the 8 slowest are listed.\n"
+    "\n"
+    "  --json    one JSON object: {\"file\", \"engine\", \"mode\", \"ps\", \"workers\",\n"
+    "            \"global_step\", \"duration_s\", \"per_worker\": [{\"task\", \"steps\",\n"
+    "            \"time_s\", \"mean_step_s\", \"phase_s\": {phase: s}}], \"slowest\",\n"
+    "            \"most_computing\", \"damage\"}\n"
     "  -h, --help  this text\n";
 
 static const char usage_validate[] =
@@ -202,6 +221,7 @@ int cmd_trace(int argc, char **argv)
     if (strcmp(sub, "info") == 0) return json_tool("info", usage_info, trace_tool_info, argc - 1, argv + 1);
     if (strcmp(sub, "captions") == 0)
         return json_tool("captions", usage_captions, trace_tool_captions, argc - 1, argv + 1);
+    if (strcmp(sub, "stats") == 0) return json_tool("stats", usage_stats, trace_tool_stats, argc - 1, argv + 1);
     if (strcmp(sub, "validate") == 0) return cmd_validate(argc - 1, argv + 1);
     if (strcmp(sub, "export") == 0) return cmd_export(argc - 1, argv + 1);
     return usage_error("", "unknown command '%s'", sub);

@@ -21,7 +21,7 @@ static const command commands[] = {
     {"local", cmd_local, "train in one task on several devices (job localhost): single, towers, split"},
     {"task", cmd_task, "run one task of a cluster, TensorFlow style (--job_name, --task_index)"},
     {"hub", cmd_hub, "collect events from tasks, record a trace, serve viewers"},
-    {"trace", cmd_trace, "info | validate | captions | export --chrome: work with traces"},
+    {"trace", cmd_trace, "info | stats | validate | captions | export --chrome: work with traces"},
     {"checkpoint", cmd_checkpoint, "inspect or compare checkpoints (like inspect_checkpoint)"},
     {"view", cmd_view, "watch a run: replay a trace, or --connect to a live hub"},
     {"render", cmd_render, "draw frames of a trace to PNG / PDF / SVG without a display"},

@@ -21,8 +21,7 @@ static double duration_s(const trace_reader *r)
     return trace_reader_count(r) ? (double)(trace_reader_t1(r) - trace_reader_t0(r)) / 1e9 : 0.0;
 }
 
-/* Fills rep (when not NULL) from an open reader. */
-static void report(const trace_reader *r, trace_tool_report *rep)
+void trace_tool_report_fill(const trace_reader *r, trace_tool_report *rep)
 {
     if (!rep) return;
     rep->events = trace_reader_count(r);
@@ -218,7 +217,7 @@ int trace_tool_info(FILE *out, const char *path, int json, trace_tool_report *re
     int rc = 0;
     if (json) rc = info_json(out, r, &st, path, err);
     else info_text(out, r, &st, path);
-    report(r, rep);
+    trace_tool_report_fill(r, rep);
     evt_state_release(&st);
     trace_reader_close(r);
     return rc;
@@ -234,7 +233,7 @@ int trace_tool_validate(FILE *out, const char *path, trace_tool_report *rep, cha
     uint64_t n = 0;
     int rc;
     while ((rc = trace_reader_next(r, &e)) == 1) n++;
-    report(r, rep);
+    trace_tool_report_fill(r, rep);
     const char *dmg = trace_reader_damage(r);
     if (dmg || rc < 0) {
         rc = dp_fail(err, DP_ECORRUPT, "%s: %s", path, dmg ? dmg : "read error");
@@ -268,7 +267,7 @@ int trace_tool_export_chrome(const char *path, const char *out_path, trace_tool_
     trace_reader *r = trace_reader_open(path, err);
     if (!r) return DP_EINVAL;
     int rc = chrome_export_file(r, out_path, err);
-    report(r, rep);
+    trace_tool_report_fill(r, rep);
     trace_reader_close(r);
     return rc;
 }
@@ -382,7 +381,7 @@ int trace_tool_captions(FILE *out, const char *path, int json, trace_tool_report
         if (evt_captioner_dropped(c))
             fprintf(out, "(%llu older captions dropped)\n", (unsigned long long)evt_captioner_dropped(c));
     }
-    report(r, rep);
+    trace_tool_report_fill(r, rep);
     free(v);
     free(lesson);
     json_decref(meta);

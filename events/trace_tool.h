@@ -27,6 +27,11 @@ typedef struct trace_tool_report {
     char damage[TRACE_TOOL_DAMAGE_LEN];  /* "" when intact, else trace_reader_damage() */
 } trace_tool_report;
 
+struct trace_reader;
+
+/* Fills rep (when not NULL) from an open reader: what it read, its duration, damage. */
+void trace_tool_report_fill(const struct trace_reader *r, trace_tool_report *rep);
+
 /* Summarises the trace at path on out: with json, one line holding one JSON object
  * {"file", "metadata", "duration_s", "events", "dropped", "counts": {kind: n, ...},
  * "blocks", "ps", "workers", "global_step", "damage"} (counts keyed by evt_kind_name,
@@ -66,5 +71,19 @@ int trace_tool_export_chrome(const char *path, const char *out_path, trace_tool_
  * unreached). Damaged traces are captioned from their readable part (rep->damage says
  * so). Returns 0 or a dp_err with err filled. */
 int trace_tool_captions(FILE *out, const char *path, int json, trace_tool_report *rep, char *err);
+
+/* Where each worker's time went (`downpour trace stats`): from its first event until it
+ * stopped (or the trace ends), the time in each phase as evt_state derives it (one phase
+ * at a time, by its precedence: a push during a compute counts as computing), its steps
+ * and its time per step; the slowest worker by step, and the one computing the largest
+ * share of its time (in sync, the one the barrier waits for), against the median. Text: a table, one
+ * row per worker (the 8 slowest when there are more than 32) and an "all" row, phases
+ * no worker spent time in left out. JSON: one line, {"file", "engine", "mode", "ps",
+ * "workers", "global_step", "duration_s", "per_worker": [{"task", "steps", "time_s",
+ * "mean_step_s", "phase_s": {phase: s}}], "slowest": {"task", "mean_step_s",
+ * "median_step_s"} and "most_computing": {"task", "computing_share",
+ * "median_computing_share"} (null with fewer than 2 workers that stepped), "damage"}.
+ * Returns 0 or a dp_err with err filled. */
+int trace_tool_stats(FILE *out, const char *path, int json, trace_tool_report *rep, char *err);
 
 #endif

@@ -45,6 +45,8 @@ usage_error 'downpour: keys: unexpected argument "extra" (see --help)' keys extr
 usage_error 'downpour: keys: unexpected argument "extra" (see --help)' keys --json extra
 usage_error 'downpour: lessons: unexpected argument "extra" (see --help)' lessons extra
 usage_error 'downpour: trace info: unknown flag "--bogus" (see --help)' trace info --bogus x.dptrace
+usage_error 'downpour: trace stats: missing TRACE' trace stats
+usage_error 'downpour: trace stats: unknown flag "--jsn" (did you mean "--json"? see --help)' trace stats --jsn x
 usage_error 'downpour: trace info: unexpected argument "b.dptrace" (see --help)' trace info a.dptrace b.dptrace
 usage_error 'downpour: trace captions: unexpected argument "b.dptrace" (see --help)' trace captions a.dptrace b.dptrace
 usage_error 'downpour: trace validate: unknown flag "--bogus" (see --help)' trace validate --bogus
@@ -284,7 +286,7 @@ comp_is() {
 comp_is cluster cl
 comp_is "cluster local task hub trace checkpoint view render sim run compare keys lessons fork serve completion --help --version" ""
 comp_is --speed view --sp
-comp_is "captions export info validate" trace ""
+comp_is "captions export info stats validate" trace ""
 comp_is "diff info" checkpoint ""
 comp_is --json trace info --j
 comp_is "sync async ssp" cluster --mode ""
@@ -297,5 +299,5 @@ comp_is "" cluster --bogus = x
 rc=$?
 check "completion zsh: exit 2, one line saying bash only (rc $rc: $(cat "$TMP/err"))" \
     bash -c "[ $rc -eq 2 ] && grep -qxF 'downpour: completion: no script for shell \"zsh\" (bash only)' '$TMP/err'"
-check "downpour --help names every trace command" bash -c "'$DOWNPOUR' --help | grep -q 'info | validate | captions | export'"
+check "downpour --help names every trace command" bash -c "'$DOWNPOUR' --help | grep -q 'info | stats | validate | captions | export'"
 done_tests

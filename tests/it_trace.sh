@@ -100,6 +100,23 @@ $DOWNPOUR cluster --ps 1 --workers 3 --backup-workers 1 --steps 200 --slow-worke
 $DOWNPOUR trace info --json "$TMP/b.dptrace" >"$TMP/info.json"
 check "backup: drops recorded" test "$(count drop)" -gt 0
 check "backup: applies + drops = pushes" test $(( $(count apply) + $(count drop) )) -eq "$(count push_end)"
+# trace stats of that run: each worker's phases add up to its time, the workers waited at
+# the barrier, and the one computing the largest share of its time is the 2x straggler
+$DOWNPOUR trace stats --json "$TMP/b.dptrace" >"$TMP/stats.json" 2>"$TMP/stats.err"
+check "trace stats: 3 workers, phases adding up to each one's time, barrier waits, worker 2 computes most ($(head -c 300 "$TMP/stats.json"))" python3 -c "
+import json, sys
+o = json.load(open(sys.argv[1]))
+w = o['per_worker']
+assert len(w) == 3 and o['mode'] == 'sync', o
+for x in w:
+    assert abs(sum(x['phase_s'].values()) - x['time_s']) < 1e-6, x
+    assert x['steps'] > 0 and abs(x['mean_step_s'] * x['steps'] - x['time_s'] + x['phase_s']['dead']) < 1e-6, x
+assert sum(x['phase_s']['barrier'] for x in w) > 0, w
+assert o['most_computing']['task'] == 2, o['most_computing']
+" "$TMP/stats.json"
+$DOWNPOUR trace stats "$TMP/b.dptrace" >"$TMP/stats.txt" 2>&1
+check "trace stats text: a row per worker, the all row, the straggler named ($(grep -c . "$TMP/stats.txt") lines)" \
+    bash -c "grep -q '^all ' '$TMP/stats.txt' && grep -q '^2  ' '$TMP/stats.txt' && grep -q '^most computing:  worker 2,' '$TMP/stats.txt'"
 
 # Chrome / Perfetto export.
 check "chrome export" $DOWNPOUR trace export --chrome "$TMP/s.json.trace" "$TMP/s.dptrace"

@@ -1,0 +1,298 @@
+/* trace_stats.c — `downpour trace stats`: where each worker's time went, phase by phase,
+ * as the viewer shows it (trace_tool.h). */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/dp.h"
+#include "events/event.h"
+#include "events/state.h"
+#include "events/trace.h"
+#include "events/trace_tool.h"
+
+/* The phases a worker's time is split into, in the table's order. STOPPED is not one: a
+ * worker's time ends when it stops. */
+static const int shown[] = {EVT_PHASE_COMPUTING, EVT_PHASE_PULLING, EVT_PHASE_PUSHING,
+                            EVT_PHASE_BARRIER,   EVT_PHASE_SSP,     EVT_PHASE_PACED,
+                            EVT_PHASE_IDLE,      EVT_PHASE_DEAD};
+enum { N_SHOWN = sizeof shown / sizeof shown[0], MAX_ROWS = 32, SLOW_ROWS = 8 };
+
+typedef struct ts_worker {
+    int seen, phase;
+    int64_t since;                 /* when its phase last changed */
+    int64_t ns[EVT_PHASE_COUNT];   /* time spent in each phase */
+    int64_t steps;
+    double wall_s, step_s;         /* its time until it stopped, and that (less any time
+                                    * dead) per step */
+} ts_worker;
+
+typedef struct ts_run {
+    ts_worker *w;
+    int n;                         /* workers[0 .. n) */
+    evt_state st;
+    char engine[16], mode[16];
+} ts_run;
+
+/* Replays the trace, charging each worker's time to the phase it was in (evt_state's:
+ * one phase at a time, by its precedence), from its first event until it stopped or the
+ * trace ends. */
+static void ts_replay(trace_reader *r, ts_run *run)
+{
+    evt_record e;
+    int64_t t_end = 0;
+    int cap = 0;
+    trace_reader_rewind(r);
+    while (trace_reader_next(r, &e) == 1) {
+        evt_state_apply(&run->st, &e);
+        if (e.t > t_end) t_end = e.t;
+        if (e.job != EVT_JOB_WORKER || e.task < 0 || e.task >= EVT_STATE_MAX_TASKS) continue;
+        const evt_task_state *tk = evt_state_task(&run->st, e.job, e.task);
+        if (!tk) continue;
+        if (e.task >= cap) {
+            int ncap = cap ? cap : 16;
+            while (ncap <= e.task) ncap *= 2;
+            run->w = xrealloc(run->w, (size_t)ncap * sizeof *run->w);
+            memset(run->w + cap, 0, (size_t)(ncap - cap) * sizeof *run->w);
+            cap = ncap;
+        }
+        if (e.task >= run->n) run->n = e.task + 1;
+        ts_worker *x = &run->w[e.task];
+        if (!x->seen) {
+            x->seen = 1;
+            x->phase = tk->phase;
+            x->since = e.t;
+        } else if (tk->phase != x->phase) {
+            if (e.t > x->since) x->ns[x->phase] += e.t - x->since;
+            x->phase = tk->phase;
+            x->since = e.t;
+        }
+    }
+    for (int i = 0; i < run->n; i++) {
+        ts_worker *x = &run->w[i];
+        if (!x->seen) continue;
+        if (x->phase != EVT_PHASE_STOPPED && t_end > x->since) x->ns[x->phase] += t_end - x->since;
+        const evt_task_state *tk = evt_state_task(&run->st, EVT_JOB_WORKER, i);
+        x->steps = tk ? tk->steps_done : 0;
+        for (int k = 0; k < N_SHOWN; k++) x->wall_s += (double)x->ns[shown[k]] / 1e9;
+        x->step_s = x->steps ? (x->wall_s - (double)x->ns[EVT_PHASE_DEAD] / 1e9) / (double)x->steps : 0;
+    }
+}
+
+/* The run's engine and mode from the metadata (a simulated run's are in its "config"). */
+static void ts_describe(const trace_reader *r, ts_run *run)
+{
+    json_t *m = json_loads(trace_reader_metadata(r), 0, NULL);
+    json_t *cfg = json_object_get(m, "config");
+    const char *engine = json_string_value(json_object_get(m, "engine"));
+    const char *mode = json_string_value(json_object_get(m, "mode"));
+    if (!mode) mode = json_string_value(json_object_get(cfg, "mode"));
+    snprintf(run->engine, sizeof run->engine, "%s", engine ? engine : "?");
+    snprintf(run->mode, sizeof run->mode, "%s", mode ? mode : "?");
+    for (char *p = run->engine; *p; p++) if ((unsigned char)*p < 0x20) *p = '?';
+    for (char *p = run->mode; *p; p++) if ((unsigned char)*p < 0x20) *p = '?';
+    json_decref(m);
+}
+
+static int by_step(const void *a, const void *b)
+{
+    double x = (*(ts_worker *const *)a)->step_s, y = (*(ts_worker *const *)b)->step_s;
+    return (x < y) - (x > y);   /* slowest first */
+}
+
+/* The workers that stepped, slowest first; *n of them. */
+static ts_worker **ts_ranked(const ts_run *run, int *n)
+{
+    ts_worker **v = xmalloc(((size_t)run->n + 1) * sizeof *v);
+    *n = 0;
+    for (int i = 0; i < run->n; i++)
+        if (run->w[i].seen && run->w[i].steps > 0) v[(*n)++] = &run->w[i];
+    qsort(v, (size_t)*n, sizeof *v, by_step);
+    return v;
+}
+
+/* The median of the ranked workers' step times. */
+static double ts_median(ts_worker **v, int n)
+{
+    return n % 2 ? v[n / 2]->step_s : (v[n / 2 - 1]->step_s + v[n / 2]->step_s) / 2;
+}
+
+static double ts_compute_share(const ts_worker *x)
+{
+    return x->wall_s > 0 ? (double)x->ns[EVT_PHASE_COMPUTING] / 1e9 / x->wall_s : 0;
+}
+
+static int by_compute(const void *a, const void *b)
+{
+    double x = ts_compute_share(*(ts_worker *const *)a), y = ts_compute_share(*(ts_worker *const *)b);
+    return (x < y) - (x > y);   /* busiest first */
+}
+
+/* The worker computing the largest share of its time, and the median share: in sync the
+ * one the barrier waits for (every step takes as long, so the step time cannot say). */
+static ts_worker *ts_busiest(ts_worker **ranked, int n, double *median_share)
+{
+    ts_worker **v = xmalloc((size_t)n * sizeof *v);
+    memcpy(v, ranked, (size_t)n * sizeof *v);
+    qsort(v, (size_t)n, sizeof *v, by_compute);
+    ts_worker *top = v[0];
+    *median_share = n % 2 ? ts_compute_share(v[n / 2])
+                          : (ts_compute_share(v[n / 2 - 1]) + ts_compute_share(v[n / 2])) / 2;
+    free(v);
+    return top;
+}
+
+static void ts_row(FILE *out, const char *name, int64_t steps, double wall_s, const int64_t *ns,
+                   const int *cols)
+{
+    fprintf(out, "%-8s %7lld  ", name, (long long)steps);
+    double live_s = wall_s - (double)ns[EVT_PHASE_DEAD] / 1e9;
+    if (steps) fprintf(out, "%8.2f ms", live_s / (double)steps * 1e3);
+    else fprintf(out, "%11s", "-");
+    for (int k = 0; k < N_SHOWN; k++)
+        if (cols[k]) fprintf(out, "  %10.1f %%", wall_s > 0 ? (double)ns[shown[k]] / 1e9 / wall_s * 100 : 0.0);
+    fputc('\n', out);
+}
+
+static void ts_text(FILE *out, const ts_run *run, const char *path, const trace_tool_report *rep)
+{
+    int cols[N_SHOWN] = {0}, nr;
+    int64_t all_ns[EVT_PHASE_COUNT] = {0}, all_steps = 0;
+    double all_wall = 0;
+    for (int i = 0; i < run->n; i++) {
+        const ts_worker *x = &run->w[i];
+        for (int k = 0; k < N_SHOWN; k++) {
+            cols[k] |= x->ns[shown[k]] > 0;
+            all_ns[shown[k]] += x->ns[shown[k]];
+        }
+        all_steps += x->steps;
+        all_wall += x->wall_s;
+    }
+    fprintf(out, "trace:    %s\n", path);
+    fprintf(out, "run:      %s, %s, %d ps, %d workers; global step %lld in %.3f s\n", run->engine,
+            run->mode, run->st.n_ps, run->st.n_workers, (long long)run->st.global_step, rep->duration_s);
+    if (!run->n) {
+        fprintf(out, "no worker events: nothing to break down\n");
+        return;
+    }
+    fprintf(out, "\nEach worker's time from its first event until it stopped, by what the viewer shows\n"
+                 "it doing: one phase at a time (barrier, ssp wait, paced, computing, pushing,\n"
+                 "pulling, idle, in that precedence), so a push during the compute counts as\n"
+                 "computing. A mean step is that time, less any time dead, over the worker's steps.\n\n");
+    fprintf(out, "%-8s %7s  %11s", "worker", "steps", "mean step");
+    for (int k = 0; k < N_SHOWN; k++)
+        if (cols[k]) fprintf(out, "  %12s", shown[k] == EVT_PHASE_SSP ? "ssp wait" : evt_phase_name(shown[k]));
+    fputc('\n', out);
+    ts_worker **ranked = ts_ranked(run, &nr);
+    char name[32];
+    if (run->n <= MAX_ROWS) {
+        for (int i = 0; i < run->n; i++) {
+            if (!run->w[i].seen) continue;
+            snprintf(name, sizeof name, "%d", i);
+            ts_row(out, name, run->w[i].steps, run->w[i].wall_s, run->w[i].ns, cols);
+        }
+    } else {
+        for (int i = 0; i < nr && i < SLOW_ROWS; i++) {
+            snprintf(name, sizeof name, "%d", (int)(ranked[i] - run->w));
+            ts_row(out, name, ranked[i]->steps, ranked[i]->wall_s, ranked[i]->ns, cols);
+        }
+        fprintf(out, "... the %d slowest of %d workers (--json lists every one)\n",
+                nr < SLOW_ROWS ? nr : SLOW_ROWS, run->st.n_workers);
+    }
+    ts_row(out, "all", all_steps, all_wall, all_ns, cols);
+    if (nr >= 2) {
+        double med = ts_median(ranked, nr);
+        double share;
+        ts_worker *busy = ts_busiest(ranked, nr, &share);
+        fprintf(out, "\nslowest step:    worker %d, %.2f ms, %.2fx the median worker's %.2f ms\n",
+                (int)(ranked[0] - run->w), ranked[0]->step_s * 1e3, med > 0 ? ranked[0]->step_s / med : 0,
+                med * 1e3);
+        fprintf(out, "most computing:  worker %d, %.1f %% of its time against the median worker's %.1f %%\n",
+                (int)(busy - run->w), ts_compute_share(busy) * 100, share * 100);
+    }
+    free(ranked);
+}
+
+static json_t *ts_phases_json(const int64_t *ns)
+{
+    json_t *o = json_object();
+    for (int k = 0; k < N_SHOWN; k++)
+        json_object_set_new(o, evt_phase_name(shown[k]), json_real((double)ns[shown[k]] / 1e9));
+    return o;
+}
+
+static int ts_json(FILE *out, const ts_run *run, const char *path, const trace_tool_report *rep,
+                   char *err)
+{
+    json_t *o = json_object(), *a = json_array();
+    json_t *file = json_string(path);
+    json_object_set_new(o, "file", file ? file : json_null());
+    json_object_set_new(o, "engine", json_string(run->engine));
+    json_object_set_new(o, "mode", json_string(run->mode));
+    json_object_set_new(o, "ps", json_integer(run->st.n_ps));
+    json_object_set_new(o, "workers", json_integer(run->st.n_workers));
+    json_object_set_new(o, "global_step", json_integer((json_int_t)run->st.global_step));
+    json_object_set_new(o, "duration_s", json_real(rep->duration_s));
+    for (int i = 0; i < run->n; i++) {
+        const ts_worker *x = &run->w[i];
+        if (!x->seen) continue;
+        json_t *wj = json_object();
+        json_object_set_new(wj, "task", json_integer(i));
+        json_object_set_new(wj, "steps", json_integer((json_int_t)x->steps));
+        json_object_set_new(wj, "time_s", json_real(x->wall_s));
+        json_object_set_new(wj, "mean_step_s", x->steps ? json_real(x->step_s) : json_null());
+        json_object_set_new(wj, "phase_s", ts_phases_json(x->ns));
+        json_array_append_new(a, wj);
+    }
+    json_object_set_new(o, "per_worker", a);
+    int nr;
+    ts_worker **ranked = ts_ranked(run, &nr);
+    if (nr >= 2) {
+        json_t *s = json_object();
+        double med = ts_median(ranked, nr);
+        json_object_set_new(s, "task", json_integer(ranked[0] - run->w));
+        json_object_set_new(s, "mean_step_s", json_real(ranked[0]->step_s));
+        json_object_set_new(s, "median_step_s", json_real(med));
+        json_object_set_new(o, "slowest", s);
+        double share;
+        ts_worker *busy = ts_busiest(ranked, nr, &share);
+        json_t *b = json_object();
+        json_object_set_new(b, "task", json_integer(busy - run->w));
+        json_object_set_new(b, "computing_share", json_real(ts_compute_share(busy)));
+        json_object_set_new(b, "median_computing_share", json_real(share));
+        json_object_set_new(o, "most_computing", b);
+    } else {
+        json_object_set_new(o, "slowest", json_null());
+        json_object_set_new(o, "most_computing", json_null());
+    }
+    free(ranked);
+    json_object_set_new(o, "damage", rep->damage[0] ? json_string(rep->damage) : json_null());
+    char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(o);
+    if (!s) return dp_fail(err, DP_ERR, "cannot format JSON");
+    fputs(s, out);
+    fputc('\n', out);
+    free(s);
+    return 0;
+}
+
+int trace_tool_stats(FILE *out, const char *path, int json, trace_tool_report *rep, char *err)
+{
+    trace_tool_report local;
+    if (!rep) rep = &local;
+    memset(rep, 0, sizeof *rep);
+    trace_reader *r = trace_reader_open(path, err);
+    if (!r) return DP_EINVAL;
+    ts_run run;
+    memset(&run, 0, sizeof run);
+    evt_state_init(&run.st);
+    ts_replay(r, &run);
+    ts_describe(r, &run);
+    trace_tool_report_fill(r, rep);
+    int rc = 0;
+    if (json) rc = ts_json(out, &run, path, rep, err);
+    else ts_text(out, &run, path, rep);
+    evt_state_release(&run.st);
+    free(run.w);
+    trace_reader_close(r);
+    return rc;
+}
