@@ -21,6 +21,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -52,11 +53,17 @@ def mutants_of(path, lines):
 
 
 def run(cmd, cwd, timeout=None):
+    """Runs cmd in a process group of its own; past timeout the whole group is killed (the
+    shell, tests/run.sh and the test it started alike) and None is returned."""
+    p = subprocess.Popen(cmd, shell=True, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, errors='replace', start_new_session=True)
     try:
-        return subprocess.run(cmd, shell=True, cwd=cwd, capture_output=True, text=True, errors='replace',
-                              timeout=timeout)
+        out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         return None
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def passed(result):
