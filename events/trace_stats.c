@@ -33,11 +33,19 @@ typedef struct ts_run {
     char engine[16], mode[16];
 } ts_run;
 
-/* Replays the trace, charging each worker's time to the phase it was in (evt_state's:
- * one phase at a time, by its precedence), from its first event until it stopped or the
- * trace ends. */
+static void ts_free(ts_run *run)
+{
+    evt_state_release(&run->st);
+    free(run->w);
+}
+
+/* Fills run (release with ts_free) by replaying the trace, charging each worker's time
+ * to the phase it was in (evt_state's: one phase at a time, by its precedence), from its
+ * first event until it stopped or the trace ends. */
 static void ts_replay(trace_reader *r, ts_run *run)
 {
+    memset(run, 0, sizeof *run);
+    evt_state_init(&run->st);
     evt_record e;
     int64_t t_end = 0;
     int cap = 0;
@@ -141,73 +149,90 @@ static ts_worker *ts_busiest(ts_worker **ranked, int n, double *median_share)
     return top;
 }
 
-static void ts_row(FILE *out, const char *name, int64_t steps, double wall_s, const int64_t *ns,
+/* All workers together into *p; returns their steps, summed. */
+static int64_t ts_totals(const ts_run *run, trace_tool_phases *p)
+{
+    int64_t steps = 0;
+    memset(p, 0, sizeof *p);
+    p->most_computing = -1;
+    for (int i = 0; i < run->n; i++) {
+        const ts_worker *x = &run->w[i];
+        if (!x->seen) continue;
+        p->workers++;
+        p->time_s += x->wall_s;
+        steps += x->steps;
+        for (int k = 0; k < N_SHOWN; k++) p->phase_s[shown[k]] += (double)x->ns[shown[k]] / 1e9;
+    }
+    int nr;
+    ts_worker **ranked = ts_ranked(run, &nr);
+    if (nr >= 2) {
+        ts_worker *busy = ts_busiest(ranked, nr, &p->median_computing_share);
+        p->most_computing = (int)(busy - run->w);
+        p->most_computing_share = ts_compute_share(busy);
+    }
+    free(ranked);
+    return steps;
+}
+
+static void ts_row(FILE *out, const char *name, int64_t steps, double wall_s, const double *phase_s,
                    const int *cols)
 {
     fprintf(out, "%-8s %7lld  ", name, (long long)steps);
-    double live_s = wall_s - (double)ns[EVT_PHASE_DEAD] / 1e9;
-    if (steps) fprintf(out, "%8.2f ms", live_s / (double)steps * 1e3);
+    if (steps) fprintf(out, "%8.2f ms", (wall_s - phase_s[EVT_PHASE_DEAD]) / (double)steps * 1e3);
     else fprintf(out, "%11s", "-");
     for (int k = 0; k < N_SHOWN; k++)
-        if (cols[k]) fprintf(out, "  %10.1f %%", wall_s > 0 ? (double)ns[shown[k]] / 1e9 / wall_s * 100 : 0.0);
+        if (cols[k]) fprintf(out, "  %10.1f %%", wall_s > 0 ? phase_s[shown[k]] / wall_s * 100 : 0.0);
     fputc('\n', out);
+}
+
+static void ts_worker_row(FILE *out, const ts_run *run, const ts_worker *x, const int *cols)
+{
+    char name[32];
+    double phase_s[EVT_PHASE_COUNT];
+    for (int k = 0; k < EVT_PHASE_COUNT; k++) phase_s[k] = (double)x->ns[k] / 1e9;
+    snprintf(name, sizeof name, "%d", (int)(x - run->w));
+    ts_row(out, name, x->steps, x->wall_s, phase_s, cols);
 }
 
 static void ts_text(FILE *out, const ts_run *run, const char *path, const trace_tool_report *rep)
 {
-    int cols[N_SHOWN] = {0}, nr;
-    int64_t all_ns[EVT_PHASE_COUNT] = {0}, all_steps = 0;
-    double all_wall = 0;
-    for (int i = 0; i < run->n; i++) {
-        const ts_worker *x = &run->w[i];
-        for (int k = 0; k < N_SHOWN; k++) {
-            cols[k] |= x->ns[shown[k]] > 0;
-            all_ns[shown[k]] += x->ns[shown[k]];
-        }
-        all_steps += x->steps;
-        all_wall += x->wall_s;
-    }
+    trace_tool_phases all;
+    int64_t all_steps = ts_totals(run, &all);
+    int cols[N_SHOWN], nr;
+    for (int k = 0; k < N_SHOWN; k++) cols[k] = all.phase_s[shown[k]] > 0;
     fprintf(out, "trace:    %s\n", path);
     fprintf(out, "run:      %s, %s, %d ps, %d workers; global step %lld in %.3f s\n", run->engine,
             run->mode, run->st.n_ps, run->st.n_workers, (long long)run->st.global_step, rep->duration_s);
-    if (!run->n) {
+    if (!all.workers) {
         fprintf(out, "no worker events: nothing to break down\n");
         return;
     }
     fprintf(out, "\nEach worker's time from its first event until it stopped, by what the viewer shows\n"
                  "it doing: one phase at a time (barrier, ssp wait, paced, computing, pushing,\n"
                  "pulling, idle, in that precedence), so a push during the compute counts as\n"
-                 "computing. A mean step is that time, less any time dead, over the worker's steps.\n\n");
+                 "computing; idle is the rest, start-up included. A mean step is that time, less\n"
+                 "any time dead, over the worker's steps.\n\n");
     fprintf(out, "%-8s %7s  %11s", "worker", "steps", "mean step");
     for (int k = 0; k < N_SHOWN; k++)
         if (cols[k]) fprintf(out, "  %12s", shown[k] == EVT_PHASE_SSP ? "ssp wait" : evt_phase_name(shown[k]));
     fputc('\n', out);
     ts_worker **ranked = ts_ranked(run, &nr);
-    char name[32];
     if (run->n <= MAX_ROWS) {
-        for (int i = 0; i < run->n; i++) {
-            if (!run->w[i].seen) continue;
-            snprintf(name, sizeof name, "%d", i);
-            ts_row(out, name, run->w[i].steps, run->w[i].wall_s, run->w[i].ns, cols);
-        }
+        for (int i = 0; i < run->n; i++)
+            if (run->w[i].seen) ts_worker_row(out, run, &run->w[i], cols);
     } else {
-        for (int i = 0; i < nr && i < SLOW_ROWS; i++) {
-            snprintf(name, sizeof name, "%d", (int)(ranked[i] - run->w));
-            ts_row(out, name, ranked[i]->steps, ranked[i]->wall_s, ranked[i]->ns, cols);
-        }
+        for (int i = 0; i < nr && i < SLOW_ROWS; i++) ts_worker_row(out, run, ranked[i], cols);
         fprintf(out, "... the %d slowest of %d workers (--json lists every one)\n",
                 nr < SLOW_ROWS ? nr : SLOW_ROWS, run->st.n_workers);
     }
-    ts_row(out, "all", all_steps, all_wall, all_ns, cols);
+    ts_row(out, "all", all_steps, all.time_s, all.phase_s, cols);
     if (nr >= 2) {
         double med = ts_median(ranked, nr);
-        double share;
-        ts_worker *busy = ts_busiest(ranked, nr, &share);
         fprintf(out, "\nslowest step:    worker %d, %.2f ms, %.2fx the median worker's %.2f ms\n",
                 (int)(ranked[0] - run->w), ranked[0]->step_s * 1e3, med > 0 ? ranked[0]->step_s / med : 0,
                 med * 1e3);
         fprintf(out, "most computing:  worker %d, %.1f %% of its time against the median worker's %.1f %%\n",
-                (int)(busy - run->w), ts_compute_share(busy) * 100, share * 100);
+                all.most_computing, all.most_computing_share * 100, all.median_computing_share * 100);
     }
     free(ranked);
 }
@@ -253,12 +278,12 @@ static int ts_json(FILE *out, const ts_run *run, const char *path, const trace_t
         json_object_set_new(s, "mean_step_s", json_real(ranked[0]->step_s));
         json_object_set_new(s, "median_step_s", json_real(med));
         json_object_set_new(o, "slowest", s);
-        double share;
-        ts_worker *busy = ts_busiest(ranked, nr, &share);
+        trace_tool_phases all;
+        ts_totals(run, &all);
         json_t *b = json_object();
-        json_object_set_new(b, "task", json_integer(busy - run->w));
-        json_object_set_new(b, "computing_share", json_real(ts_compute_share(busy)));
-        json_object_set_new(b, "median_computing_share", json_real(share));
+        json_object_set_new(b, "task", json_integer(all.most_computing));
+        json_object_set_new(b, "computing_share", json_real(all.most_computing_share));
+        json_object_set_new(b, "median_computing_share", json_real(all.median_computing_share));
         json_object_set_new(o, "most_computing", b);
     } else {
         json_object_set_new(o, "slowest", json_null());
@@ -283,16 +308,27 @@ int trace_tool_stats(FILE *out, const char *path, int json, trace_tool_report *r
     trace_reader *r = trace_reader_open(path, err);
     if (!r) return DP_EINVAL;
     ts_run run;
-    memset(&run, 0, sizeof run);
-    evt_state_init(&run.st);
     ts_replay(r, &run);
     ts_describe(r, &run);
     trace_tool_report_fill(r, rep);
     int rc = 0;
     if (json) rc = ts_json(out, &run, path, rep, err);
     else ts_text(out, &run, path, rep);
-    evt_state_release(&run.st);
-    free(run.w);
+    ts_free(&run);
     trace_reader_close(r);
     return rc;
+}
+
+int trace_tool_phases_read(const char *path, trace_tool_phases *p, char *err)
+{
+    memset(p, 0, sizeof *p);
+    p->most_computing = -1;
+    trace_reader *r = trace_reader_open(path, err);
+    if (!r) return DP_EINVAL;
+    ts_run run;
+    ts_replay(r, &run);
+    ts_totals(&run, p);
+    ts_free(&run);
+    trace_reader_close(r);
+    return 0;
 }

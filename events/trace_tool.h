@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "common/dp.h"
+#include "events/state.h"
 
 /* Room for any trace_reader_damage() line (the first problem in DP_ERRLEN bytes plus
  * " (and N more problems)"). */
@@ -85,5 +86,18 @@ int trace_tool_captions(FILE *out, const char *path, int json, trace_tool_report
  * "median_computing_share"} (null with fewer than 2 workers that stepped), "damage"}.
  * Returns 0 or a dp_err with err filled. */
 int trace_tool_stats(FILE *out, const char *path, int json, trace_tool_report *rep, char *err);
+
+/* trace_tool_stats' figures for all of a run's workers together, for a report. */
+typedef struct trace_tool_phases {
+    int workers;                        /* workers with events */
+    double time_s;                      /* their time until they stopped, summed */
+    double phase_s[EVT_PHASE_COUNT];    /* of it, in each phase (STOPPED: 0) */
+    int most_computing;                 /* the worker computing the largest share of its
+                                         * time; -1 with fewer than 2 that stepped */
+    double most_computing_share, median_computing_share;
+} trace_tool_phases;
+
+/* Reads the trace at path into *p. Returns 0 or a dp_err with err filled. */
+int trace_tool_phases_read(const char *path, trace_tool_phases *p, char *err);
 
 #endif

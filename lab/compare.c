@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "common/dp.h"
+#include "events/trace_tool.h"
 #include "lab/series.h"
 #include "viz/plot.h"
 
@@ -26,6 +27,7 @@ typedef struct variant {
     char dir[1100];
     json_t *summary;
     lab_series *series;
+    trace_tool_phases phases;   /* its workers' time by phase (trace stats) */
 } variant;
 
 static double jnum(json_t *o, const char *key)
@@ -57,7 +59,44 @@ static int read_variant(variant *v, char *err)
     if (!v->summary) return dp_fail(err, DP_EINVAL, "%s:%d: %s", path, je.line, je.text);
     snprintf(path, sizeof path, "%s/trace.dptrace", v->dir);
     v->series = xcalloc(1, sizeof *v->series);
-    return lab_series_read(path, v->series, err);
+    int rc = lab_series_read(path, v->series, err);
+    return rc ? rc : trace_tool_phases_read(path, &v->phases, err);
+}
+
+/* "Where the workers' time went": a row per variant, its workers together, the phases
+ * any variant spent time in. */
+static void write_phases(FILE *f, const variant *v, int n)
+{
+    static const int shown[] = {EVT_PHASE_COMPUTING, EVT_PHASE_PULLING, EVT_PHASE_PUSHING,
+                                EVT_PHASE_BARRIER, EVT_PHASE_SSP, EVT_PHASE_PACED, EVT_PHASE_IDLE,
+                                EVT_PHASE_DEAD};
+    int cols[DP_ARRAY_LEN(shown)] = {0};
+    for (int i = 0; i < n; i++)
+        for (size_t k = 0; k < DP_ARRAY_LEN(shown); k++) cols[k] |= v[i].phases.phase_s[shown[k]] > 0;
+    fprintf(f, "## Where the workers' time went\n\n"
+               "Each variant's workers together, from their first event until they stopped, by what the "
+               "viewer shows them doing (one phase at a time: a push during the compute counts as "
+               "computing; idle is the rest, start-up included). \"Computing most\" is the worker computing the largest share of its time, "
+               "against the median worker: in sync, the one the others wait for. `downpour trace stats "
+               "TRACE` gives it worker by worker.\n\n| variant |");
+    for (size_t k = 0; k < DP_ARRAY_LEN(shown); k++)
+        if (cols[k]) fprintf(f, " %s |", shown[k] == EVT_PHASE_SSP ? "ssp wait" : evt_phase_name(shown[k]));
+    fprintf(f, " computing most |\n| --- |");
+    for (size_t k = 0; k < DP_ARRAY_LEN(shown); k++)
+        if (cols[k]) fprintf(f, " ---: |");
+    fprintf(f, " --- |\n");
+    for (int i = 0; i < n; i++) {
+        const trace_tool_phases *p = &v[i].phases;
+        fprintf(f, "| %s |", v[i].label);
+        for (size_t k = 0; k < DP_ARRAY_LEN(shown); k++)
+            if (cols[k]) fprintf(f, " %.1f %% |", p->time_s > 0 ? p->phase_s[shown[k]] / p->time_s * 100 : 0.0);
+        if (p->most_computing >= 0)
+            fprintf(f, " worker %d: %.1f %% (median %.1f %%) |\n", p->most_computing,
+                    p->most_computing_share * 100, p->median_computing_share * 100);
+        else
+            fprintf(f, " - |\n");
+    }
+    fputc('\n', f);
 }
 
 /* The report's table columns, shared by report.md and summary.csv. */
@@ -153,6 +192,7 @@ static int write_report(const char *path, const scenario *s, int engine, const v
         {"loss_vs_step.png", "Loss by global step"}, {"loss_vs_time.png", "Loss over time"},
         {"accuracy_vs_time.png", "Test accuracy over time"}, {"throughput.png", "Throughput"},
         {"staleness.png", "Staleness of applied gradients"}, {"ps_traffic.png", "Traffic per ps"}};
+    write_phases(f, v, n);
     fprintf(f, "## Plots\n\nEach plot's points are in the `.csv` beside it.\n\n");
     for (size_t i = 0; i < DP_ARRAY_LEN(plots); i++) fprintf(f, "![%s](%s)\n\n", plots[i][1], plots[i][0]);
     fprintf(f, "## Watch them\n\n");

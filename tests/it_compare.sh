@@ -43,8 +43,8 @@ acc_pts = points('accuracy_vs_time.csv')
 def l_ends(t): return all(l.endswith('|') for l in t)
 def close(a, b): return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 # report.md's table is a Markdown table: header, separator, one row per variant, each
-# line with the header's cells
-table = [l for l in report.splitlines() if l.startswith('|')]
+# line with the header's cells (the first table; the time table is checked below)
+table = [l for l in report.split('## Where the workers', 1)[0].splitlines() if l.startswith('|')]
 cells = [len(l.strip('|').split('|')) for l in table]
 line(len(table) == 2 + len(rows) and all(c == cells[0] for c in cells) and l_ends(table) and
      all(c.strip() in ('---', '---:') for c in table[1].strip('|').split('|')),
@@ -130,6 +130,31 @@ while IFS= read -r l; do
 done < <(cat "$TMP/v1.out" "$TMP/v2.out" "$TMP/v3.out")
 check "the report names the command that opens the traces side by side" \
     grep -q "downpour view $TMP/realrep/variants/backup_workers-0/trace.dptrace --compare $TMP/realrep/variants/backup_workers-1/trace.dptrace" "$TMP/realrep/report.md"
+# "Where the workers' time went": each variant's row is its workers' phases summed, as
+# `trace stats --json` lists them worker by worker; without a backup, the straggler
+# (worker 2) computes most
+for v in backup_workers-0 backup_workers-1; do
+    "$DOWNPOUR" trace stats --json "$TMP/realrep/variants/$v/trace.dptrace" >"$TMP/$v.stats" 2>/dev/null
+done
+check "the report's time table: a row per variant, the workers' phases summed, the straggler computing most" python3 -c "
+import json, re, sys
+rep = open(sys.argv[1]).read()
+sec = rep.split('## Where the workers\' time went', 1)[1].split('## Plots', 1)[0]
+rows = [l for l in sec.splitlines() if l.startswith('| ') and not l.startswith('| ---')]
+head = [c.strip() for c in rows[0].strip('|').split('|')]
+assert len(rows) == 3, rows
+for v, row in zip(['backup_workers-0', 'backup_workers-1'], rows[1:]):
+    cells = [c.strip() for c in row.strip('|').split('|')]
+    assert cells[0] == v, cells
+    w = json.load(open(sys.argv[2] + '/' + v + '.stats'))['per_worker']
+    total = sum(x['time_s'] for x in w)
+    for name, cell in zip(head[1:-1], cells[1:-1]):
+        key = 'ssp_blocked' if name == 'ssp wait' else name
+        want = 100 * sum(x['phase_s'][key] for x in w) / total
+        assert abs(float(cell.rstrip(' %')) - want) < 0.051, (v, name, cell, want)
+    # without a backup the barrier waits for the 3x straggler every step
+    assert v != 'backup_workers-0' or cells[-1].startswith('worker 2: '), cells
+" "$TMP/realrep/report.md" "$TMP"
 "$DOWNPOUR" compare scenarios/sync-vs-async.ini --set wrokers=2 >/dev/null 2>"$TMP/e.err"
 check "compare checks --set before running anything" grep -q 'unknown key "wrokers"' "$TMP/e.err"
 # A report holds up to 8 variants (its plots' series): 8 run, 9 are refused before any runs.
