@@ -57,11 +57,11 @@ void sim_ack_add_run(sim_world *w, int id, int k, int cnt, int nacc)
     *ack_push(a) = (sim_ack_ent){k, -1, inc, cnt, nacc, 0, SIM_ACK_RUN};
 }
 
-/* Adds worker k's ack (status st, or SIM_RELEASE) for variable v. Untraced acks join
- * the worker's run. */
+/* Adds worker k's ack (status st) for variable v. Untraced acks join the worker's run.
+ * (RELEASEs go in sets: sim_ack_add_release_set.) */
 void sim_ack_add(sim_world *w, int id, int k, int v, int st)
 {
-    if (st != SIM_RELEASE && !(w->tw && w->detail[k])) {
+    if (!(w->tw && w->detail[k])) {
         sim_ack_add_run(w, id, k, 1, st == SIM_ACK_ACCUMULATED);
         return;
     }

@@ -340,7 +340,7 @@ void sim_deliver_acks(sim_world *w, int id);     /* SIM_EV_ACKS: ack batch id at
 int sim_ack_new(sim_world *w);               /* an empty batch */
 /* cnt acks to worker k, nacc of them ACCUMULATED, joining its run when it is last */
 void sim_ack_add_run(sim_world *w, int id, int k, int cnt, int nacc);
-/* worker k's ack (status st, or SIM_RELEASE) for variable v (a run unless traced) */
+/* worker k's ack (status st, not a RELEASE: those go in sets) for variable v (a run unless traced) */
 void sim_ack_add(sim_world *w, int id, int k, int v, int st);
 /* worker k's acks, all of status st, for ps_vars[j0 .. j1) */
 void sim_ack_add_vars(sim_world *w, int id, int k, int j0, int j1, int st);
