@@ -20,7 +20,7 @@ enum { N_SHOWN = sizeof shown / sizeof shown[0], MAX_ROWS = 32, SLOW_ROWS = 8 };
 typedef struct ts_worker {
     int seen, phase;
     int64_t since;                 /* when its phase last changed */
-    int64_t ns[EVT_PHASE_COUNT];   /* time spent in each phase */
+    double s[EVT_PHASE_COUNT];     /* seconds spent in each phase */
     int64_t steps;
     double wall_s, step_s;         /* its time until it stopped, and that (less any time
                                     * dead) per step */
@@ -32,6 +32,14 @@ typedef struct ts_run {
     evt_state st;
     char engine[16], mode[16];
 } ts_run;
+
+/* Charges x's time from its phase's start to t to that phase: nothing when t is not
+ * later, or when the difference does not fit (times come from a file). */
+static void charge(ts_worker *x, int64_t t)
+{
+    int64_t d;
+    if (!__builtin_sub_overflow(t, x->since, &d) && d > 0) x->s[x->phase] += (double)d / 1e9;
+}
 
 static void ts_free(ts_run *run)
 {
@@ -70,7 +78,7 @@ static void ts_replay(trace_reader *r, ts_run *run)
             x->phase = tk->phase;
             x->since = e.t;
         } else if (tk->phase != x->phase) {
-            if (e.t > x->since) x->ns[x->phase] += e.t - x->since;
+            charge(x, e.t);
             x->phase = tk->phase;
             x->since = e.t;
         }
@@ -78,11 +86,11 @@ static void ts_replay(trace_reader *r, ts_run *run)
     for (int i = 0; i < run->n; i++) {
         ts_worker *x = &run->w[i];
         if (!x->seen) continue;
-        if (x->phase != EVT_PHASE_STOPPED && t_end > x->since) x->ns[x->phase] += t_end - x->since;
+        if (x->phase != EVT_PHASE_STOPPED) charge(x, t_end);
         const evt_task_state *tk = evt_state_task(&run->st, EVT_JOB_WORKER, i);
         x->steps = tk ? tk->steps_done : 0;
-        for (int k = 0; k < N_SHOWN; k++) x->wall_s += (double)x->ns[shown[k]] / 1e9;
-        x->step_s = x->steps ? (x->wall_s - (double)x->ns[EVT_PHASE_DEAD] / 1e9) / (double)x->steps : 0;
+        for (int k = 0; k < N_SHOWN; k++) x->wall_s += x->s[shown[k]];
+        x->step_s = x->steps ? (x->wall_s - x->s[EVT_PHASE_DEAD]) / (double)x->steps : 0;
     }
 }
 
@@ -126,7 +134,7 @@ static double ts_median(ts_worker **v, int n)
 
 static double ts_compute_share(const ts_worker *x)
 {
-    return x->wall_s > 0 ? (double)x->ns[EVT_PHASE_COMPUTING] / 1e9 / x->wall_s : 0;
+    return x->wall_s > 0 ? x->s[EVT_PHASE_COMPUTING] / x->wall_s : 0;
 }
 
 static int by_compute(const void *a, const void *b)
@@ -161,7 +169,7 @@ static int64_t ts_totals(const ts_run *run, trace_tool_phases *p)
         p->workers++;
         p->time_s += x->wall_s;
         steps += x->steps;
-        for (int k = 0; k < N_SHOWN; k++) p->phase_s[shown[k]] += (double)x->ns[shown[k]] / 1e9;
+        for (int k = 0; k < N_SHOWN; k++) p->phase_s[shown[k]] += x->s[shown[k]];
     }
     int nr;
     ts_worker **ranked = ts_ranked(run, &nr);
@@ -188,10 +196,8 @@ static void ts_row(FILE *out, const char *name, int64_t steps, double wall_s, co
 static void ts_worker_row(FILE *out, const ts_run *run, const ts_worker *x, const int *cols)
 {
     char name[32];
-    double phase_s[EVT_PHASE_COUNT];
-    for (int k = 0; k < EVT_PHASE_COUNT; k++) phase_s[k] = (double)x->ns[k] / 1e9;
     snprintf(name, sizeof name, "%d", (int)(x - run->w));
-    ts_row(out, name, x->steps, x->wall_s, phase_s, cols);
+    ts_row(out, name, x->steps, x->wall_s, x->s, cols);
 }
 
 static void ts_text(FILE *out, const ts_run *run, const char *path, const trace_tool_report *rep)
@@ -237,11 +243,11 @@ static void ts_text(FILE *out, const ts_run *run, const char *path, const trace_
     free(ranked);
 }
 
-static json_t *ts_phases_json(const int64_t *ns)
+static json_t *ts_phases_json(const double *phase_s)
 {
     json_t *o = json_object();
     for (int k = 0; k < N_SHOWN; k++)
-        json_object_set_new(o, evt_phase_name(shown[k]), json_real((double)ns[shown[k]] / 1e9));
+        json_object_set_new(o, evt_phase_name(shown[k]), json_real(phase_s[shown[k]]));
     return o;
 }
 
@@ -265,7 +271,7 @@ static int ts_json(FILE *out, const ts_run *run, const char *path, const trace_t
         json_object_set_new(wj, "steps", json_integer((json_int_t)x->steps));
         json_object_set_new(wj, "time_s", json_real(x->wall_s));
         json_object_set_new(wj, "mean_step_s", x->steps ? json_real(x->step_s) : json_null());
-        json_object_set_new(wj, "phase_s", ts_phases_json(x->ns));
+        json_object_set_new(wj, "phase_s", ts_phases_json(x->s));
         json_array_append_new(a, wj);
     }
     json_object_set_new(o, "per_worker", a);
