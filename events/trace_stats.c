@@ -297,13 +297,7 @@ static int ts_json(FILE *out, const ts_run *run, const char *path, const trace_t
     }
     free(ranked);
     json_object_set_new(o, "damage", rep->damage[0] ? json_string(rep->damage) : json_null());
-    char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-    json_decref(o);
-    if (!s) return dp_fail(err, DP_ERR, "cannot format JSON");
-    fputs(s, out);
-    fputc('\n', out);
-    free(s);
-    return 0;
+    return trace_tool_json_line(out, o, err);
 }
 
 int trace_tool_stats(FILE *out, const char *path, int json, trace_tool_report *rep, char *err)

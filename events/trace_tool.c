@@ -36,6 +36,17 @@ static void report_clear(trace_tool_report *rep)
     if (rep) memset(rep, 0, sizeof *rep);
 }
 
+int trace_tool_json_line(FILE *out, json_t *o, char *err)
+{
+    char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(o);
+    if (!s) return dp_fail(err, DP_ERR, "cannot format JSON");
+    fputs(s, out);
+    fputc('\n', out);
+    free(s);
+    return 0;
+}
+
 /* Replays the whole trace into st. */
 static void replay(trace_reader *r, evt_state *st)
 {
@@ -119,13 +130,7 @@ static int info_json(FILE *out, trace_reader *r, const evt_state *st, const char
     json_object_set_new(o, "tasks", delivery_json(r));
     const char *dmg = trace_reader_damage(r);
     json_object_set_new(o, "damage", dmg ? json_string(dmg) : json_null());
-    char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-    json_decref(o);
-    if (!s) return dp_fail(err, DP_ERR, "cannot format JSON");
-    fputs(s, out);
-    fputc('\n', out);
-    free(s);
-    return 0;
+    return trace_tool_json_line(out, o, err);
 }
 
 /* A scalar of the metadata as a person reads it: a string as it is when it holds no
@@ -363,15 +368,7 @@ int trace_tool_captions(FILE *out, const char *path, int json, trace_tool_report
         json_object_set_new(o, "lesson_captions", json_integer((json_int_t)n_lesson));
         json_object_set_new(o, "rule_captions", json_integer((json_int_t)n_rule));
         json_object_set_new(o, "unreached", json_integer((json_int_t)unreached));
-        char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-        json_decref(o);
-        if (s) {
-            fputs(s, out);
-            fputc('\n', out);
-            free(s);
-        } else {
-            rc = dp_fail(err, DP_ERR, "cannot format JSON");
-        }
+        rc = trace_tool_json_line(out, o, err);
     } else {
         for (size_t i = 0; i < n; i++) {
             if (v[i].t < 0) fprintf(out, "%10s    ", "-");

@@ -29,6 +29,11 @@ typedef struct trace_tool_report {
 } trace_tool_report;
 
 struct trace_reader;
+struct json_t;
+
+/* Writes o on out as one line of compact ASCII JSON and releases it (the --json output
+ * of every trace tool): 0, or DP_ERR with err filled when it cannot be formatted. */
+int trace_tool_json_line(FILE *out, struct json_t *o, char *err);
 
 /* Fills rep (when not NULL) from an open reader: what it read, its duration, damage. */
 void trace_tool_report_fill(const struct trace_reader *r, trace_tool_report *rep);
