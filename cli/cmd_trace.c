@@ -66,14 +66,15 @@ static const char usage_stats[] =
     "computing, pulling, pushing, at the sync barrier, held by the staleness bound, paced,\n"
     "idle or dead, as the viewer shows it (one phase at a time: a push during the compute\n"
     "counts as computing), its steps and its mean step, and an \"all\" row. Then the\n"
-    "slowest worker by step (async, ssp) and the one computing the largest share of its\n"
-    "time (sync: the one the barrier waits for), each against the median worker. More than\n"
-    "32 workers: the 8 slowest are listed.\n"
+    "slowest worker by step and the one computing the largest share of its time, each\n"
+    "against the median worker, and in sync the worker whose gradients came last at the\n"
+    "most global steps (without backup workers, the one the barrier waited for). More\n"
+    "than 32 workers: the 8 slowest are listed.\n"
     "\n"
     "  --json    one JSON object: {\"file\", \"engine\", \"mode\", \"ps\", \"workers\",\n"
     "            \"global_step\", \"duration_s\", \"per_worker\": [{\"task\", \"steps\",\n"
     "            \"time_s\", \"mean_step_s\", \"phase_s\": {phase: s}}], \"slowest\",\n"
-    "            \"most_computing\", \"damage\"}\n"
+    "            \"most_computing\", \"last_to_push\", \"damage\"}\n"
     "  -h, --help  this text\n";
 
 static const char usage_validate[] =

@@ -22,16 +22,30 @@ typedef struct ts_worker {
     int64_t since;                 /* when its phase last changed */
     double s[EVT_PHASE_COUNT];     /* seconds spent in each phase */
     int64_t steps;
+    int64_t last_pushes;           /* sync: global steps it pushed last to */
     double wall_s, step_s;         /* its time until it stopped, and that (less any time
                                     * dead) per step */
 } ts_worker;
+
+/* Sync: per global step, the latest gradient push to end and its worker. */
+typedef struct ts_last {
+    int64_t t;
+    int32_t w;                     /* -1: none */
+} ts_last;
 
 typedef struct ts_run {
     ts_worker *w;
     int n;                         /* workers[0 .. n) */
     evt_state st;
     char engine[16], mode[16];
+    long long backup;              /* the metadata's backup_workers */
+    ts_last *last;                 /* sync: by global step, [0 .. n_last) */
+    int64_t n_last, last_steps;    /* its length; the steps any push ended in */
 } ts_run;
+
+/* Global steps past this are not followed for "last to push" (a file's step numbers
+ * must not size an allocation beyond a few tens of MB). */
+#define TS_MAX_LAST_STEPS (1 << 22)
 
 /* Charges x's time from its phase's start to t to that phase: nothing when t is not
  * later, or when the difference does not fit (times come from a file). */
@@ -45,15 +59,52 @@ static void ts_free(ts_run *run)
 {
     evt_state_release(&run->st);
     free(run->w);
+    free(run->last);
+}
+
+/* Sync: worker k's push for global step s ended at t; the step's latest so far? */
+static void note_push(ts_run *run, int k, int64_t s, int64_t t)
+{
+    if (s < 0 || s >= TS_MAX_LAST_STEPS) return;
+    if (s >= run->n_last) {
+        int64_t n = run->n_last ? run->n_last : 1024;
+        while (n <= s) n *= 2;
+        run->last = xrealloc(run->last, (size_t)n * sizeof *run->last);
+        for (int64_t i = run->n_last; i < n; i++) run->last[i] = (ts_last){0, -1};
+        run->n_last = n;
+    }
+    ts_last *l = &run->last[s];
+    if (l->w < 0 || t >= l->t) *l = (ts_last){t, k};
+}
+
+/* The run's engine and mode from the metadata (a simulated run's are in its "config"). */
+static void ts_describe(const trace_reader *r, ts_run *run)
+{
+    json_t *m = json_loads(trace_reader_metadata(r), 0, NULL);
+    json_t *cfg = json_object_get(m, "config");
+    const char *engine = json_string_value(json_object_get(m, "engine"));
+    const char *mode = json_string_value(json_object_get(m, "mode"));
+    if (!mode) mode = json_string_value(json_object_get(cfg, "mode"));
+    json_t *backup = json_object_get(m, "backup_workers");
+    if (!backup) backup = json_object_get(cfg, "backup_workers");
+    run->backup = json_is_integer(backup) ? json_integer_value(backup) : 0;
+    snprintf(run->engine, sizeof run->engine, "%s", engine ? engine : "?");
+    snprintf(run->mode, sizeof run->mode, "%s", mode ? mode : "?");
+    for (char *p = run->engine; *p; p++) if ((unsigned char)*p < 0x20) *p = '?';
+    for (char *p = run->mode; *p; p++) if ((unsigned char)*p < 0x20) *p = '?';
+    json_decref(m);
 }
 
 /* Fills run (release with ts_free) by replaying the trace, charging each worker's time
  * to the phase it was in (evt_state's: one phase at a time, by its precedence), from its
- * first event until it stopped or the trace ends. */
+ * first event until it stopped or the trace ends; in sync, which worker's gradients came
+ * last at each global step (its last PUSH_END for the step its pushes began in). */
 static void ts_replay(trace_reader *r, ts_run *run)
 {
     memset(run, 0, sizeof *run);
     evt_state_init(&run->st);
+    ts_describe(r, run);
+    int sync = !strcmp(run->mode, "sync");
     evt_record e;
     int64_t t_end = 0;
     int cap = 0;
@@ -72,6 +123,7 @@ static void ts_replay(trace_reader *r, ts_run *run)
             cap = ncap;
         }
         if (e.task >= run->n) run->n = e.task + 1;
+        if (sync && e.kind == EVT_PUSH_END) note_push(run, e.task, tk->step, e.t);
         ts_worker *x = &run->w[e.task];
         if (!x->seen) {
             x->seen = 1;
@@ -92,21 +144,11 @@ static void ts_replay(trace_reader *r, ts_run *run)
         for (int k = 0; k < N_SHOWN; k++) x->wall_s += x->s[shown[k]];
         x->step_s = x->steps ? (x->wall_s - x->s[EVT_PHASE_DEAD]) / (double)x->steps : 0;
     }
-}
-
-/* The run's engine and mode from the metadata (a simulated run's are in its "config"). */
-static void ts_describe(const trace_reader *r, ts_run *run)
-{
-    json_t *m = json_loads(trace_reader_metadata(r), 0, NULL);
-    json_t *cfg = json_object_get(m, "config");
-    const char *engine = json_string_value(json_object_get(m, "engine"));
-    const char *mode = json_string_value(json_object_get(m, "mode"));
-    if (!mode) mode = json_string_value(json_object_get(cfg, "mode"));
-    snprintf(run->engine, sizeof run->engine, "%s", engine ? engine : "?");
-    snprintf(run->mode, sizeof run->mode, "%s", mode ? mode : "?");
-    for (char *p = run->engine; *p; p++) if ((unsigned char)*p < 0x20) *p = '?';
-    for (char *p = run->mode; *p; p++) if ((unsigned char)*p < 0x20) *p = '?';
-    json_decref(m);
+    for (int64_t s = 0; s < run->n_last; s++)
+        if (run->last[s].w >= 0) {
+            run->w[run->last[s].w].last_pushes++;
+            run->last_steps++;
+        }
 }
 
 static int by_step(const void *a, const void *b)
@@ -162,10 +204,15 @@ static int64_t ts_totals(const ts_run *run, trace_tool_phases *p)
 {
     int64_t steps = 0;
     memset(p, 0, sizeof *p);
-    p->most_computing = -1;
+    p->most_computing = p->last_to_push = -1;
+    p->push_steps = run->last_steps;
     for (int i = 0; i < run->n; i++) {
         const ts_worker *x = &run->w[i];
         if (!x->seen) continue;
+        if (x->last_pushes > p->last_to_push_steps) {
+            p->last_to_push = i;
+            p->last_to_push_steps = x->last_pushes;
+        }
         p->workers++;
         p->time_s += x->wall_s;
         steps += x->steps;
@@ -240,6 +287,15 @@ static void ts_text(FILE *out, const ts_run *run, const char *path, const trace_
         fprintf(out, "most computing:  worker %d, %.1f %% of its time against the median worker's %.1f %%\n",
                 all.most_computing, all.most_computing_share * 100, all.median_computing_share * 100);
     }
+    if (all.last_to_push >= 0 && run->backup > 0)
+        fprintf(out, "last to push:    worker %d at %lld of %lld global steps (with %lld backup worker%s the "
+                     "barrier did not wait for the last)\n",
+                all.last_to_push, (long long)all.last_to_push_steps, (long long)all.push_steps, run->backup,
+                run->backup == 1 ? "" : "s");
+    else if (all.last_to_push >= 0)
+        fprintf(out, "last to push:    worker %d at %lld of %lld global steps (the gradients the barrier "
+                     "waited for)\n",
+                all.last_to_push, (long long)all.last_to_push_steps, (long long)all.push_steps);
     free(ranked);
 }
 
@@ -275,6 +331,8 @@ static int ts_json(FILE *out, const ts_run *run, const char *path, const trace_t
         json_array_append_new(a, wj);
     }
     json_object_set_new(o, "per_worker", a);
+    trace_tool_phases all;
+    ts_totals(run, &all);
     int nr;
     ts_worker **ranked = ts_ranked(run, &nr);
     if (nr >= 2) {
@@ -284,8 +342,6 @@ static int ts_json(FILE *out, const ts_run *run, const char *path, const trace_t
         json_object_set_new(s, "mean_step_s", json_real(ranked[0]->step_s));
         json_object_set_new(s, "median_step_s", json_real(med));
         json_object_set_new(o, "slowest", s);
-        trace_tool_phases all;
-        ts_totals(run, &all);
         json_t *b = json_object();
         json_object_set_new(b, "task", json_integer(all.most_computing));
         json_object_set_new(b, "computing_share", json_real(all.most_computing_share));
@@ -294,6 +350,15 @@ static int ts_json(FILE *out, const ts_run *run, const char *path, const trace_t
     } else {
         json_object_set_new(o, "slowest", json_null());
         json_object_set_new(o, "most_computing", json_null());
+    }
+    if (all.last_to_push >= 0) {
+        json_t *l = json_object();
+        json_object_set_new(l, "task", json_integer(all.last_to_push));
+        json_object_set_new(l, "steps", json_integer((json_int_t)all.last_to_push_steps));
+        json_object_set_new(l, "of", json_integer((json_int_t)all.push_steps));
+        json_object_set_new(o, "last_to_push", l);
+    } else {
+        json_object_set_new(o, "last_to_push", json_null());
     }
     free(ranked);
     json_object_set_new(o, "damage", rep->damage[0] ? json_string(rep->damage) : json_null());
@@ -309,7 +374,6 @@ int trace_tool_stats(FILE *out, const char *path, int json, trace_tool_report *r
     if (!r) return DP_EINVAL;
     ts_run run;
     ts_replay(r, &run);
-    ts_describe(r, &run);
     trace_tool_report_fill(r, rep);
     int rc = 0;
     if (json) rc = ts_json(out, &run, path, rep, err);

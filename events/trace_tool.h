@@ -82,13 +82,16 @@ int trace_tool_captions(FILE *out, const char *path, int json, trace_tool_report
  * stopped (or the trace ends), the time in each phase as evt_state derives it (one phase
  * at a time, by its precedence: a push during a compute counts as computing), its steps
  * and its time per step; the slowest worker by step, and the one computing the largest
- * share of its time (in sync, the one the barrier waits for), against the median. Text: a table, one
+ * share of its time, against the median; in sync, the worker whose gradients came last
+ * at the most global steps (the one the barrier waited for, with no backup workers). Text: a table, one
  * row per worker (the 8 slowest when there are more than 32) and an "all" row, phases
  * no worker spent time in left out. JSON: one line, {"file", "engine", "mode", "ps",
  * "workers", "global_step", "duration_s", "per_worker": [{"task", "steps", "time_s",
  * "mean_step_s", "phase_s": {phase: s}}], "slowest": {"task", "mean_step_s",
  * "median_step_s"} and "most_computing": {"task", "computing_share",
- * "median_computing_share"} (null with fewer than 2 workers that stepped), "damage"}.
+ * "median_computing_share"} (null with fewer than 2 workers that stepped),
+ * "last_to_push": {"task", "steps", "of"} (sync: the worker whose gradients came last, in
+ * how many of the global steps any came; null otherwise), "damage"}.
  * Returns 0 or a dp_err with err filled. */
 int trace_tool_stats(FILE *out, const char *path, int json, trace_tool_report *rep, char *err);
 
@@ -100,6 +103,9 @@ typedef struct trace_tool_phases {
     int most_computing;                 /* the worker computing the largest share of its
                                          * time; -1 with fewer than 2 that stepped */
     double most_computing_share, median_computing_share;
+    int last_to_push;                   /* sync: the worker whose gradients came last at
+                                         * the most global steps; -1 otherwise */
+    int64_t last_to_push_steps, push_steps;   /* at how many of how many steps */
 } trace_tool_phases;
 
 /* Reads the trace at path into *p. Returns 0 or a dp_err with err filled. */

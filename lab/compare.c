@@ -77,22 +77,28 @@ static void write_phases(FILE *f, const variant *v, int n)
                "Each variant's workers together, from their first event until they stopped, by what the "
                "viewer shows them doing (one phase at a time: a push during the compute counts as "
                "computing; idle is the rest, start-up included). \"Computing most\" is the worker computing the largest share of its time, "
-               "against the median worker: in sync, the one the others wait for. `downpour trace stats "
-               "TRACE` gives it worker by worker.\n\n| variant |");
+               "against the median worker. \"Last to push\" is the worker whose gradients came last at the most "
+               "global steps: in sync without backup workers, the one the barrier waited for. `downpour "
+               "trace stats TRACE` gives it worker by worker.\n\n| variant |");
     for (size_t k = 0; k < DP_ARRAY_LEN(shown); k++)
         if (cols[k]) fprintf(f, " %s |", shown[k] == EVT_PHASE_SSP ? "ssp wait" : evt_phase_name(shown[k]));
-    fprintf(f, " computing most |\n| --- |");
+    fprintf(f, " computing most | last to push (sync) |\n| --- |");
     for (size_t k = 0; k < DP_ARRAY_LEN(shown); k++)
         if (cols[k]) fprintf(f, " ---: |");
-    fprintf(f, " --- |\n");
+    fprintf(f, " --- | --- |\n");
     for (int i = 0; i < n; i++) {
         const trace_tool_phases *p = &v[i].phases;
         fprintf(f, "| %s |", v[i].label);
         for (size_t k = 0; k < DP_ARRAY_LEN(shown); k++)
             if (cols[k]) fprintf(f, " %.1f %% |", p->time_s > 0 ? p->phase_s[shown[k]] / p->time_s * 100 : 0.0);
         if (p->most_computing >= 0)
-            fprintf(f, " worker %d: %.1f %% (median %.1f %%) |\n", p->most_computing,
+            fprintf(f, " worker %d: %.1f %% (median %.1f %%) |", p->most_computing,
                     p->most_computing_share * 100, p->median_computing_share * 100);
+        else
+            fprintf(f, " - |");
+        if (p->last_to_push >= 0)
+            fprintf(f, " worker %d: %lld of %lld steps |\n", p->last_to_push, (long long)p->last_to_push_steps,
+                    (long long)p->push_steps);
         else
             fprintf(f, " - |\n");
     }

@@ -100,6 +100,15 @@ $DOWNPOUR cluster --ps 1 --workers 3 --backup-workers 1 --steps 200 --slow-worke
 $DOWNPOUR trace info --json "$TMP/b.dptrace" >"$TMP/info.json"
 check "backup: drops recorded" test "$(count drop)" -gt 0
 check "backup: applies + drops = pushes" test $(( $(count apply) + $(count drop) )) -eq "$(count push_end)"
+# trace stats of the 2-worker sync run: at each of its global steps one worker's
+# gradients came last, so the last to push is counted over all 60 (the summary's steps)
+$DOWNPOUR trace stats --json "$TMP/s.dptrace" >"$TMP/sstats.json" 2>/dev/null
+check "trace stats of a sync run: the last to push counted over its $(json "$TMP/s.json" global_step) global steps" python3 -c "
+import json, sys
+o = json.load(open(sys.argv[1]))
+l = o['last_to_push']
+assert l['task'] in (0, 1) and l['of'] == int(sys.argv[2]) and 30 <= l['steps'] <= l['of'], l
+" "$TMP/sstats.json" "$(json "$TMP/s.json" global_step)"
 # trace stats of that run: each worker's phases add up to its time, the workers waited at
 # the barrier, and the one computing the largest share of its time is the 2x straggler
 $DOWNPOUR trace stats --json "$TMP/b.dptrace" >"$TMP/stats.json" 2>"$TMP/stats.err"

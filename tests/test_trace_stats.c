@@ -74,7 +74,7 @@ static double phase(json_t *w, const char *name)
  *   worker 1: pull 0-10, compute 10-70, push 70-80; pull 80-90, compute 90-150, push
  *             150-160; idle 160-175, stops at 175: computing 120, pulling 20, pushing
  *             20, idle 15 of 175. */
-static void test_sync(void)
+static void add_sync_run(void)
 {
     add(EVT_TASK_START, EVT_JOB_PS, 0, 0, 0);
     for (int w = 0; w < 2; w++) add(EVT_TASK_START, EVT_JOB_WORKER, w, 0, 0);
@@ -109,6 +109,12 @@ static void test_sync(void)
     }
     add(EVT_TASK_STOP, EVT_JOB_WORKER, 1, 175, 2);
     add(EVT_TASK_STOP, EVT_JOB_PS, 0, 175, 2);
+}
+
+/* Worker 1's pushes end last at both steps (80 and 160 against 50 and 130). */
+static void test_sync(void)
+{
+    add_sync_run();
     const char *path = check_path(dir, "sync.dptrace");
     write_trace(path, "{\"engine\":\"real\",\"mode\":\"sync\"}");
 
@@ -138,6 +144,11 @@ static void test_sync(void)
     CHECK_NEAR(json_real_value(json_object_get(busy, "computing_share")), 120.0 / 175, 1e-9);
     CHECK_NEAR(json_real_value(json_object_get(busy, "median_computing_share")),
                (60.0 / 170 + 120.0 / 175) / 2, 1e-9);
+    json_t *last = json_object_get(o, "last_to_push");
+    CHECK_MSG(json_integer_value(json_object_get(last, "task")) == 1 &&
+                  json_integer_value(json_object_get(last, "steps")) == 2 &&
+                  json_integer_value(json_object_get(last, "of")) == 2,
+              "last to push: worker 1 at both steps: %s", js);
     CHECK(!strcmp(json_string_value(json_object_get(o, "mode")), "sync") &&
           json_integer_value(json_object_get(o, "workers")) == 2 &&
           json_integer_value(json_object_get(o, "ps")) == 1);
@@ -164,6 +175,16 @@ static void test_sync(void)
     CHECK_MSG(strstr(t, "\nmost computing:  worker 1, 68.6 % of its time against the median worker's"
                         " 51.9 %\n"),
               "%s", t);
+    CHECK_MSG(strstr(t, "\nlast to push:    worker 1 at 2 of 2 global steps (the gradients the barrier "
+                        "waited for)\n"), "%s", t);
+    free(txt);
+    /* with a backup worker the barrier does not wait for the last: said so */
+    add_sync_run();
+    path = check_path(dir, "backup.dptrace");
+    write_trace(path, "{\"engine\":\"real\",\"mode\":\"sync\",\"backup_workers\":1}");
+    txt = run_stats(path, 0);
+    CHECK_MSG(txt && strstr(txt, "\nlast to push:    worker 1 at 2 of 2 global steps (with 1 backup worker "
+                               "the barrier did not wait for the last)\n"), "%s", txt);
     free(txt);
 }
 
@@ -199,6 +220,7 @@ static void test_many(void)
     CHECK_NEAR(phase(w0, "dead"), 0.117, 1e-9);
     CHECK_NEAR(phase(w0, "computing"), 0.003, 1e-9);
     CHECK(json_integer_value(json_object_get(json_object_get(o, "slowest"), "task")) == 39);
+    CHECK_MSG(json_is_null(json_object_get(o, "last_to_push")), "async: no last to push: %s", js);
     json_decref(o);
     free(js);
 }
