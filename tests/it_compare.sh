@@ -41,6 +41,11 @@ def points(name):
 loss_step, loss_time, stale, thr = (points(n) for n in ('loss_vs_step.csv', 'loss_vs_time.csv', 'staleness.csv', 'throughput.csv'))
 acc_pts = points('accuracy_vs_time.csv')
 def l_ends(t): return all(l.endswith('|') for l in t)
+# its sections, in order
+heads = [l for l in report.splitlines() if l.startswith('#')]
+line([h.split(' ', 1)[0] for h in heads] == ['#', '##', '##', '##'] and
+     [h for h in heads[1:]] == ["## Where the workers' time went", '## Plots', '## Watch them'],
+     'report.md: a title, then sections Where the workers\' time went, Plots, Watch them (%s)' % heads)
 def close(a, b): return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 # report.md's table is a Markdown table: header, separator, one row per variant, each
 # line with the header's cells (the first table; the time table is checked below)

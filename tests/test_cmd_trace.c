@@ -227,6 +227,55 @@ static void test_info_metadata(void)
     }
 }
 
+/* info --json's "tasks": one entry per source task in the order first seen, its records
+ * less its drop reports and the hub's clock syncs, and its last reported drop count. */
+static void test_info_tasks(void)
+{
+    char path[700], err[DP_ERRLEN];
+    snprintf(path, sizeof path, "%s/tasks.dptrace", dir);
+    trace_writer *w = trace_writer_open(path, "{}", err);
+    CHECK_MSG(w != NULL, "%s", err);
+    if (!w) return;
+    static const struct {
+        evt_kind kind;
+        int job, task;
+    } recs[] = {
+        {EVT_TASK_START, EVT_JOB_PS, 0},      {EVT_TASK_START, EVT_JOB_WORKER, 0},
+        {EVT_CLOCK_SYNC, EVT_JOB_HUB, 0},     {EVT_STEP_END, EVT_JOB_WORKER, 0},
+        {EVT_EVENTS_DROPPED, EVT_JOB_WORKER, 0}, {EVT_STEP_END, EVT_JOB_WORKER, 0},
+        {EVT_TASK_STOP, EVT_JOB_PS, 0},
+    };
+    for (size_t i = 0; i < sizeof recs / sizeof recs[0]; i++) {
+        evt_record e;
+        evt_init(&e, recs[i].kind, recs[i].job, recs[i].task);
+        e.t = (int64_t)(i + 1) * 1000;
+        if (recs[i].kind == EVT_EVENTS_DROPPED) e.bytes = 5;
+        trace_writer_add(w, &e);
+    }
+    CHECK(trace_writer_close(w, err) == 0);
+    FILE *f = tmpfile();
+    trace_tool_report rep;
+    CHECK(trace_tool_info(f, path, 1, &rep, err) == 0);
+    char *js = drain(f);
+    json_t *o = json_loads(js, 0, NULL);
+    json_t *t = json_object_get(o, "tasks");
+    static const struct {
+        const char *task;
+        int events, dropped;
+    } want[] = {{"ps:0", 2, 0}, {"worker:0", 3, 5}, {"hub:0", 0, 0}};
+    int ok = json_array_size(t) == 3;
+    for (size_t i = 0; ok && i < 3; i++) {
+        json_t *x = json_array_get(t, i);
+        ok = !strcmp(json_string_value(json_object_get(x, "task")), want[i].task) &&
+             json_integer_value(json_object_get(x, "events")) == want[i].events &&
+             json_integer_value(json_object_get(x, "dropped")) == want[i].dropped;
+    }
+    CHECK_MSG(ok, "tasks: ps:0 2 events, worker:0 3 (5 dropped), hub:0 none: %s", js);
+    json_decref(o);
+    free(js);
+    unlink(path);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) return 1;
@@ -314,6 +363,16 @@ int main(void)
                   json_integer_value(json_object_get(cj, "lesson_captions")) == 0 &&
                   json_integer_value(json_object_get(cj, "rule_captions")) == (json_int_t)n_caps,
               "trace_tool_captions --json: %d %s: %s", lrc, err, cap_json);
+    {   /* every caption has its global step, time, rule and text */
+        size_t whole = 0;
+        for (size_t i = 0; i < n_caps; i++) {
+            json_t *c = json_array_get(json_object_get(cj, "captions"), i);
+            whole += json_is_integer(json_object_get(c, "step")) && json_is_number(json_object_get(c, "t_s")) &&
+                     json_is_string(json_object_get(c, "rule")) && json_is_string(json_object_get(c, "text"));
+        }
+        CHECK_MSG(whole == n_caps, "%zu of %zu captions have step, t_s, rule and text: %s", whole, n_caps,
+                  cap_json);
+    }
     json_decref(cj);
     free(cap_json);
     lrc = trace_tool_captions(lo, tpath, 0, &rep, err);
@@ -333,8 +392,14 @@ int main(void)
     CHECK_MSG(lrc < 0 && strstr(err, "/nonexistent/x.dptrace") && rep.events == 0 &&
                   rep.blocks == 0 && !rep.damage[0],
               "info of a missing file: %d \"%s\"", lrc, err);
-    CHECK(trace_tool_validate(lo, "/nonexistent/x.dptrace", &rep, err) < 0 &&
-          trace_tool_export_chrome("/nonexistent/x.dptrace", ljpath, &rep, err) < 0);
+    /* each call zeroes the report first: a failed one leaves nothing of the last */
+    CHECK(trace_tool_validate(lo, tpath, &rep, err) == 0 && rep.events == n_events);
+    free(drain(lo));
+    CHECK_MSG(trace_tool_validate(lo, "/nonexistent/x.dptrace", &rep, err) < 0 && rep.events == 0 &&
+                  rep.blocks == 0,
+              "validate of a missing file: %llu events, %zu blocks", (unsigned long long)rep.events,
+              rep.blocks);
+    CHECK(trace_tool_export_chrome("/nonexistent/x.dptrace", ljpath, &rep, err) < 0);
 
     /* ---- the command, as a subprocess ------------------------------------------------ */
     const char *info_json[] = {"trace", "info", "--json", tpath};
@@ -426,6 +491,7 @@ int main(void)
     CHECK(run(5, exp_nodir) == 1 && err_is(want_exp_err));
     test_export_onto_input(tpath);
     test_info_metadata();
+    test_info_tasks();
 
     /* damage: a flipped byte inside the (only) block */
     trace_reader *r = trace_reader_open(tpath, err);

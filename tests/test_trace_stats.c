@@ -231,6 +231,13 @@ static void test_bad(void)
     trace_tool_report rep;
     CHECK(trace_tool_stats(stdout, check_path(dir, "none.dptrace"), 0, &rep, err) != 0 &&
           strstr(err, "none.dptrace"));
+    /* the metadata's engine and mode as printed: a control character as '?' */
+    add(EVT_TASK_START, EVT_JOB_WORKER, 0, 0, 0);
+    const char *mpath = check_path(dir, "meta.dptrace");
+    write_trace(mpath, "{\"engine\":\"re\\u0007al x\",\"config\":{\"mode\":\"a\\u001bb c\"}}");
+    char *mt = run_stats(mpath, 0);
+    CHECK_MSG(mt && strstr(mt, "\nrun:      re?al x, a?b c, 0 ps, 1 workers;"), "%s", mt);
+    free(mt);
     /* no worker at all: says so */
     add(EVT_TASK_START, EVT_JOB_PS, 0, 0, 0);
     const char *path = check_path(dir, "ps.dptrace");
