@@ -45,6 +45,8 @@ usage_error 'downpour: keys: unexpected argument "extra" (see --help)' keys extr
 usage_error 'downpour: keys: unexpected argument "extra" (see --help)' keys --json extra
 usage_error 'downpour: lessons: unexpected argument "extra" (see --help)' lessons extra
 usage_error 'downpour: trace info: unknown flag "--bogus" (see --help)' trace info --bogus x.dptrace
+# the nearest flag of the key table: --seeps is 1 edit from --steps, 2 from --seed
+usage_error 'downpour: cluster: unknown flag "--seeps" (did you mean "--steps"? see --help)' cluster --seeps 5
 usage_error 'downpour: trace stats: missing TRACE' trace stats
 usage_error 'downpour: trace stats: unknown flag "--jsn" (did you mean "--json"? see --help)' trace stats --jsn x
 usage_error 'downpour: trace info: unexpected argument "b.dptrace" (see --help)' trace info a.dptrace b.dptrace

@@ -133,6 +133,8 @@ verify "$TMP/realrep" >"$TMP/v2.out" 2>&1 || echo "FAIL verify crashed: $(tail -
 while IFS= read -r l; do
     case "$l" in "ok   "*) ok "${l#ok   }";; "FAIL "*) bad "${l#FAIL }";; esac
 done < <(cat "$TMP/v1.out" "$TMP/v2.out" "$TMP/v3.out")
+check "the report's heading is the [compare] label, the scenario's title under it" \
+    bash -c "head -3 '$TMP/realrep/report.md' | tr '\n' '|' | grep -qxF '# backups||small real compare|'"
 check "the report names the command that opens the traces side by side" \
     grep -q "downpour view $TMP/realrep/variants/backup_workers-0/trace.dptrace --compare $TMP/realrep/variants/backup_workers-1/trace.dptrace" "$TMP/realrep/report.md"
 # "Where the workers' time went": each variant's row is its workers' phases summed, as

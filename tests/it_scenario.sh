@@ -114,7 +114,14 @@ bad_file bad-engine '3: engine: "quantum" is not real, local or sim' '[scenario]
 bad_file not-ini '4: not INI: expected [section] or key = value' "${H[@]}" '[cluster' 'ps = 1'
 bad_file dash-spelling '5: unknown key "backup-workers" in [training] (did you mean "backup_workers"?); valid keys: mode, backup_workers, staleness, prefetch, pipeline, steps, batch, lr, optimizer, model, hidden, model_bytes, data, synthetic_samples, eval_every, eval_time, max_sim_time, nqm_dims' \
     "${H[@]}" '[training]' 'backup-workers = 1'
+# the nearest key, not merely one near enough: "batah" is 1 edit from batch, 2 from data
+bad_file nearest-key '5: unknown key "batah" in [training] (did you mean "batch"?); valid keys: mode, backup_workers, staleness, prefetch, pipeline, steps, batch, lr, optimizer, model, hidden, model_bytes, data, synthetic_samples, eval_every, eval_time, max_sim_time, nqm_dims' \
+    "${H[@]}" '[training]' 'batah = 5'
 bad_file across-keys '5: backup_workers: 2 leaves no replica to aggregate with 2 workers' "${H[@]}" '[training]' 'backup_workers = 2'
+# ... and on the second of two vary lines (the line found among the vary lines, after the
+# first that does not name it)
+bad_file across-keys-vary '6: backup_workers: 2 leaves no replica to aggregate with 2 workers' "${H[@]}" \
+    '[compare]' 'vary = mode: sync, async' 'vary = backup_workers: 0, 2'
 bad_file bad-straggler '5: straggler: "worker:9" is not worker:IxF (e.g. worker:3x4)' "${H[@]}" '[faults]' 'straggler = worker:9'
 bad_file lesson-answer '5: ask_at_step.30: the answer "both" is not one of the choices' \
     "${H[@]}" '[lesson]' 'ask_at_step.30 = Which is faster? | sync | async | both'
