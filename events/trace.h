@@ -50,7 +50,10 @@ typedef struct trace_reader trace_reader;
  * trace_reader_damage() then describes it ("block at offset 123456: checksum mismatch;
  * skipped"; "truncated at offset 98765: last complete block ends at 98000").
  * Returns NULL with err filled when nothing is readable (not a trace, bad header,
- * unsupported version). Close with trace_reader_close(). */
+ * unsupported version) or when its blocks' times span more than int64 holds. Every event
+ * it returns lies within its block's [t_min, t_max] (a block holding one outside is
+ * damaged and skipped), so t1 - t0 and any e.t - t0 fit in int64. Close with
+ * trace_reader_close(). */
 trace_reader *trace_reader_open(const char *path, char *err);
 void trace_reader_close(trace_reader *r);
 

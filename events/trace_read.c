@@ -225,6 +225,12 @@ static int decode_block(trace_reader *r, size_t bi, decoded *d)
             why = "malformed event";
             goto fail;
         }
+        /* the writer's block bounds hold every event: readers may subtract the trace's
+         * first time from any event's without overflow (the span is checked at open) */
+        if (d->ev[i].t < k->tmin || d->ev[i].t > k->tmax) {
+            why = "event time outside the block's time range";
+            goto fail;
+        }
         p += (size_t)used;
         prev = d->ev[i].t;
     }
@@ -534,6 +540,12 @@ trace_reader *trace_reader_open(const char *path, char *err)
         k->tmax_prefix = mx;
     }
     if (r->count == 0) r->t0 = r->t1 = 0;
+    int64_t span;
+    if (__builtin_sub_overflow(r->t1, r->t0, &span)) {
+        dp_fail(err, DP_ECORRUPT, "%s: its events' times span more than 2^63 ns (292 years): not a recording",
+                path);
+        goto fail;
+    }
     return r;
 fail:
     trace_reader_close(r);

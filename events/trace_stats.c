@@ -47,12 +47,11 @@ typedef struct ts_run {
  * must not size an allocation beyond a few tens of MB). */
 #define TS_MAX_LAST_STEPS (1 << 22)
 
-/* Charges x's time from its phase's start to t to that phase: nothing when t is not
- * later, or when the difference does not fit (times come from a file). */
+/* Charges x's time from its phase's start to t to that phase (the reader keeps every
+ * time within the trace's [t0, t1], whose span fits in int64). */
 static void charge(ts_worker *x, int64_t t)
 {
-    int64_t d;
-    if (!__builtin_sub_overflow(t, x->since, &d) && d > 0) x->s[x->phase] += (double)d / 1e9;
+    if (t > x->since) x->s[x->phase] += (double)(t - x->since) / 1e9;
 }
 
 static void ts_free(ts_run *run)

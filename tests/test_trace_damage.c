@@ -355,6 +355,67 @@ static void write_raw(const char *path, const void *p, size_t n)
     fclose(f);
 }
 
+/* A block whose events fall outside its header's time range (the header CRC made right,
+ * no index to contradict it: a writer that lied) is skipped as damaged, so that every
+ * event a reader returns lies within the trace's [t0, t1]; and a trace whose times span
+ * more than int64 holds is refused at open (readers subtract t0 from event times). */
+static void test_time_bounds(void)
+{
+    const char *src = check_path(dir, "rt.dptrace"), *dst = check_path(dir, "bounds.dptrace");
+    size_t size;
+    uint8_t *img = slurp_file(src, &size);
+    blocks fmt;
+    uint64_t index_at;
+    int walked = walk_format(img, size, &fmt, &index_at) && fmt.n >= 3;
+    CHECK_MSG(walked, "a trace of 3 or more blocks to damage");
+    if (walked) {
+        size_t mid = fmt.n / 2;
+        uint8_t *h = img + fmt.b[mid].offset;
+        int64_t tmax = fmt.b[mid].t_min + (fmt.b[mid].t_max - fmt.b[mid].t_min) / 2;
+        for (int i = 0; i < 8; i++) h[32 + i] = (uint8_t)((uint64_t)tmax >> (8 * i));
+        uint32_t c = (uint32_t)crc32(0L, h, 44);
+        for (int i = 0; i < 4; i++) h[44 + i] = (uint8_t)(c >> (8 * i));
+        write_raw(dst, img, (size_t)index_at);   /* no index: the reader scans the blocks */
+        char err[DP_ERRLEN], want[160];
+        trace_reader *r = trace_reader_open(dst, err);
+        size_t n = 0;
+        evt_record e;
+        int inside = 1;
+        while (r && trace_reader_next(r, &e) == 1) {
+            n++;
+            inside &= e.t >= trace_reader_t0(r) && e.t <= trace_reader_t1(r);
+        }
+        /* the first problem is the missing index; the block's is the second */
+        snprintf(want, sizeof want, "no index; last complete block ends at %llu (and 1 more problem)",
+                 (unsigned long long)index_at);
+        const char *dmg = r ? trace_reader_damage(r) : NULL;
+        CHECK_MSG(dmg && strstr(dmg, want), "narrowed block: damage \"%s\", want \"...%s\"",
+                  dmg ? dmg : r ? "none" : err, want);
+        CHECK_MSG(r && inside && n == gen.n - fmt.b[mid].events,
+                  "the other blocks' %zu events read, all within [t0, t1] (%zu read)",
+                  gen.n - (size_t)fmt.b[mid].events, n);
+        trace_reader_close(r);
+    }
+    free(fmt.b);
+    free(img);
+
+    /* times at both ends of int64 */
+    char err[DP_ERRLEN];
+    trace_writer *w = trace_writer_open(dst, "{}", err);
+    evt_record e;
+    evt_init(&e, EVT_STEP_END, EVT_JOB_WORKER, 0);
+    e.t = INT64_MIN + 1;
+    trace_writer_add(w, &e);
+    e.t = INT64_MAX;
+    trace_writer_add(w, &e);
+    CHECK(w && trace_writer_close(w, err) == 0);
+    trace_reader *r = trace_reader_open(dst, err);
+    CHECK_MSG(!r && strstr(err, "bounds.dptrace: its events' times span more than 2^63 ns"),
+              "a span past int64: refused at open (%s)", r ? "opened" : err);
+    trace_reader_close(r);
+    unlink(dst);
+}
+
 static void test_bad_files(void)
 {
     char err[DP_ERRLEN];
@@ -430,6 +491,7 @@ int main(void)
     test_truncated();
     test_flipped();
     test_block_header_crc();
+    test_time_bounds();
     test_bad_files();
     test_fuzz();
     free(written);

@@ -245,23 +245,6 @@ static void test_bad(void)
     char *txt = run_stats(path, 0);
     CHECK_MSG(txt && strstr(txt, "\nno worker events: nothing to break down\n"), "%s", txt);
     free(txt);
-    /* times at the ends of int64 (a damaged or hostile file): the span does not fit, so
-     * it is not charged; no overflow (make asan-unit's UBSan would stop here) */
-    add(EVT_TASK_START, EVT_JOB_WORKER, 0, 0, 0);
-    ev[nev - 1].t = INT64_MIN + 1;
-    add(EVT_COMPUTE_BEGIN, EVT_JOB_WORKER, 0, 0, 1);
-    ev[nev - 1].t = INT64_MIN + 2;
-    add(EVT_COMPUTE_END, EVT_JOB_WORKER, 0, 0, 1);
-    ev[nev - 1].t = INT64_MAX;
-    path = check_path(dir, "ends.dptrace");
-    write_trace(path, "{}");
-    char *js = run_stats(path, 1);
-    json_t *o = json_loads(js ? js : "", 0, NULL);
-    json_t *w0 = json_array_get(json_object_get(o, "per_worker"), 0);
-    double ts = json_real_value(json_object_get(w0, "time_s"));
-    CHECK_MSG(w0 && ts >= 0 && ts < 1e-6, "%s", js);
-    json_decref(o);
-    free(js);
 }
 
 int main(void)
