@@ -10,12 +10,8 @@
 #include "events/trace.h"
 #include "events/trace_tool.h"
 
-/* The phases a worker's time is split into, in the table's order. STOPPED is not one: a
- * worker's time ends when it stops. */
-static const int shown[] = {EVT_PHASE_COMPUTING, EVT_PHASE_PULLING, EVT_PHASE_PUSHING,
-                            EVT_PHASE_BARRIER,   EVT_PHASE_SSP,     EVT_PHASE_PACED,
-                            EVT_PHASE_IDLE,      EVT_PHASE_DEAD};
-enum { N_SHOWN = sizeof shown / sizeof shown[0], MAX_ROWS = 32, SLOW_ROWS = 8 };
+static const int *const shown = trace_tool_phase_order;   /* the tables' phases, in order */
+enum { N_SHOWN = TRACE_TOOL_PHASES, MAX_ROWS = 32, SLOW_ROWS = 8 };
 
 typedef struct ts_worker {
     int seen, phase;
@@ -89,8 +85,8 @@ static void ts_describe(const trace_reader *r, ts_run *run)
     run->backup = json_is_integer(backup) ? json_integer_value(backup) : 0;
     snprintf(run->engine, sizeof run->engine, "%s", engine ? engine : "?");
     snprintf(run->mode, sizeof run->mode, "%s", mode ? mode : "?");
-    for (char *p = run->engine; *p; p++) if ((unsigned char)*p < 0x20) *p = '?';
-    for (char *p = run->mode; *p; p++) if ((unsigned char)*p < 0x20) *p = '?';
+    trace_tool_printable(run->engine);
+    trace_tool_printable(run->mode);
     json_decref(m);
 }
 
@@ -266,7 +262,7 @@ static void ts_text(FILE *out, const ts_run *run, const char *path, const trace_
                  "any time dead, over the worker's steps.\n\n");
     fprintf(out, "%-8s %7s  %11s", "worker", "steps", "mean step");
     for (int k = 0; k < N_SHOWN; k++)
-        if (cols[k]) fprintf(out, "  %12s", shown[k] == EVT_PHASE_SSP ? "ssp wait" : evt_phase_name(shown[k]));
+        if (cols[k]) fprintf(out, "  %12s", trace_tool_phase_label(shown[k]));
     fputc('\n', out);
     ts_worker **ranked = ts_ranked(run, &nr);
     if (run->n <= MAX_ROWS) {

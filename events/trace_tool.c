@@ -36,6 +36,21 @@ static void report_clear(trace_tool_report *rep)
     if (rep) memset(rep, 0, sizeof *rep);
 }
 
+const int trace_tool_phase_order[TRACE_TOOL_PHASES] = {
+    EVT_PHASE_COMPUTING, EVT_PHASE_PULLING, EVT_PHASE_PUSHING, EVT_PHASE_BARRIER,
+    EVT_PHASE_SSP,       EVT_PHASE_PACED,   EVT_PHASE_IDLE,    EVT_PHASE_DEAD};
+
+const char *trace_tool_phase_label(int phase)
+{
+    return phase == EVT_PHASE_SSP ? "ssp wait" : evt_phase_name(phase);
+}
+
+void trace_tool_printable(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
 int trace_tool_json_line(FILE *out, json_t *o, char *err)
 {
     char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -158,8 +173,7 @@ static void meta_object(FILE *out, json_t *v, int depth)
     json_object_foreach(v, k, x) {
         char key[64];   /* the key as printed: cut short, control characters as '?' */
         snprintf(key, sizeof key, "%s", k);
-        for (char *p = key; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+        trace_tool_printable(key);
         int w = 20 - 2 * depth, nest = json_is_object(x) && strcmp(k, "lesson") && depth < 4;
         if (nest) fprintf(out, "%*s%s\n", 2 + 2 * depth, "", key);
         else fprintf(out, "%*s%-*s ", 2 + 2 * depth, "", w > 0 ? w : 0, key);

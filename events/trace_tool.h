@@ -95,6 +95,18 @@ int trace_tool_captions(FILE *out, const char *path, int json, trace_tool_report
  * Returns 0 or a dp_err with err filled. */
 int trace_tool_stats(FILE *out, const char *path, int json, trace_tool_report *rep, char *err);
 
+/* The phases a worker's time is split into (trace stats, compare's report), in their
+ * tables' order: computing, pulling, pushing, barrier, ssp_blocked, paced, idle, dead.
+ * STOPPED is not one: a worker's time ends when it stops. */
+enum { TRACE_TOOL_PHASES = 8 };
+extern const int trace_tool_phase_order[TRACE_TOOL_PHASES];
+
+/* A phase's column heading: evt_phase_name's, "ssp wait" for EVT_PHASE_SSP. */
+const char *trace_tool_phase_label(int phase);
+
+/* Replaces each control character of s (a string from a file, for a terminal) by '?'. */
+void trace_tool_printable(char *s);
+
 /* trace_tool_stats' figures for all of a run's workers together, for a report. */
 typedef struct trace_tool_phases {
     int workers;                        /* workers with events */

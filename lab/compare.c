@@ -67,29 +67,28 @@ static int read_variant(variant *v, char *err)
  * any variant spent time in. */
 static void write_phases(FILE *f, const variant *v, int n)
 {
-    static const int shown[] = {EVT_PHASE_COMPUTING, EVT_PHASE_PULLING, EVT_PHASE_PUSHING,
-                                EVT_PHASE_BARRIER, EVT_PHASE_SSP, EVT_PHASE_PACED, EVT_PHASE_IDLE,
-                                EVT_PHASE_DEAD};
-    int cols[DP_ARRAY_LEN(shown)] = {0};
+    const int *shown = trace_tool_phase_order;
+    int cols[TRACE_TOOL_PHASES] = {0};
     for (int i = 0; i < n; i++)
-        for (size_t k = 0; k < DP_ARRAY_LEN(shown); k++) cols[k] |= v[i].phases.phase_s[shown[k]] > 0;
+        for (int k = 0; k < TRACE_TOOL_PHASES; k++) cols[k] |= v[i].phases.phase_s[shown[k]] > 0;
     fprintf(f, "## Where the workers' time went\n\n"
-               "Each variant's workers together, from their first event until they stopped, by what the "
-               "viewer shows them doing (one phase at a time: a push during the compute counts as "
-               "computing; idle is the rest, start-up included). \"Computing most\" is the worker computing the largest share of its time, "
-               "against the median worker. \"Last to push\" is the worker whose gradients came last at the most "
-               "global steps: in sync without backup workers, the one the barrier waited for. `downpour "
-               "trace stats TRACE` gives it worker by worker.\n\n| variant |");
-    for (size_t k = 0; k < DP_ARRAY_LEN(shown); k++)
-        if (cols[k]) fprintf(f, " %s |", shown[k] == EVT_PHASE_SSP ? "ssp wait" : evt_phase_name(shown[k]));
+               "Each variant's workers together, from their first event until they stopped, by what "
+               "the viewer shows them doing (one phase at a time: a push during the compute counts as "
+               "computing; idle is the rest, start-up included). \"Computing most\" is the worker "
+               "computing the largest share of its time, against the median worker. \"Last to push\" "
+               "is the worker whose gradients came last at the most global steps: in sync without "
+               "backup workers, the one the barrier waited for. `downpour trace stats TRACE` gives it "
+               "worker by worker.\n\n| variant |");
+    for (int k = 0; k < TRACE_TOOL_PHASES; k++)
+        if (cols[k]) fprintf(f, " %s |", trace_tool_phase_label(shown[k]));
     fprintf(f, " computing most | last to push (sync) |\n| --- |");
-    for (size_t k = 0; k < DP_ARRAY_LEN(shown); k++)
+    for (int k = 0; k < TRACE_TOOL_PHASES; k++)
         if (cols[k]) fprintf(f, " ---: |");
     fprintf(f, " --- | --- |\n");
     for (int i = 0; i < n; i++) {
         const trace_tool_phases *p = &v[i].phases;
         fprintf(f, "| %s |", v[i].label);
-        for (size_t k = 0; k < DP_ARRAY_LEN(shown); k++)
+        for (int k = 0; k < TRACE_TOOL_PHASES; k++)
             if (cols[k]) fprintf(f, " %.1f %% |", p->time_s > 0 ? p->phase_s[shown[k]] / p->time_s * 100 : 0.0);
         if (p->most_computing >= 0)
             fprintf(f, " worker %d: %.1f %% (median %.1f %%) |", p->most_computing,
